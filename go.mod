@@ -1,0 +1,3 @@
+module harnessd
+
+go 1.24
