@@ -1,0 +1,857 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// This file holds the model providers: the provider-neutral request and
+// response, the OpenAI Chat Completions and Anthropic Messages wire formats,
+// and the HTTP calls with bounded retries.
+
+// Provider names, the part of a model name before the first '/'.
+const (
+	providerOpenAI    = "openai"
+	providerAnthropic = "anthropic"
+)
+
+// Roles of a chatMessage.
+const (
+	roleUser      = "user"
+	roleAssistant = "assistant"
+	roleTool      = "tool"
+)
+
+// Stop reasons of a modelResponse. Both wire formats map onto these (OpenAI's
+// "stop", "tool_calls" and "length"); any other reason passes through as the
+// provider gave it.
+const (
+	stopEndTurn   = "end_turn"
+	stopToolUse   = "tool_use"
+	stopMaxTokens = "max_tokens"
+)
+
+const (
+	anthropicVersion          = "2023-06-01"
+	defaultAnthropicMaxTokens = 4096
+	// modelAttemptTimeout bounds one HTTP attempt: a model may think for
+	// minutes, but an endpoint that never answers must not hold a run forever.
+	modelAttemptTimeout   = 10 * time.Minute
+	maxModelResponseBytes = 16 << 20
+	maxErrorMessageLen    = 300
+)
+
+// A chatMessage is one message of a conversation in provider-neutral form.
+// The system prompt is not a message: it is modelRequest.System.
+type chatMessage struct {
+	Role       string     // roleUser, roleAssistant or roleTool
+	Content    string     // text; for a tool message, the result
+	ToolCalls  []toolCall // assistant: the calls the model made
+	ToolCallID string     // tool: the ID of the call this message answers
+	IsError    bool       // tool: the result is an error
+}
+
+// A toolCall is one tool invocation the model asked for.
+type toolCall struct {
+	ID   string
+	Name string
+	// Arguments is a JSON object, "{}" when the model sent none.
+	Arguments json.RawMessage
+	// ArgumentsError is set when the model sent arguments that are not a
+	// JSON object; Arguments is then "{}". The tool should not be called:
+	// answer the call with this text as a tool error, so the model can
+	// correct itself.
+	ArgumentsError string
+}
+
+// A toolDef is one tool offered to the model.
+type toolDef struct {
+	Name        string
+	Description string
+	// InputSchema is a JSON Schema object; {"type":"object"} is sent when
+	// it is empty.
+	InputSchema json.RawMessage
+}
+
+// A modelRequest is one call to a model: the whole conversation so far.
+type modelRequest struct {
+	Model     string // overrides the provider's model when not empty
+	System    string
+	Messages  []chatMessage
+	Tools     []toolDef
+	MaxTokens int // overrides the provider's limit when positive
+}
+
+// A modelUsage counts the tokens of one or more model calls. InputTokens
+// includes tokens read from or written to a prompt cache.
+type modelUsage struct {
+	InputTokens  int
+	OutputTokens int
+}
+
+// add adds v to u, to total the usage of a run.
+func (u *modelUsage) add(v modelUsage) {
+	u.InputTokens += v.InputTokens
+	u.OutputTokens += v.OutputTokens
+}
+
+// A modelResponse is the model's answer: text, tool calls, or both.
+type modelResponse struct {
+	Content    string
+	ToolCalls  []toolCall
+	Usage      modelUsage
+	StopReason string // stopEndTurn, stopToolUse, stopMaxTokens or the provider's own
+}
+
+// A modelProvider calls one model. Implementations are safe for concurrent use.
+type modelProvider interface {
+	// complete sends the conversation and returns the model's answer. It
+	// retries rate limits, server errors and connection failures a bounded
+	// number of times, and blocks at most until ctx is done; then the error
+	// wraps ctx.Err(). Errors name the provider and never hold the API key.
+	complete(ctx context.Context, req modelRequest) (*modelResponse, error)
+	// name returns "provider/model", e.g. "openai/gpt-4o".
+	name() string
+}
+
+// A modelSpec says which model to call and where.
+type modelSpec struct {
+	Provider string // providerOpenAI or providerAnthropic
+	Model    string
+	// BaseURL, when empty, comes from OPENAI_BASE_URL or ANTHROPIC_BASE_URL,
+	// else the provider's public API.
+	BaseURL string
+	// MaxTokens limits each answer. Zero: 4096 for Anthropic, where it is
+	// required; not sent to OpenAI.
+	MaxTokens int
+}
+
+// parseModelName splits "provider/model" at the first '/': the model part
+// may itself contain '/' ("openai/meta-llama/Llama-3"). It fails on an
+// unknown provider or an empty part.
+func parseModelName(s string) (modelSpec, error) {
+	provider, model, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok || provider == "" || model == "" {
+		return modelSpec{}, fmt.Errorf("model %q: want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5", s)
+	}
+	if provider != providerOpenAI && provider != providerAnthropic {
+		return modelSpec{}, fmt.Errorf("model %q: unknown provider %q: want openai or anthropic", s, provider)
+	}
+	return modelSpec{Provider: provider, Model: model}, nil
+}
+
+// A wireDefaults is what a provider takes from the environment and where it posts.
+type wireDefaults struct {
+	keyEnv, baseURLEnv, defaultBaseURL, path string
+}
+
+var (
+	openaiDefaults    = wireDefaults{"OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1", "/chat/completions"}
+	anthropicDefaults = wireDefaults{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com", "/v1/messages"}
+)
+
+// newModelProvider returns the provider spec names. getenv looks up the API
+// key and base URL variables (os.LookupEnv in the daemon); an empty value
+// counts as unset. It fails on an unknown provider, a bad base URL, or a
+// missing key for the provider's public API; other base URLs (vLLM,
+// llama.cpp, Ollama, proxies) may need no key.
+func newModelProvider(spec modelSpec, getenv func(string) (string, bool), logger *slog.Logger) (modelProvider, error) {
+	switch spec.Provider {
+	case providerOpenAI:
+		ep, err := newModelEndpoint(spec, openaiDefaults, getenv, logger)
+		if err != nil {
+			return nil, err
+		}
+		if ep.key != "" {
+			ep.header.Set("Authorization", "Bearer "+ep.key)
+		}
+		return &openaiProvider{modelEndpoint: ep, model: spec.Model, maxTokens: spec.MaxTokens,
+			maxCompletionTokens: ep.publicAPI}, nil
+	case providerAnthropic:
+		ep, err := newModelEndpoint(spec, anthropicDefaults, getenv, logger)
+		if err != nil {
+			return nil, err
+		}
+		if ep.key != "" {
+			ep.header.Set("X-Api-Key", ep.key)
+		}
+		ep.header.Set("Anthropic-Version", anthropicVersion)
+		maxTokens := spec.MaxTokens
+		if maxTokens <= 0 {
+			maxTokens = defaultAnthropicMaxTokens
+		}
+		return &anthropicProvider{modelEndpoint: ep, model: spec.Model, maxTokens: maxTokens}, nil
+	}
+	return nil, fmt.Errorf("model %q: unknown provider %q: want openai or anthropic", spec.Provider+"/"+spec.Model, spec.Provider)
+}
+
+// A retryPolicy bounds the retries of one model call.
+type retryPolicy struct {
+	attempts      int           // attempts in all, at least 1
+	backoffBase   time.Duration // delay before the second attempt, doubled for each next one
+	backoffCap    time.Duration // longest backoff delay
+	retryAfterCap time.Duration // longest wait a Retry-After header may ask for
+}
+
+var defaultRetryPolicy = retryPolicy{attempts: 4, backoffBase: time.Second, backoffCap: 30 * time.Second, retryAfterCap: 60 * time.Second}
+
+// A modelEndpoint posts JSON to one model API with bounded retries. Its
+// fields are set at construction (tests shorten retry) and only read
+// afterwards, so it is safe for concurrent use.
+type modelEndpoint struct {
+	provider  string
+	modelName string // "provider/model"
+	url       string // where requests are posted
+	// baseURL and baseURLOrigin describe the base URL for error messages.
+	baseURL, baseURLOrigin string
+	keyEnv                 string
+	key                    string // never logged nor put into an error
+	publicAPI              bool   // the base URL is the provider's own API
+	header                 http.Header
+	client                 *http.Client
+	logger                 *slog.Logger
+	retry                  retryPolicy
+	attemptTimeout         time.Duration
+}
+
+// newModelEndpoint resolves the key and base URL of spec.
+func newModelEndpoint(spec modelSpec, wire wireDefaults, getenv func(string) (string, bool), logger *slog.Logger) (*modelEndpoint, error) {
+	name := spec.Provider + "/" + spec.Model
+	if spec.Model == "" {
+		return nil, fmt.Errorf("model %q: the model name is empty: want provider/model, e.g. openai/gpt-4o", name)
+	}
+	lookup := func(key string) string {
+		v, _ := getenv(key)
+		return strings.TrimSpace(v)
+	}
+	base, origin := spec.BaseURL, "the model's base_url"
+	if base == "" {
+		base, origin = lookup(wire.baseURLEnv), wire.baseURLEnv
+	}
+	if base == "" {
+		base, origin = wire.defaultBaseURL, "the default; set "+wire.baseURLEnv+" to change it"
+	}
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("model %s: base URL %q from %s: want an http or https URL", spec.Provider, base, origin)
+	}
+	key := lookup(wire.keyEnv)
+	defaultURL, _ := url.Parse(wire.defaultBaseURL)
+	publicAPI := strings.EqualFold(u.Hostname(), defaultURL.Hostname())
+	if key == "" && publicAPI {
+		return nil, fmt.Errorf("model %s: %s is not set: set it to your API key, or set %s for a server that needs none", spec.Provider, wire.keyEnv, wire.baseURLEnv)
+	}
+	header := http.Header{}
+	header.Set("Content-Type", "application/json")
+	header.Set("Accept", "application/json")
+	header.Set("User-Agent", "harnessd")
+	return &modelEndpoint{
+		provider:       spec.Provider,
+		modelName:      name,
+		url:            u.String() + wire.path,
+		baseURL:        u.Redacted(),
+		baseURLOrigin:  origin,
+		keyEnv:         wire.keyEnv,
+		key:            key,
+		publicAPI:      publicAPI,
+		header:         header,
+		client:         &http.Client{},
+		logger:         logger.With("provider", spec.Provider, "model", spec.Model),
+		retry:          defaultRetryPolicy,
+		attemptTimeout: modelAttemptTimeout,
+	}, nil
+}
+
+// name returns "provider/model".
+func (e *modelEndpoint) name() string { return e.modelName }
+
+// errorf returns an error prefixed with "model <provider>: ", with the API
+// key scrubbed from whatever a server or the network put into it.
+func (e *modelEndpoint) errorf(format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if e.key != "" {
+		msg = strings.ReplaceAll(msg, e.key, "[redacted]")
+	}
+	return errors.New("model " + e.provider + ": " + msg)
+}
+
+// call posts body and decodes the answer, retrying transient failures.
+func (e *modelEndpoint) call(ctx context.Context, body []byte, decode func([]byte) (*modelResponse, error)) (*modelResponse, error) {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		data, fail := e.attempt(ctx, body)
+		if fail == nil {
+			resp, err := decode(data)
+			if err != nil {
+				return nil, e.errorf("decode the answer from %s: %v (is it an %s-compatible API?)", e.url, err, e.provider)
+			}
+			e.logger.Debug("model call done", "attempts", attempt, "duration", time.Since(start),
+				"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens, "stop_reason", resp.StopReason)
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("model %s: %w", e.provider, ctx.Err())
+		}
+		if !fail.retry || attempt >= e.retry.attempts {
+			if attempt > 1 {
+				return nil, fmt.Errorf("%v (gave up after %d attempts)", fail.err, attempt)
+			}
+			return nil, fail.err
+		}
+		delay := e.retry.delay(attempt, fail.retryAfter, fail.hasRetryAfter)
+		e.logger.Warn("model call failed, retrying", "attempt", attempt, "delay", delay, "error", fail.err)
+		timer := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, fmt.Errorf("model %s: %w", e.provider, ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+// An attemptFailure is why one attempt failed and whether another may succeed.
+type attemptFailure struct {
+	err           error
+	retry         bool
+	retryAfter    time.Duration // the server's Retry-After, when hasRetryAfter
+	hasRetryAfter bool
+}
+
+// attempt posts body once. It returns the body of a 2xx answer, or why not.
+func (e *modelEndpoint) attempt(ctx context.Context, body []byte) ([]byte, *attemptFailure) {
+	actx, cancel := context.WithTimeout(ctx, e.attemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, e.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &attemptFailure{err: e.errorf("build request for %s: %v", e.url, err)}
+	}
+	req.Header = e.header.Clone()
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return nil, e.networkFailure(ctx, actx, "cannot reach", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxModelResponseBytes+1))
+	if err != nil {
+		return nil, e.networkFailure(ctx, actx, "read the answer from", err)
+	}
+	if len(data) > maxModelResponseBytes {
+		return nil, &attemptFailure{err: e.errorf("the answer from %s is larger than %d bytes", e.url, maxModelResponseBytes)}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return data, nil
+	}
+	fail := &attemptFailure{err: e.statusError(resp.StatusCode, data)}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout, 529:
+		fail.retry = true
+		fail.retryAfter, fail.hasRetryAfter = parseRetryAfter(resp.Header, time.Now())
+	}
+	return nil, fail
+}
+
+// networkFailure describes a failed exchange: retryable unless the attempt
+// ran out of time (ctx being done is handled by the caller).
+func (e *modelEndpoint) networkFailure(ctx, actx context.Context, op string, err error) *attemptFailure {
+	if ctx.Err() == nil && actx.Err() != nil {
+		return &attemptFailure{err: e.errorf("no answer from %s within %v", e.url, e.attemptTimeout)}
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err // its text repeats the URL
+	}
+	return &attemptFailure{retry: true, err: e.errorf("%s %s (base URL from %s): %v", op, e.baseURL, e.baseURLOrigin, err)}
+}
+
+// statusError describes a non-2xx answer, with the server's own message.
+func (e *modelEndpoint) statusError(status int, body []byte) error {
+	var what string
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		what = "check " + e.keyEnv
+		if e.key == "" {
+			what = e.keyEnv + " is not set"
+		}
+		what = fmt.Sprintf("authentication failed (%d): %s", status, what)
+	case status == http.StatusNotFound:
+		what = fmt.Sprintf("not found (404) at %s: check the model name and the base URL (from %s)", e.url, e.baseURLOrigin)
+	case status == http.StatusTooManyRequests:
+		what = "rate limited (429)"
+	case status >= 500:
+		what = fmt.Sprintf("server error (%d)", status)
+	default:
+		what = fmt.Sprintf("request rejected (%d)", status)
+	}
+	if msg := errorBodyMessage(body); msg != "" {
+		return e.errorf("%s: %s", what, msg)
+	}
+	return e.errorf("%s", what)
+}
+
+// errorBodyMessage returns the message of an error answer: error.message
+// (OpenAI, Anthropic), or a string error, message or detail (compatible
+// servers), else a short prefix of the body on one line.
+func errorBodyMessage(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	msg := ""
+	if json.Unmarshal(body, &v) == nil {
+		var nested struct {
+			Message string `json:"message"`
+		}
+		var text, detail string
+		switch {
+		case json.Unmarshal(v.Error, &nested) == nil && nested.Message != "":
+			msg = nested.Message
+		case json.Unmarshal(v.Error, &text) == nil && text != "":
+			msg = text
+		case v.Message != "":
+			msg = v.Message
+		case json.Unmarshal(v.Detail, &detail) == nil && detail != "":
+			msg = detail
+		}
+	}
+	if msg == "" {
+		msg = string(body)
+	}
+	return shortText(msg, maxErrorMessageLen)
+}
+
+// shortText returns s on one line, cut to at most n bytes on a rune boundary.
+func shortText(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// delay returns how long to wait after the failed attempt number attempt:
+// the server's Retry-After (capped) when it gave one, else exponential
+// backoff with jitter, between half and all of base*2^(attempt-1), capped.
+func (p retryPolicy) delay(attempt int, retryAfter time.Duration, hasRetryAfter bool) time.Duration {
+	if hasRetryAfter {
+		return min(max(retryAfter, 0), p.retryAfterCap)
+	}
+	d := p.backoffBase
+	for i := 1; i < attempt && d < p.backoffCap; i++ {
+		d *= 2
+	}
+	d = min(d, p.backoffCap)
+	if d <= 0 {
+		return 0
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// parseRetryAfter reads retry-after-ms (OpenAI) or Retry-After, in seconds
+// or as an HTTP date relative to now. It reports false when neither header
+// is present and valid.
+func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms >= 0 {
+		return time.Duration(ms * float64(time.Millisecond)), true
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// normalizeArguments turns a tool call's arguments into a JSON object. It
+// accepts an object, nothing or null ("{}"), and a JSON string holding an
+// object (OpenAI's encoding, which some servers encode twice). Anything
+// else gives "{}" and a message for the model.
+func normalizeArguments(raw json.RawMessage) (json.RawMessage, string) {
+	const fix = ": send the arguments as one JSON object"
+	for unquoted := 0; ; unquoted++ {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || string(raw) == "null" {
+			return json.RawMessage("{}"), ""
+		}
+		var s string
+		if err := json.Unmarshal(raw, new(json.RawMessage)); err != nil {
+			return json.RawMessage("{}"), "the arguments are not valid JSON (" + err.Error() + ")" + fix
+		}
+		if raw[0] != '"' || unquoted == 2 || json.Unmarshal(raw, &s) != nil {
+			break
+		}
+		raw = json.RawMessage(s)
+	}
+	if raw[0] != '{' {
+		return json.RawMessage("{}"), "the arguments are not a JSON object" + fix
+	}
+	return raw, ""
+}
+
+// argumentsOrEmpty returns args, or "{}" when it is empty.
+func argumentsOrEmpty(args json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return json.RawMessage("{}")
+	}
+	return args
+}
+
+// schemaOrObject returns schema, or {"type":"object"} when it is empty or null.
+func schemaOrObject(schema json.RawMessage) json.RawMessage {
+	if s := bytes.TrimSpace(schema); len(s) == 0 || string(s) == "null" {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return schema
+}
+
+// An openaiProvider calls an OpenAI-compatible Chat Completions API.
+type openaiProvider struct {
+	*modelEndpoint
+	model     string
+	maxTokens int // not sent when zero
+	// maxCompletionTokens: send the limit as max_completion_tokens, which
+	// OpenAI's own API wants (newer models refuse max_tokens); compatible
+	// servers know max_tokens.
+	maxCompletionTokens bool
+}
+
+type openaiRequest struct {
+	Model               string          `json:"model"`
+	Messages            []openaiMessage `json:"messages"`
+	Tools               []openaiTool    `json:"tools,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+}
+
+type openaiMessage struct {
+	Role       string           `json:"role"`
+	Content    *string          `json:"content"` // null: an assistant message with only tool calls
+	ToolCalls  []openaiToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string           `json:"tool_call_id,omitempty"`
+}
+
+type openaiToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"` // sent as a JSON string; read leniently
+	} `json:"function"`
+}
+
+type openaiTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+type openaiResponse struct {
+	Choices []struct {
+		Message struct {
+			Content   json.RawMessage  `json:"content"` // a string, null, or an array of parts
+			ToolCalls []openaiToolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (p *openaiProvider) complete(ctx context.Context, req modelRequest) (*modelResponse, error) {
+	body, err := p.encode(req)
+	if err != nil {
+		return nil, err
+	}
+	return p.call(ctx, body, decodeOpenAIResponse)
+}
+
+// encode returns the Chat Completions body for req.
+func (p *openaiProvider) encode(req modelRequest) ([]byte, error) {
+	out := openaiRequest{Model: cmp.Or(req.Model, p.model), Messages: []openaiMessage{}}
+	if maxTokens := cmp.Or(max(req.MaxTokens, 0), p.maxTokens); p.maxCompletionTokens {
+		out.MaxCompletionTokens = maxTokens
+	} else {
+		out.MaxTokens = maxTokens
+	}
+	if req.System != "" {
+		out.Messages = append(out.Messages, openaiMessage{Role: "system", Content: &req.System})
+	}
+	for i, m := range req.Messages {
+		msg := openaiMessage{Role: m.Role, Content: &m.Content}
+		switch m.Role {
+		case roleUser:
+		case roleAssistant:
+			if m.Content == "" && len(m.ToolCalls) > 0 {
+				msg.Content = nil
+			}
+			for _, tc := range m.ToolCalls {
+				call := openaiToolCall{ID: tc.ID, Type: "function"}
+				call.Function.Name = tc.Name
+				args, _ := json.Marshal(string(argumentsOrEmpty(tc.Arguments)))
+				call.Function.Arguments = args
+				msg.ToolCalls = append(msg.ToolCalls, call)
+			}
+		case roleTool:
+			msg.ToolCallID = m.ToolCallID
+			if m.IsError {
+				// Chat Completions has no error flag for tool results.
+				text := "Error: " + m.Content
+				msg.Content = &text
+			}
+		default:
+			return nil, p.errorf("message %d: unknown role %q", i, m.Role)
+		}
+		out.Messages = append(out.Messages, msg)
+	}
+	for _, t := range req.Tools {
+		tool := openaiTool{Type: "function"}
+		tool.Function.Name, tool.Function.Description = t.Name, t.Description
+		tool.Function.Parameters = schemaOrObject(t.InputSchema)
+		out.Tools = append(out.Tools, tool)
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return nil, p.errorf("encode the request: %v", err)
+	}
+	return body, nil
+}
+
+// decodeOpenAIResponse reads a Chat Completions answer. It is lenient with
+// compatible servers: content may be null or an array of parts, a tool call
+// may lack its ID, arguments may be empty, an object, or not JSON at all
+// (then toolCall.ArgumentsError says so).
+func decodeOpenAIResponse(body []byte) (*modelResponse, error) {
+	var r openaiResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("%v; the answer begins %q", err, shortText(string(body), 80))
+	}
+	if len(r.Choices) == 0 {
+		if len(r.Error) > 0 && string(r.Error) != "null" {
+			return nil, fmt.Errorf("the server reported an error: %s", errorBodyMessage(body))
+		}
+		return nil, errors.New("the answer has no choices")
+	}
+	choice := r.Choices[0]
+	resp := &modelResponse{
+		Content: openaiContentText(choice.Message.Content),
+		Usage:   modelUsage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens},
+	}
+	for _, tc := range choice.Message.ToolCalls {
+		args, argsErr := normalizeArguments(tc.Function.Arguments)
+		resp.ToolCalls = append(resp.ToolCalls, toolCall{
+			ID:             cmp.Or(tc.ID, "call_"+strconv.FormatUint(rand.Uint64(), 36)),
+			Name:           tc.Function.Name,
+			Arguments:      args,
+			ArgumentsError: argsErr,
+		})
+	}
+	switch choice.FinishReason {
+	case "stop":
+		resp.StopReason = stopEndTurn
+	case "tool_calls", "function_call":
+		resp.StopReason = stopToolUse
+	case "length":
+		resp.StopReason = stopMaxTokens
+	case "":
+		resp.StopReason = stopEndTurn
+		if len(resp.ToolCalls) > 0 {
+			resp.StopReason = stopToolUse
+		}
+	default:
+		resp.StopReason = choice.FinishReason
+	}
+	return resp, nil
+}
+
+// openaiContentText returns the text of a message's content: a string, or
+// the text parts of an array; "" for null or anything else.
+func openaiContentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, part := range parts {
+		if part.Type == "text" {
+			b.WriteString(part.Text)
+		}
+	}
+	return b.String()
+}
+
+// An anthropicProvider calls the Anthropic Messages API.
+type anthropicProvider struct {
+	*modelEndpoint
+	model     string
+	maxTokens int
+}
+
+type anthropicRequest struct {
+	Model     string             `json:"model"`
+	MaxTokens int                `json:"max_tokens"`
+	System    string             `json:"system,omitempty"`
+	Messages  []anthropicMessage `json:"messages"`
+	Tools     []anthropicTool    `json:"tools,omitempty"`
+}
+
+type anthropicMessage struct {
+	Role    string           `json:"role"`
+	Content []anthropicBlock `json:"content"`
+}
+
+// An anthropicBlock is a content block: text, tool_use or tool_result.
+type anthropicBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+type anthropicTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+type anthropicResponse struct {
+	Content    []anthropicBlock `json:"content"`
+	StopReason string           `json:"stop_reason"`
+	Usage      struct {
+		InputTokens              int `json:"input_tokens"`
+		OutputTokens             int `json:"output_tokens"`
+		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	} `json:"usage"`
+	Type  string          `json:"type"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (p *anthropicProvider) complete(ctx context.Context, req modelRequest) (*modelResponse, error) {
+	body, err := p.encode(req)
+	if err != nil {
+		return nil, err
+	}
+	return p.call(ctx, body, decodeAnthropicResponse)
+}
+
+// encode returns the Messages body for req. Consecutive tool messages
+// become one user message of tool_result blocks, as the API requires.
+func (p *anthropicProvider) encode(req modelRequest) ([]byte, error) {
+	out := anthropicRequest{
+		Model:     cmp.Or(req.Model, p.model),
+		MaxTokens: cmp.Or(max(req.MaxTokens, 0), p.maxTokens),
+		System:    req.System,
+		Messages:  []anthropicMessage{},
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case roleUser:
+			out.Messages = append(out.Messages, anthropicMessage{Role: roleUser, Content: []anthropicBlock{{Type: "text", Text: m.Content}}})
+		case roleAssistant:
+			msg := anthropicMessage{Role: roleAssistant, Content: []anthropicBlock{}}
+			if m.Content != "" {
+				msg.Content = append(msg.Content, anthropicBlock{Type: "text", Text: m.Content})
+			}
+			for _, tc := range m.ToolCalls {
+				msg.Content = append(msg.Content, anthropicBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: argumentsOrEmpty(tc.Arguments)})
+			}
+			if len(msg.Content) == 0 {
+				continue // the API refuses empty text; nothing was said
+			}
+			out.Messages = append(out.Messages, msg)
+		case roleTool:
+			block := anthropicBlock{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Content, IsError: m.IsError}
+			if i > 0 && req.Messages[i-1].Role == roleTool {
+				last := &out.Messages[len(out.Messages)-1]
+				last.Content = append(last.Content, block)
+				continue
+			}
+			out.Messages = append(out.Messages, anthropicMessage{Role: roleUser, Content: []anthropicBlock{block}})
+		default:
+			return nil, p.errorf("message %d: unknown role %q", i, m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		out.Tools = append(out.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schemaOrObject(t.InputSchema)})
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return nil, p.errorf("encode the request: %v", err)
+	}
+	return body, nil
+}
+
+// decodeAnthropicResponse reads a Messages answer: text blocks joined by
+// newlines, tool_use blocks as tool calls; other blocks are ignored.
+func decodeAnthropicResponse(body []byte) (*modelResponse, error) {
+	var r anthropicResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("%v; the answer begins %q", err, shortText(string(body), 80))
+	}
+	if r.Type == "error" {
+		return nil, fmt.Errorf("the server reported an error: %s", errorBodyMessage(body))
+	}
+	u := r.Usage
+	resp := &modelResponse{
+		Usage:      modelUsage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens},
+		StopReason: r.StopReason,
+	}
+	var texts []string
+	for _, b := range r.Content {
+		switch b.Type {
+		case "text":
+			texts = append(texts, b.Text)
+		case "tool_use":
+			args, argsErr := normalizeArguments(b.Input)
+			resp.ToolCalls = append(resp.ToolCalls, toolCall{ID: b.ID, Name: b.Name, Arguments: args, ArgumentsError: argsErr})
+		}
+	}
+	resp.Content = strings.Join(texts, "\n")
+	if resp.StopReason == "" {
+		resp.StopReason = stopEndTurn
+		if len(resp.ToolCalls) > 0 {
+			resp.StopReason = stopToolUse
+		}
+	}
+	return resp, nil
+}
