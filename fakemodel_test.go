@@ -147,15 +147,15 @@ func (f *fakeModel) provider(t *testing.T) modelProvider {
 	if err != nil {
 		t.Fatalf("newModelProvider(%+v) = %v", f.spec(), err)
 	}
-	endpointOf(t, p).retry = testRetryPolicy
+	modelEndpointOf(t, p).retry = fakeRetryPolicy
 	return p
 }
 
-// testRetryPolicy retries like the default policy, in milliseconds.
-var testRetryPolicy = retryPolicy{attempts: 4, backoffBase: time.Millisecond, backoffCap: 4 * time.Millisecond, retryAfterCap: 20 * time.Millisecond}
+// fakeRetryPolicy retries like the default policy, in milliseconds.
+var fakeRetryPolicy = retryPolicy{attempts: 4, backoffBase: time.Millisecond, backoffCap: 4 * time.Millisecond, retryAfterCap: 20 * time.Millisecond}
 
-// endpointOf returns the endpoint of a provider built by newModelProvider.
-func endpointOf(t *testing.T, p modelProvider) *modelEndpoint {
+// modelEndpointOf returns the endpoint of a provider built by newModelProvider.
+func modelEndpointOf(t *testing.T, p modelProvider) *modelEndpoint {
 	t.Helper()
 	switch p := p.(type) {
 	case *openaiProvider:
@@ -163,7 +163,7 @@ func endpointOf(t *testing.T, p modelProvider) *modelEndpoint {
 	case *anthropicProvider:
 		return p.modelEndpoint
 	}
-	t.Fatalf("endpointOf(%T): not a provider of newModelProvider", p)
+	t.Fatalf("modelEndpointOf(%T): not a provider of newModelProvider", p)
 	return nil
 }
 

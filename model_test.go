@@ -19,15 +19,15 @@ import (
 // This file tests the model providers against fakeModel and the wire
 // encodings against golden bodies.
 
-// envOf returns a getenv over vars.
-func envOf(vars map[string]string) func(string) (string, bool) {
+// modelTestEnv returns a getenv over vars.
+func modelTestEnv(vars map[string]string) func(string) (string, bool) {
 	return func(key string) (string, bool) {
 		v, ok := vars[key]
 		return v, ok
 	}
 }
 
-var discardLogger = slog.New(slog.DiscardHandler)
+var modelTestLogger = slog.New(slog.DiscardHandler)
 
 func TestParseModelName(t *testing.T) {
 	tests := []struct {
@@ -96,7 +96,7 @@ func TestNewModelProvider(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := newModelProvider(tt.spec, envOf(tt.env), discardLogger)
+			p, err := newModelProvider(tt.spec, modelTestEnv(tt.env), modelTestLogger)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("newModelProvider(%+v) = %v, want error containing %q", tt.spec, err, tt.wantErr)
@@ -106,7 +106,7 @@ func TestNewModelProvider(t *testing.T) {
 			if err != nil {
 				t.Fatalf("newModelProvider(%+v) = %v", tt.spec, err)
 			}
-			if got := endpointOf(t, p).url; got != tt.wantURL {
+			if got := modelEndpointOf(t, p).url; got != tt.wantURL {
 				t.Errorf("newModelProvider(%+v) posts to %q, want %q", tt.spec, got, tt.wantURL)
 			}
 			if got, want := p.name(), tt.spec.Provider+"/"+tt.spec.Model; got != want {
@@ -224,7 +224,7 @@ func TestModelRequestEncoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := newModelProvider(tt.spec, envOf(tt.env), discardLogger)
+			p, err := newModelProvider(tt.spec, modelTestEnv(tt.env), modelTestLogger)
 			if err != nil {
 				t.Fatalf("newModelProvider(%+v) = %v", tt.spec, err)
 			}
@@ -234,7 +234,7 @@ func TestModelRequestEncoding(t *testing.T) {
 			if err != nil {
 				t.Fatalf("encode(%s) = %v", tt.name, err)
 			}
-			assertSameJSON(t, got, tt.want)
+			assertModelBody(t, got, tt.want)
 		})
 	}
 }
@@ -252,8 +252,8 @@ func TestModelRequestUnknownRole(t *testing.T) {
 	}
 }
 
-// assertSameJSON fails unless got and want hold the same JSON value.
-func assertSameJSON(t *testing.T, got []byte, want string) {
+// assertModelBody fails unless got and want hold the same JSON value.
+func assertModelBody(t *testing.T, got []byte, want string) {
 	t.Helper()
 	var g, w any
 	if err := json.Unmarshal(got, &g); err != nil {
@@ -383,7 +383,7 @@ func TestDecodeOpenAIResponse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := decodeOpenAIResponse([]byte(tt.body))
-			checkDecoded(t, got, err, tt.want, tt.wantErr)
+			checkDecodedResponse(t, got, err, tt.want, tt.wantErr)
 		})
 	}
 }
@@ -422,12 +422,12 @@ func TestDecodeAnthropicResponse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := decodeAnthropicResponse([]byte(tt.body))
-			checkDecoded(t, got, err, tt.want, tt.wantErr)
+			checkDecodedResponse(t, got, err, tt.want, tt.wantErr)
 		})
 	}
 }
 
-func checkDecoded(t *testing.T, got *modelResponse, err error, want modelResponse, wantErr string) {
+func checkDecodedResponse(t *testing.T, got *modelResponse, err error, want modelResponse, wantErr string) {
 	t.Helper()
 	if wantErr != "" {
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
@@ -522,7 +522,7 @@ func TestModelRetryAfterOverridesBackoff(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeModel(t, providerAnthropic, fakeTurn{Status: 429, RetryAfter: tt.retryAfter}, fakeTurn{Text: "fine"})
 			p := f.provider(t)
-			endpointOf(t, p).retry = retryPolicy{attempts: 2, backoffBase: time.Hour, backoffCap: time.Hour, retryAfterCap: time.Hour}
+			modelEndpointOf(t, p).retry = retryPolicy{attempts: 2, backoffBase: time.Hour, backoffCap: time.Hour, retryAfterCap: time.Hour}
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			got, err := p.complete(ctx, modelRequest{Messages: []chatMessage{{Role: roleUser, Content: "hi"}}})
@@ -630,7 +630,7 @@ func TestModelCancellation(t *testing.T) {
 			if err != nil {
 				t.Fatalf("newModelProvider = %v", err)
 			}
-			endpointOf(t, p).retry = retryPolicy{attempts: 4, backoffBase: time.Hour, backoffCap: time.Hour, retryAfterCap: time.Hour}
+			modelEndpointOf(t, p).retry = retryPolicy{attempts: 4, backoffBase: time.Hour, backoffCap: time.Hour, retryAfterCap: time.Hour}
 			_, err = p.complete(ctx, modelRequest{Messages: []chatMessage{{Role: roleUser, Content: "hi"}}})
 			if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "model openai: ") {
 				t.Fatalf("complete(cancelled) = %v, want model openai: context canceled", err)
@@ -659,11 +659,11 @@ func TestModelUnreachable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := newModelProvider(tt.spec, envOf(tt.env), discardLogger)
+			p, err := newModelProvider(tt.spec, modelTestEnv(tt.env), modelTestLogger)
 			if err != nil {
 				t.Fatalf("newModelProvider = %v", err)
 			}
-			endpointOf(t, p).retry = testRetryPolicy
+			modelEndpointOf(t, p).retry = fakeRetryPolicy
 			_, err = p.complete(t.Context(), modelRequest{Messages: []chatMessage{{Role: roleUser, Content: "hi"}}})
 			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || !strings.HasSuffix(err.Error(), "(gave up after 4 attempts)") {
 				t.Fatalf("complete(unreachable) = %v, want error starting %q, ending with the attempts", err, tt.wantErr)
@@ -692,7 +692,7 @@ func TestModelHeaders(t *testing.T) {
 			if tt.key != "" {
 				env["OPENAI_API_KEY"], env["ANTHROPIC_API_KEY"] = tt.key, tt.key
 			}
-			p, err := newModelProvider(f.spec(), envOf(env), discardLogger)
+			p, err := newModelProvider(f.spec(), modelTestEnv(env), modelTestLogger)
 			if err != nil {
 				t.Fatalf("newModelProvider = %v", err)
 			}
@@ -739,7 +739,7 @@ func TestModelKeyNeverLeaks(t *testing.T) {
 				if err != nil {
 					t.Fatalf("newModelProvider = %v", err)
 				}
-				endpointOf(t, p).retry = testRetryPolicy
+				modelEndpointOf(t, p).retry = fakeRetryPolicy
 				_, err = p.complete(t.Context(), modelRequest{Messages: []chatMessage{{Role: roleUser, Content: "hi"}}})
 				if err == nil {
 					t.Fatalf("complete(%s) succeeded, want an error", tt.name)
