@@ -313,9 +313,9 @@ func stem(w string) string {
 	return w
 }
 
-// builtinTools holds the built-in tools: find_tool (core) and the deferred
-// ones, which find_tool searches like any server's tools.
-var builtinTools = func() (findTool toolEntry, deferred *serverTools) {
+// newBuiltinTools returns the built-in tools: find_tool (core) and the
+// deferred ones, which find_tool searches like any server's tools.
+func newBuiltinTools() (findTool toolEntry, deferred *serverTools) {
 	builtin := []string{"builtin"}
 	findTool = toolEntry{
 		Name: toolFindTool, Tags: builtin,
@@ -352,7 +352,9 @@ var builtinTools = func() (findTool toolEntry, deferred *serverTools) {
 	return findTool, deferred
 }
 
-var coreFindTool, deferredBuiltins = builtinTools()
+// coreFindTool (without its description, which findToolEntry writes) and
+// deferredBuiltins are shared by every catalog and never modified.
+var coreFindTool, deferredBuiltins = newBuiltinTools()
 
 // A catalog is the set of tools one run can reach and the subset it has
 // activated. The global servers' snapshots come from a function the
@@ -596,7 +598,11 @@ func (c *catalog) activateFound(found []toolEntry, unknown []string) string {
 	}
 	c.activate(names...)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Activated %d tools; they are now callable:\n", len(found))
+	if len(found) == 1 {
+		b.WriteString("Activated 1 tool; it is now callable:\n")
+	} else {
+		fmt.Fprintf(&b, "Activated %d tools; they are now callable:\n", len(found))
+	}
 	for _, e := range found {
 		fmt.Fprintf(&b, "- %s: %s\n", e.Name, oneLine(e.Description, findLineLen))
 	}

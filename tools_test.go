@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -402,7 +403,7 @@ func TestFindToolSearch(t *testing.T) {
 					t.Errorf("findTool(%q) text = %q, want the line %q", tt.query, text, line)
 				}
 			}
-			if !strings.Contains(text, "now callable") {
+			if !strings.Contains(text, "now callable") || !strings.Contains(text, fmt.Sprintf("Activated %d tool", len(got))) {
 				t.Errorf("findTool(%q) text = %q, want it to say the tools are now callable", tt.query, text)
 			}
 		})
@@ -431,7 +432,7 @@ func TestFindToolSelect(t *testing.T) {
 		{"two names", "select:mcp_everything_echo,mcp_memory_read_graph", []string{"mcp_everything_echo", "mcp_memory_read_graph"}, false, []string{"Activated 2 tools", "Echoes back the input string"}},
 		{"spaces and case", " SELECT: mcp_everything_echo ,  connect_mcp ", []string{"mcp_everything_echo", "connect_mcp"}, false, nil},
 		{"uppercase name", "select:MCP_Everything_Echo", []string{"mcp_everything_echo"}, false, nil},
-		{"repeated name once", "select:connect_mcp,connect_mcp", []string{"connect_mcp"}, false, []string{"Activated 1 tools"}},
+		{"repeated name once", "select:connect_mcp,connect_mcp", []string{"connect_mcp"}, false, []string{"Activated 1 tool;"}},
 		{"unknown reported", "select:mcp_everything_echo,mcp_nope_x", []string{"mcp_everything_echo"}, false, []string{"Unknown tools, not activated: mcp_nope_x"}},
 		{"only unknown", "select:mcp_nope_x,other", nil, true, []string{"mcp_nope_x, other"}},
 		{"empty", "select: , ", nil, true, []string{"no tool names"}},
