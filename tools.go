@@ -85,7 +85,7 @@ const (
 
 var fieldWeights = []struct {
 	field         uint8
-	exact, prefix float64
+	exact, prefix float32
 }{
 	{fieldName, 10, 6},
 	{fieldServer, 5, 3},
@@ -634,15 +634,16 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 
 // A searchCell accumulates one entry's score during a search.
 type searchCell struct {
-	total     float64
-	cover     int // query tokens matched
-	nameHits  int // query tokens matched in the tool name
-	best      float64
+	total     float32
+	best      float32 // best weight for the current query token
+	cover     uint8   // query tokens matched (at most maxQueryTokens)
+	nameHits  uint8   // query tokens matched in the tool name
 	bestName  bool
 	seenQuery bool // touched by the current query token
 }
 
-// searchScratch is reused across searches to keep allocation flat.
+// searchScratch is reused across searches. Between searches every cell is
+// zero: a search resets only the cells it touched, never the whole slice.
 type searchScratch struct {
 	cells   []searchCell
 	touched []int32 // cells touched by the current query token
@@ -671,8 +672,12 @@ func search(view []*serverTools, query string, limit int) []toolEntry {
 	s := scratchPool.Get().(*searchScratch)
 	defer scratchPool.Put(s)
 	s.cells = slices.Grow(s.cells[:0], int(base[len(view)]))[:base[len(view)]]
-	clear(s.cells)
 	s.hits = s.hits[:0]
+	defer func() {
+		for _, ci := range s.hits {
+			s.cells[ci] = searchCell{}
+		}
+	}()
 
 	for _, q := range tokens {
 		s.touched = s.touched[:0]
@@ -703,21 +708,17 @@ func search(view []*serverTools, query string, limit int) []toolEntry {
 	}
 
 	type ranked struct {
-		score float64
+		score float32
 		entry *toolEntry
 	}
 	top := make([]ranked, 0, limit+1)
-	vi := 0
-	slices.Sort(s.hits)
 	for _, ci := range s.hits {
-		for ci >= base[vi+1] {
-			vi++
-		}
+		vi := sort.Search(len(view), func(k int) bool { return base[k+1] > ci })
 		st, ei := view[vi], ci-base[vi]
 		cell := &s.cells[ci]
-		score := float64(cell.cover)*1000 + cell.total
+		score := float32(cell.cover)*1000 + cell.total
 		if n := st.nameTokens[ei]; n > 0 {
-			score += 5 * float64(min(cell.nameHits, n)) / float64(n)
+			score += 5 * float32(min(int(cell.nameHits), n)) / float32(n)
 		}
 		r := ranked{score, &st.entries[ei]}
 		at := sort.Search(len(top), func(k int) bool {
