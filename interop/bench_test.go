@@ -1,0 +1,74 @@
+package interop
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// This file holds the tool-call benchmarks on the official Go SDK client, the
+// same calls harnessd's root benchmarks make, so the two compare in one run.
+// HARNESS_BENCH_STDIO_SERVER (a command line, split on spaces) and
+// HARNESS_BENCH_HTTP_URL (a Streamable HTTP endpoint) replace the default
+// server, cmd/echoserver.
+
+// benchHTTPClient keeps enough idle connections for b.RunParallel; the
+// default of two per host would make the parallel case measure dialing.
+var benchHTTPClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+func BenchmarkStdioToolCall(b *testing.B) {
+	var cmd *exec.Cmd
+	if line := os.Getenv("HARNESS_BENCH_STDIO_SERVER"); line != "" {
+		fields := strings.Fields(line)
+		cmd = exec.Command(fields[0], fields[1:]...)
+	} else {
+		cmd = exec.Command(buildEchoServer(b), "stdio")
+	}
+	cmd.Stderr = os.Stderr
+	benchToolCall(b, connectTransport(b, &mcp.CommandTransport{Command: cmd}))
+}
+
+func BenchmarkHTTPToolCall(b *testing.B) {
+	url := os.Getenv("HARNESS_BENCH_HTTP_URL")
+	if url == "" {
+		url = startEchoServerHTTP(b, "http")
+	}
+	benchToolCall(b, connectTransport(b, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: benchHTTPClient}))
+}
+
+// benchToolCall measures echo({"message":"hello"}) on one session, one call
+// at a time (seq) and from GOMAXPROCS goroutines at once (parallel).
+func benchToolCall(b *testing.B, session *mcp.ClientSession) {
+	args := map[string]any{"message": "hello"}
+	call := func(ctx context.Context) error {
+		got, err := callText(ctx, session, "echo", args)
+		if err == nil && got != "hello" {
+			b.Errorf("echo(hello) = %q, want %q", got, "hello")
+		}
+		return err
+	}
+	b.Run("seq", func(b *testing.B) {
+		ctx := b.Context()
+		for b.Loop() {
+			if err := call(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		ctx := b.Context()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := call(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
