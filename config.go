@@ -218,7 +218,8 @@ func defaultHome(getenv func(string) (string, bool)) (string, error) {
 // replaces the home file's server of the same name whole; [model] merges
 // field by field; [[auth.keys]] merge by name; allow_hosts is replaced
 // whole. A HARNESS_MCP_SERVERS entry named like a TOML server is logged and
-// skipped. The error joins every problem found, one per line.
+// skipped. The error joins every problem found, one per line; the config
+// returned with it holds the valid parts, for reporting only.
 func loadConfig(opts loadOptions) (*config, error) {
 	getenv := opts.Getenv
 	if getenv == nil {
@@ -915,7 +916,10 @@ func loadProfile(home, name string, getenv func(string) (string, bool)) (servers
 		return nil, true, err
 	}
 	servers, err = tomlServers(label, "profile "+name, md, doc.MCPServers, getenv)
-	return servers, true, errors.Join(append(errs, err)...)
+	if err := errors.Join(append(errs, err)...); err != nil {
+		return nil, true, err
+	}
+	return servers, true, nil
 }
 
 // profileScope returns the servers of a run with the given profile servers:
@@ -942,7 +946,7 @@ func profileScope(globals, profile []serverConfig) ([]serverConfig, error) {
 // JSON null means none). Entries may not use ${VAR}, and none may share a
 // name or sanitized name with a global server (disabled ones included), a
 // server of the run's profile, or another entry. Every error is the
-// client's fault (400). Each server's Source is "run".
+// client's fault (400); servers is nil with it. Each Source is "run".
 func parseRunServers(raw json.RawMessage, globals, profile []serverConfig) ([]serverConfig, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		return nil, nil
@@ -968,7 +972,26 @@ func parseRunServers(raw json.RawMessage, globals, profile []serverConfig) ([]se
 			}
 		}
 	}
-	return servers, errors.Join(errs...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return servers, nil
+}
+
+// adhocServer returns the server given on the command line of the mcp
+// subcommands: --url rawURL, or command (COMMAND ARGS... after "--"), named
+// name, with Source "command line". Values are taken literally: the shell
+// has already expanded them.
+func adhocServer(name, rawURL string, command []string) (serverConfig, error) {
+	literal := func(s string) string { return strings.ReplaceAll(s, "$", "$$") }
+	raw := rawServer{Name: name, URL: literal(rawURL)}
+	if len(command) > 0 {
+		raw.Command = literal(command[0])
+		for _, a := range command[1:] {
+			raw.Args = append(raw.Args, literal(a))
+		}
+	}
+	return buildServer("command line", "command line", raw, nil)
 }
 
 // parseModelName splits "provider/model" (HARNESS_MODEL, [model].name and a

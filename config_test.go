@@ -600,6 +600,34 @@ func TestParseRunServers(t *testing.T) {
 	}
 }
 
+func TestAdhocServer(t *testing.T) {
+	tests := []struct {
+		name, server, url string
+		command           []string
+		want, wantErr     string
+	}{
+		{name: "url", server: "adhoc", url: "http://h/mcp", want: "adhoc=http://h/mcp"},
+		{name: "command kept literally", server: "adhoc", command: []string{"srv", "$HOME", "${X}", "$$"}, want: "adhoc=srv $HOME ${X} $$"},
+		{name: "neither", server: "adhoc",
+			wantErr: `command line: server "adhoc": command/url: neither is set; set command for a stdio server or url for an http server`},
+		{name: "bad name", server: "a b", command: []string{"srv"},
+			wantErr: `command line: server "a b": name: "a b" has invalid characters; use only letters, digits, "-", "_" and "."`},
+		{name: "bad url", server: "adhoc", url: "localhost:1",
+			wantErr: `command line: server "adhoc": url: scheme "localhost" is not supported; use http or https`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := adhocServer(tt.server, tt.url, tt.command)
+			if errString(err) != tt.wantErr {
+				t.Fatalf("adhocServer(%q, %q, %q) error = %v, want %q", tt.server, tt.url, tt.command, err, tt.wantErr)
+			}
+			if got := summary([]serverConfig{s}); err == nil && (got != tt.want || s.Source != "command line" || !s.TransportInferred) {
+				t.Errorf("adhocServer(%q, %q, %q) = %q from %q, want %q from command line", tt.server, tt.url, tt.command, got, s.Source, tt.want)
+			}
+		})
+	}
+}
+
 func TestAuthKeys(t *testing.T) {
 	hashOf := func(s string) string {
 		h := sha256.Sum256([]byte(s))

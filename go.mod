@@ -2,4 +2,4 @@ module harnessd
 
 go 1.24
 
-require github.com/BurntSushi/toml v1.6.0 // indirect
+require github.com/BurntSushi/toml v1.6.0
