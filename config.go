@@ -1,9 +1,31 @@
 package main
 
-import "time"
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
 
 // This file holds server configuration: the config type, the four sources,
-// validation, transport inference, ${VAR} expansion and profiles.
+// validation, transport inference, ${VAR} expansion and profiles, plus the
+// other settings of the same TOML files ([model], [[auth.keys]],
+// [connect_mcp]) and their environment variables.
 
 // Transport names as they appear in configuration.
 const (
@@ -17,6 +39,17 @@ const (
 	defaultTimeout         = 30 * time.Second
 	defaultStartupTimeout  = 30 * time.Second
 	defaultMaxMessageBytes = 4 << 20
+)
+
+// Bounds on configuration values.
+const (
+	minMaxMessageBytes = 1 << 10
+	maxMaxMessageBytes = 1 << 30
+	maxNameLength      = 64
+	// maxRunServers bounds the mcp_servers of one run request.
+	maxRunServers = 32
+	// minTokenLength is the shortest plaintext API token accepted.
+	minTokenLength = 16
 )
 
 // A serverConfig is one validated MCP server definition, whatever its source.
@@ -44,4 +77,1039 @@ type serverConfig struct {
 	// Source says where the definition came from: a file path,
 	// "HARNESS_MCP_SERVERS", "profile <name>", "run", "connect_mcp" or "command line".
 	Source string
+}
+
+// A config is everything harnessd reads at startup. Servers holds the
+// global servers (TOML first, in file order, then HARNESS_MCP_SERVERS),
+// including disabled ones (Enabled false), which the registry must not start
+// but whose names stay reserved.
+type config struct {
+	Servers []serverConfig
+	Model   modelSettings
+	// AuthKeys is empty when auth is off.
+	AuthKeys []authKey
+	// ConnectAllowHosts is nil when [connect_mcp].allow_hosts is not set.
+	ConnectAllowHosts []string
+	// Files lists the TOML files that existed and were read, in order.
+	Files []string
+}
+
+// A modelSettings is the model part of the config. Empty strings and zero
+// numbers mean "not configured": the agent applies its own defaults.
+type modelSettings struct {
+	Provider  string // "openai" or "anthropic"
+	Model     string // the provider's model name, may contain "/"
+	BaseURL   string
+	MaxTokens int
+	MaxSteps  int
+}
+
+// An authKey is one API key. The token itself is never kept, only its hash.
+type authKey struct {
+	Name        string
+	TokenSHA256 [sha256.Size]byte
+	// Scopes holds values of authScopes.
+	Scopes []string
+	Source string
+}
+
+// authScopes are the scopes an API key may hold.
+var authScopes = []string{"runs:read", "runs:write", "admin"}
+
+// modelProviders are the providers a model name may start with.
+var modelProviders = []string{"openai", "anthropic"}
+
+// inheritedEnv lists the variables a stdio server inherits from harnessd.
+var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
+
+// errInvalidProfileName is wrapped by loadProfile's error for a name that
+// cannot be a profile; the API answers it with 400.
+var errInvalidProfileName = errors.New("invalid profile name")
+
+// A loadOptions says where loadConfig looks. Home empty means defaultHome,
+// Workspace empty means no workspace layer, Getenv nil means os.LookupEnv and
+// Logger nil discards the warnings.
+type loadOptions struct {
+	Home, Workspace string
+	Getenv          func(string) (string, bool)
+	Logger          *slog.Logger
+}
+
+// A rawServer is one server definition as written in TOML or JSON. Pointer
+// fields tell "absent" from "empty". In TOML the name is the table key.
+type rawServer struct {
+	Name            string            `json:"name" toml:"-"`
+	Transport       *string           `json:"transport" toml:"transport"`
+	Command         string            `json:"command" toml:"command"`
+	Args            []string          `json:"args" toml:"args"`
+	URL             string            `json:"url" toml:"url"`
+	Env             map[string]string `json:"env" toml:"env"`
+	Cwd             string            `json:"cwd" toml:"cwd"`
+	Headers         map[string]string `json:"headers" toml:"headers"`
+	Timeout         *string           `json:"timeout" toml:"timeout"`
+	StartupTimeout  *string           `json:"startup_timeout" toml:"startup_timeout"`
+	Enabled         *bool             `json:"enabled" toml:"enabled"`
+	IncludeTools    []string          `json:"include_tools" toml:"include_tools"`
+	ExcludeTools    []string          `json:"exclude_tools" toml:"exclude_tools"`
+	MaxMessageBytes *int              `json:"max_message_bytes" toml:"max_message_bytes"`
+}
+
+// serverFields lists the JSON fields of a server object, for error hints.
+const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes"
+
+// A rawAuthKey is one API key as written in TOML or HARNESS_API_KEYS. A
+// plaintext token is accepted only from the environment.
+type rawAuthKey struct {
+	Name        string   `json:"name" toml:"name"`
+	Token       *string  `json:"token" toml:"-"`
+	TokenSHA256 *string  `json:"token_sha256" toml:"token_sha256"`
+	Scopes      []string `json:"scopes" toml:"scopes"`
+}
+
+// A tomlModel is the [model] table; nil fields were not set in that file.
+type tomlModel struct {
+	Name      *string `toml:"name"`
+	BaseURL   *string `toml:"base_url"`
+	MaxTokens *int    `toml:"max_tokens"`
+	MaxSteps  *int    `toml:"max_steps"`
+}
+
+// A tomlConfig is one config.toml file.
+type tomlConfig struct {
+	MCPServers map[string]rawServer `toml:"mcp_servers"`
+	Model      tomlModel            `toml:"model"`
+	Auth       struct {
+		Keys []rawAuthKey `toml:"keys"`
+	} `toml:"auth"`
+	ConnectMCP struct {
+		AllowHosts *[]string `toml:"allow_hosts"`
+	} `toml:"connect_mcp"`
+}
+
+// A tomlProfile is one profile file: only [mcp_servers] is read.
+type tomlProfile struct {
+	MCPServers map[string]rawServer `toml:"mcp_servers"`
+}
+
+// A configLayer is what one TOML file contributes, already validated.
+type configLayer struct {
+	servers    []serverConfig
+	model      modelSettings
+	modelSet   tomlModel // which model fields the file set
+	authKeys   []authKey
+	allowHosts *[]string
+}
+
+// defaultHome returns $HARNESS_HOME, or $HOME/.harness when it is unset or
+// empty, or an error when neither is set.
+func defaultHome(getenv func(string) (string, bool)) (string, error) {
+	if h, ok := getenv("HARNESS_HOME"); ok && h != "" {
+		return filepath.Clean(h), nil
+	}
+	if h, ok := getenv("HOME"); ok && h != "" {
+		return filepath.Join(h, ".harness"), nil
+	}
+	return "", errors.New("find config home: neither HARNESS_HOME nor HOME is set; set HARNESS_HOME")
+}
+
+// loadConfig reads $HARNESS_HOME/config.toml, <workspace>/.harness/config.toml
+// (each optional), HARNESS_MCP_SERVERS, HARNESS_MODEL and HARNESS_API_KEYS,
+// and returns the merged, validated config. A server in the workspace file
+// replaces the home file's server of the same name whole; [model] merges
+// field by field; [[auth.keys]] merge by name; allow_hosts is replaced
+// whole. A HARNESS_MCP_SERVERS entry named like a TOML server is logged and
+// skipped. The error joins every problem found, one per line; the config
+// returned with it holds the valid parts, for reporting only.
+func loadConfig(opts loadOptions) (*config, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var errs []error
+	home := opts.Home
+	if home == "" {
+		h, err := defaultHome(getenv)
+		if err != nil {
+			return nil, err
+		}
+		home = h
+	}
+	paths := []string{filepath.Join(home, "config.toml")}
+	if opts.Workspace != "" {
+		ws := filepath.Join(opts.Workspace, ".harness", "config.toml")
+		if filepath.Clean(ws) != filepath.Clean(paths[0]) {
+			paths = append(paths, ws)
+		}
+	}
+
+	cfg := &config{}
+	var fileServers []serverConfig
+	var tomlKeys []authKey
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("read config: %v; fix its permissions or remove it", err))
+			continue
+		}
+		cfg.Files = append(cfg.Files, p)
+		layer, err := parseConfigTOML(p, data, getenv)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		fileServers = mergeByName(fileServers, layer.servers, func(s serverConfig) string { return s.Name })
+		tomlKeys = mergeByName(tomlKeys, layer.authKeys, func(k authKey) string { return k.Name })
+		mergeModel(&cfg.Model, layer)
+		if layer.allowHosts != nil {
+			cfg.ConnectAllowHosts = *layer.allowHosts
+		}
+	}
+	if err := validateServerNames(fileServers); err != nil {
+		errs = append(errs, err)
+	}
+	cfg.Servers = fileServers
+
+	if raw, ok := getenv("HARNESS_MCP_SERVERS"); ok && strings.TrimSpace(raw) != "" {
+		envServers, err := parseServerJSON("HARNESS_MCP_SERVERS", []byte(raw), getenv)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, s := range envServers {
+			if i := slices.IndexFunc(fileServers, func(t serverConfig) bool { return t.Name == s.Name }); i >= 0 {
+				logger.Warn("skipping server from HARNESS_MCP_SERVERS: already defined in TOML",
+					"server", s.Name, "toml", fileServers[i].Source)
+				continue
+			}
+			for _, t := range fileServers {
+				if sanitizeName(t.Name) == sanitizeName(s.Name) {
+					errs = append(errs, validateServerNames([]serverConfig{t, s}))
+				}
+			}
+			cfg.Servers = append(cfg.Servers, s)
+		}
+	}
+
+	if name, ok := getenv("HARNESS_MODEL"); ok && name != "" {
+		provider, model, err := parseModelName(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("HARNESS_MODEL: %v", err))
+		}
+		cfg.Model.Provider, cfg.Model.Model = provider, model
+	}
+
+	cfg.AuthKeys = tomlKeys
+	if raw, ok := getenv("HARNESS_API_KEYS"); ok && strings.TrimSpace(raw) != "" {
+		envKeys, err := parseAuthKeysJSON([]byte(raw))
+		if err != nil {
+			errs = append(errs, err)
+		}
+		cfg.AuthKeys = append(cfg.AuthKeys, envKeys...)
+	}
+	if err := checkAuthKeys(cfg.AuthKeys); err != nil {
+		errs = append(errs, err)
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// mergeByName returns base with each element of later that has the name of
+// an element of base in that element's place, and the others appended.
+func mergeByName[T any](base, later []T, name func(T) string) []T {
+	for _, l := range later {
+		if i := slices.IndexFunc(base, func(b T) bool { return name(b) == name(l) }); i >= 0 {
+			base[i] = l
+		} else {
+			base = append(base, l)
+		}
+	}
+	return base
+}
+
+// mergeModel sets in m every model field that layer's file set.
+func mergeModel(m *modelSettings, layer configLayer) {
+	if layer.modelSet.Name != nil {
+		m.Provider, m.Model = layer.model.Provider, layer.model.Model
+	}
+	if layer.modelSet.BaseURL != nil {
+		m.BaseURL = layer.model.BaseURL
+	}
+	if layer.modelSet.MaxTokens != nil {
+		m.MaxTokens = layer.model.MaxTokens
+	}
+	if layer.modelSet.MaxSteps != nil {
+		m.MaxSteps = layer.model.MaxSteps
+	}
+}
+
+// parseConfigTOML parses and validates one config.toml file whose contents
+// are data. On error the layer still holds every valid part of the file.
+func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool)) (configLayer, error) {
+	var doc tomlConfig
+	var layer configLayer
+	md, errs, err := decodeTOML(file, data, &doc, false)
+	if err != nil {
+		return layer, err
+	}
+	servers, err := tomlServers(file, file, md, doc.MCPServers, getenv)
+	errs = append(errs, err)
+	layer.servers = servers
+
+	layer.modelSet = doc.Model
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: [model] %s: %s", file, field, fmt.Sprintf(format, args...)))
+	}
+	if n := doc.Model.Name; n != nil {
+		p, m, err := parseModelName(*n)
+		if err != nil {
+			bad("name", "%v", err)
+		}
+		layer.model.Provider, layer.model.Model = p, m
+	}
+	if u := doc.Model.BaseURL; u != nil {
+		if err := checkHTTPURL(*u); err != nil {
+			bad("base_url", "%v", err)
+		}
+		layer.model.BaseURL = *u
+	}
+	if n := doc.Model.MaxTokens; n != nil {
+		if *n <= 0 {
+			bad("max_tokens", "%d is not positive; set a positive number or remove it", *n)
+		}
+		layer.model.MaxTokens = *n
+	}
+	if n := doc.Model.MaxSteps; n != nil {
+		if *n <= 0 {
+			bad("max_steps", "%d is not positive; set a positive number or remove it", *n)
+		}
+		layer.model.MaxSteps = *n
+	}
+
+	for i, raw := range doc.Auth.Keys {
+		key, err := buildAuthKey(fmt.Sprintf("%s: [[auth.keys]] #%d", file, i+1), file, raw)
+		errs = append(errs, err)
+		if err == nil {
+			layer.authKeys = append(layer.authKeys, key)
+		}
+	}
+	if err := checkAuthKeys(layer.authKeys); err != nil {
+		errs = append(errs, err)
+	}
+
+	if hosts := doc.ConnectMCP.AllowHosts; hosts != nil {
+		clean := make([]string, 0, len(*hosts))
+		for i, h := range *hosts {
+			h = strings.ToLower(h)
+			if err := checkHostPattern(h); err != nil {
+				errs = append(errs, fmt.Errorf("%s: [connect_mcp] allow_hosts[%d]: %v", file, i, err))
+			}
+			clean = append(clean, h)
+		}
+		layer.allowHosts = &clean
+	}
+	return layer, errors.Join(errs...)
+}
+
+// decodeTOML decodes data into v. It returns a syntax or type error as
+// fatal, and otherwise an error for each unknown key (only the outermost of
+// nested unknown keys). label names the file in errors.
+func decodeTOML(label string, data []byte, v any, profile bool) (md toml.MetaData, unknown []error, fatal error) {
+	md, err := toml.Decode(string(data), v)
+	if err != nil {
+		return md, nil, fmt.Errorf("parse %s: %v", label, err)
+	}
+	undecoded := md.Undecoded()
+	seen := make(map[string]bool, len(undecoded))
+	for _, k := range undecoded {
+		seen[k.String()] = true
+		if len(k) > 1 && seen[k[:len(k)-1].String()] {
+			continue
+		}
+		hint := "remove it or check its spelling"
+		switch {
+		case profile && k[0] != "mcp_servers":
+			hint = "a profile holds only [mcp_servers]; remove it"
+		case len(k) == 3 && k[0] == "mcp_servers" && k[2] == "name":
+			hint = "the table key [mcp_servers.<name>] is the server's name; remove this key"
+		case len(k) == 3 && k[0] == "auth" && k[2] == "token":
+			hint = "store the token's SHA-256 as token_sha256 (printf %s \"$TOKEN\" | sha256sum), never the token"
+		case len(k) == 3 && k[0] == "mcp_servers":
+			hint = "valid keys are " + strings.TrimPrefix(serverFields, "name, ")
+		}
+		unknown = append(unknown, fmt.Errorf("%s: unknown key %q; %s", label, k.String(), hint))
+	}
+	return md, unknown, nil
+}
+
+// tomlServers validates the [mcp_servers] tables of one file, in file order
+// (md's key order). label prefixes errors; source becomes each Source.
+func tomlServers(label, source string, md toml.MetaData, tables map[string]rawServer, getenv func(string) (string, bool)) ([]serverConfig, error) {
+	var names []string
+	for _, k := range md.Keys() {
+		if len(k) >= 2 && k[0] == "mcp_servers" && !slices.Contains(names, k[1]) {
+			names = append(names, k[1])
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(tables)) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	var servers []serverConfig
+	var errs []error
+	for _, n := range names {
+		raw, ok := tables[n]
+		if !ok {
+			continue
+		}
+		raw.Name = n
+		s, err := buildServer(label, source, raw, getenv)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		servers = append(servers, s)
+	}
+	if err := validateServerNames(servers); err != nil {
+		errs = append(errs, err)
+	}
+	return servers, errors.Join(errs...)
+}
+
+// parseServerJSON parses a JSON array of server objects, as in
+// HARNESS_MCP_SERVERS; source names it in errors and in each Source. Names
+// must be unique, also once sanitized. It returns the valid servers and an
+// error joining every problem. Empty data means no servers.
+func parseServerJSON(source string, data []byte, getenv func(string) (string, bool)) ([]serverConfig, error) {
+	servers, err := decodeServers(source, source, data, getenv)
+	if err2 := validateServerNames(servers); err2 != nil {
+		err = errors.Join(err, err2)
+	}
+	return servers, err
+}
+
+// decodeServers decodes each element of a JSON array on its own, so that
+// one bad entry does not hide the problems of the others. A nil getenv
+// forbids ${VAR}.
+func decodeServers(label, source string, data []byte, getenv func(string) (string, bool)) ([]serverConfig, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, nil
+	}
+	var entries []json.RawMessage
+	if data[0] != '[' {
+		return nil, fmt.Errorf("%s: not a JSON array; write [{\"name\": ..., \"command\": ...}, ...]", label)
+	}
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return nil, fmt.Errorf("%s: invalid JSON: %v", label, err)
+	}
+	var servers []serverConfig
+	var errs []error
+	for i, entry := range entries {
+		entryLabel := fmt.Sprintf("%s[%d]", label, i)
+		var raw rawServer
+		if err := decodeStrict(entry, &raw); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %v", entryLabel, err))
+			continue
+		}
+		s, err := buildServer(entryLabel, source, raw, getenv)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		servers = append(servers, s)
+	}
+	return servers, errors.Join(errs...)
+}
+
+// decodeStrict decodes one JSON object into v, rejecting unknown fields and
+// trailing data with messages that say what is allowed.
+func decodeStrict(data []byte, v any) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return errors.New("not a JSON object; each entry must be {...}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			if _, isServer := v.(*rawServer); isServer {
+				return fmt.Errorf("unknown field %s; valid fields are %s", f, serverFields)
+			}
+			return fmt.Errorf("unknown field %s; valid fields are name, token, token_sha256, scopes", f)
+		}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			kind, _, _ := strings.Cut(te.Value, " ") // the rest may be a secret
+			return fmt.Errorf("field %q: a JSON %s is not allowed here; write %s", te.Field, kind, jsonKind(te.Type))
+		}
+		return err
+	}
+	return nil
+}
+
+// jsonKind describes the JSON value that decodes into t, for error messages.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int:
+		return "a whole number"
+	case reflect.Slice:
+		return "a list of strings"
+	case reflect.Map:
+		return "an object of strings"
+	}
+	return "a JSON object"
+}
+
+// buildServer validates raw and resolves its defaults and transport. label
+// prefixes every error; the error joins all the entry's problems.
+func buildServer(label, source string, raw rawServer, getenv func(string) (string, bool)) (serverConfig, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: server %q: %s: %s", label, raw.Name, field, fmt.Sprintf(format, args...)))
+	}
+	unexpanded := make(map[string]bool)
+	// expand returns s itself on error, so that inference still sees
+	// which of command and url is set and reports nothing more.
+	expand := func(field, s string) string {
+		v, err := expandVars(s, getenv)
+		if err != nil {
+			bad(field, "%v", err)
+			unexpanded[field] = true
+			return s
+		}
+		return v
+	}
+	if err := checkName(raw.Name, ".", "letters, digits, \"-\", \"_\" and \".\""); err != nil {
+		bad("name", "%v", err)
+	}
+	s := serverConfig{
+		Name:            raw.Name,
+		Command:         expand("command", raw.Command),
+		URL:             expand("url", raw.URL),
+		Cwd:             expand("cwd", raw.Cwd),
+		Timeout:         defaultTimeout,
+		StartupTimeout:  defaultStartupTimeout,
+		Enabled:         raw.Enabled == nil || *raw.Enabled,
+		IncludeTools:    raw.IncludeTools,
+		ExcludeTools:    raw.ExcludeTools,
+		MaxMessageBytes: defaultMaxMessageBytes,
+		Source:          source,
+	}
+	for i, a := range raw.Args {
+		s.Args = append(s.Args, expand(fmt.Sprintf("args[%d]", i), a))
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw.Env)) {
+		field := "env." + k
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			bad(field, "invalid variable name; use a name without \"=\"")
+		}
+		v := expand(field, raw.Env[k])
+		if strings.ContainsRune(v, 0) {
+			bad(field, "value contains a NUL byte; remove it")
+		}
+		if s.Env == nil {
+			s.Env = make(map[string]string, len(raw.Env))
+		}
+		s.Env[k] = v
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw.Headers)) {
+		field := "headers." + k
+		if !isHeaderName(k) {
+			bad(field, "invalid header name; use letters, digits and \"-\"")
+		}
+		v := expand(field, raw.Headers[k])
+		if strings.ContainsAny(v, "\r\n\x00") {
+			bad(field, "value contains a line break or NUL byte; remove it")
+		}
+		if s.Headers == nil {
+			s.Headers = make(map[string]string, len(raw.Headers))
+		}
+		s.Headers[k] = v
+	}
+
+	s.Transport, s.TransportInferred = resolveTransport(raw.Transport, s.Command, s.URL, bad)
+	if s.Transport == transportHTTP || s.Transport == transportSSE {
+		if err := checkHTTPURL(s.URL); err != nil && !unexpanded["url"] {
+			bad("url", "%v", err)
+		}
+		if len(raw.Args) > 0 || len(raw.Env) > 0 || raw.Cwd != "" {
+			bad("args/env/cwd", "only a stdio server takes them; remove them or use command instead of url")
+		}
+	}
+	if s.Transport == transportStdio && len(raw.Headers) > 0 {
+		bad("headers", "only an http or sse server takes headers; remove them or use url instead of command")
+	}
+	if s.Cwd != "" && !filepath.IsAbs(s.Cwd) && !unexpanded["cwd"] {
+		bad("cwd", "not an absolute path; write a full path (${HOME}/dir works)")
+	}
+	s.Timeout = parseDuration("timeout", raw.Timeout, defaultTimeout, bad)
+	s.StartupTimeout = parseDuration("startup_timeout", raw.StartupTimeout, defaultStartupTimeout, bad)
+	if n := raw.MaxMessageBytes; n != nil {
+		if *n < minMaxMessageBytes || *n > maxMaxMessageBytes {
+			bad("max_message_bytes", "%d is out of range; use %d (1 KiB) to %d (1 GiB)", *n, minMaxMessageBytes, maxMaxMessageBytes)
+		}
+		s.MaxMessageBytes = *n
+	}
+	for field, globs := range map[string][]string{"include_tools": raw.IncludeTools, "exclude_tools": raw.ExcludeTools} {
+		for i, g := range globs {
+			if _, err := path.Match(g, ""); g == "" || err != nil {
+				bad(fmt.Sprintf("%s[%d]", field, i), "%q is not a valid glob; use *, ? and [a-z] as in path.Match", g)
+			}
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return s, errors.Join(errs...)
+}
+
+// resolveTransport applies the one inference rule of every source: command
+// alone means stdio, url alone means http; an explicit transport must agree.
+// It reports problems through bad and returns the transport ("" if none
+// fits) and whether it was inferred.
+func resolveTransport(explicit *string, command, rawURL string, bad func(field, format string, args ...any)) (string, bool) {
+	var inferred string
+	switch {
+	case command != "" && rawURL != "":
+		bad("command/url", "both are set; set command for a stdio server or url for an http server, not both")
+		return "", explicit == nil
+	case command != "":
+		inferred = transportStdio
+	case rawURL != "":
+		inferred = transportHTTP
+	default:
+		bad("command/url", "neither is set; set command for a stdio server or url for an http server")
+		return "", explicit == nil
+	}
+	if explicit == nil {
+		return inferred, true
+	}
+	t := *explicit
+	switch {
+	case t != transportStdio && t != transportHTTP && t != transportSSE:
+		bad("transport", "%q is not supported; use stdio, http or sse, or leave it out", t)
+		return "", false
+	case t == transportStdio && inferred != transportStdio:
+		bad("transport", "\"stdio\" needs command, not url; set command or change transport")
+		return "", false
+	case t != transportStdio && inferred == transportStdio:
+		bad("transport", "%q needs url, not command; set url or change transport", t)
+		return "", false
+	}
+	return t, false
+}
+
+// parseDuration parses an optional Go duration, reporting problems through
+// bad; it returns def when s is nil or invalid.
+func parseDuration(field string, s *string, def time.Duration, bad func(field, format string, args ...any)) time.Duration {
+	if s == nil {
+		return def
+	}
+	d, err := time.ParseDuration(*s)
+	switch {
+	case err != nil:
+		bad(field, "%q is not a duration; write one like \"30s\" or \"2m\"", *s)
+	case d <= 0:
+		bad(field, "%q is not positive; write a duration like \"30s\"", *s)
+	default:
+		return d
+	}
+	return def
+}
+
+// checkHTTPURL returns an error unless u is an absolute http or https URL
+// with a host. The error never repeats u, which may hold credentials.
+func checkHTTPURL(u string) error {
+	parsed, err := url.Parse(u)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("cannot parse: %v; write a full URL like http://localhost:3001/mcp", err)
+	}
+	if parsed.Scheme != "http" && parsed.Scheme != "https" {
+		return fmt.Errorf("scheme %q is not supported; use http or https", parsed.Scheme)
+	}
+	if parsed.Hostname() == "" {
+		return errors.New("no host; write a full URL like http://localhost:3001/mcp")
+	}
+	return nil
+}
+
+// checkName returns an error unless name is 1 to maxNameLength ASCII
+// letters, digits, "-", "_" or one of extra; allowed describes them.
+func checkName(name, extra, allowed string) error {
+	if name == "" {
+		return errors.New("empty; give a name")
+	}
+	if len(name) > maxNameLength {
+		return fmt.Errorf("longer than %d characters; shorten it", maxNameLength)
+	}
+	for _, c := range name {
+		if !isAlnum(c) && c != '-' && c != '_' && !strings.ContainsRune(extra, c) {
+			return fmt.Errorf("%q has invalid characters; use only %s", name, allowed)
+		}
+	}
+	return nil
+}
+
+// isAlnum reports whether c is an ASCII letter or digit.
+func isAlnum(c rune) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// isHeaderName reports whether k is a valid HTTP header field name.
+func isHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range k {
+		if !isAlnum(c) && !strings.ContainsRune("!#$%&'*+-.^_`|~", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkHostPattern returns an error unless h is a host name or a glob of
+// host names, such as "localhost" or "*.internal.example".
+func checkHostPattern(h string) error {
+	if h == "" {
+		return errors.New("empty; give a host name like \"localhost\" or a glob like \"*.example.com\"")
+	}
+	if strings.ContainsAny(h, "/ \t") {
+		return fmt.Errorf("%q is not a host name; give only the host, without scheme or path", h)
+	}
+	if _, err := path.Match(h, ""); err != nil {
+		return fmt.Errorf("%q is not a valid glob; use * and ? as in path.Match", h)
+	}
+	return nil
+}
+
+// expandVars replaces ${NAME} and ${NAME:-default} in s with values from
+// getenv; the default applies when NAME is unset or empty and is not itself
+// expanded. "$$" is a literal "$". A "$" before a letter or "_" is an error
+// (almost always a forgotten brace); any other "$" is literal. A nil getenv
+// forbids ${...}. Errors name variables but never values.
+func expandVars(s string, getenv func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "$") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		next := rune(s[i+1])
+		switch {
+		case next == '$':
+			b.WriteByte('$')
+			i++
+		case next == '{':
+			end := strings.IndexByte(s[i+2:], '}')
+			if end < 0 {
+				return "", errors.New("unterminated \"${\"; close it with \"}\" or write \"$$\" for a literal \"$\"")
+			}
+			name, def, hasDef := strings.Cut(s[i+2:i+2+end], ":-")
+			if !isVarName(name) {
+				return "", errors.New("invalid variable name in \"${...}\"; use letters, digits and \"_\", not starting with a digit")
+			}
+			if getenv == nil {
+				return "", fmt.Errorf("${%s}: a per-run server cannot read harnessd's environment; put the value itself in the request", name)
+			}
+			v, ok := getenv(name)
+			switch {
+			case ok && (v != "" || !hasDef):
+				b.WriteString(v)
+			case hasDef:
+				b.WriteString(def)
+			default:
+				return "", fmt.Errorf("variable %s is not set; set it in harnessd's environment or write ${%s:-default}", name, name)
+			}
+			i += 2 + end
+		case next == '_' || isAlnum(next) && !('0' <= next && next <= '9'):
+			return "", errors.New("\"$\" followed by a name is not expanded; write ${NAME} to expand a variable or \"$$\" for a literal \"$\"")
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String(), nil
+}
+
+// isVarName reports whether name is a valid environment variable name.
+func isVarName(name string) bool {
+	for i, c := range name {
+		if !isAlnum(c) && c != '_' || i == 0 && '0' <= c && c <= '9' {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// sanitizeName maps a server or tool name to its form in tool names
+// (SPEC §5): ASCII letters lowercased, digits and "_" kept, every other
+// character (including "-", space, "/" and ".") replaced by "_".
+func sanitizeName(s string) string {
+	return strings.Map(func(c rune) rune {
+		switch {
+		case 'A' <= c && c <= 'Z':
+			return c + 'a' - 'A'
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '_':
+			return c
+		}
+		return '_'
+	}, s)
+}
+
+// validateServerNames returns an error naming both servers (and their
+// sources) for every pair in servers with the same name or the same
+// sanitized name, or nil.
+func validateServerNames(servers []serverConfig) error {
+	var errs []error
+	first := make(map[string]serverConfig, len(servers))
+	for _, s := range servers {
+		key := sanitizeName(s.Name)
+		prev, ok := first[key]
+		switch {
+		case !ok:
+			first[key] = s
+		case prev.Name == s.Name:
+			errs = append(errs, fmt.Errorf("server %q is defined twice (%s and %s); remove or rename one", s.Name, prev.Source, s.Source))
+		default:
+			errs = append(errs, fmt.Errorf("servers %q (%s) and %q (%s) both make tool names start with \"mcp_%s_\"; rename one",
+				prev.Name, prev.Source, s.Name, s.Source, key))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loadProfile reads $home/profiles/<name>.toml and returns its servers,
+// with Source "profile <name>". A missing file returns found false and no
+// error. An invalid name returns an error wrapping errInvalidProfileName.
+func loadProfile(home, name string, getenv func(string) (string, bool)) (servers []serverConfig, found bool, err error) {
+	if err := checkName(name, "", "letters, digits, \"-\" and \"_\""); err != nil {
+		return nil, false, fmt.Errorf("profile %q: %w: %v", name, errInvalidProfileName, err)
+	}
+	file := filepath.Join(home, "profiles", name+".toml")
+	data, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("profile %q: read: %v; fix its permissions or remove it", name, err)
+	}
+	label := fmt.Sprintf("profile %q (%s)", name, file)
+	var doc tomlProfile
+	md, errs, err := decodeTOML(label, data, &doc, true)
+	if err != nil {
+		return nil, true, err
+	}
+	servers, err = tomlServers(label, "profile "+name, md, doc.MCPServers, getenv)
+	if err := errors.Join(append(errs, err)...); err != nil {
+		return nil, true, err
+	}
+	return servers, true, nil
+}
+
+// profileScope returns the servers of a run with the given profile servers:
+// the globals, each replaced by the profile server of the same name, then
+// the other profile servers. A profile server whose sanitized name equals
+// that of a global with another name is an error.
+func profileScope(globals, profile []serverConfig) ([]serverConfig, error) {
+	var errs []error
+	for _, p := range profile {
+		for _, g := range globals {
+			if g.Name != p.Name && sanitizeName(g.Name) == sanitizeName(p.Name) {
+				errs = append(errs, fmt.Errorf("profile server %q (%s) and global server %q (%s) both make tool names start with \"mcp_%s_\"; rename the profile's server",
+					p.Name, p.Source, g.Name, g.Source, sanitizeName(p.Name)))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return mergeByName(slices.Clone(globals), profile, func(s serverConfig) string { return s.Name }), nil
+}
+
+// parseRunServers parses the mcp_servers array of a run request (nil or
+// JSON null means none). Entries may not use ${VAR}, and none may share a
+// name or sanitized name with a global server (disabled ones included), a
+// server of the run's profile, or another entry. Every error is the
+// client's fault (400); servers is nil with it. Each Source is "run".
+func parseRunServers(raw json.RawMessage, globals, profile []serverConfig) ([]serverConfig, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil, nil
+	}
+	servers, err := decodeServers("mcp_servers", "run", raw, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(servers) > maxRunServers {
+		return nil, fmt.Errorf("mcp_servers: %d servers; a run may add at most %d", len(servers), maxRunServers)
+	}
+	var errs []error
+	for i, s := range servers {
+		key := sanitizeName(s.Name)
+		for _, scope := range []struct {
+			what    string
+			servers []serverConfig
+		}{{"global server", globals}, {"server of the run's profile", profile}, {"mcp_servers entry", servers[:i]}} {
+			for _, o := range scope.servers {
+				if sanitizeName(o.Name) == key {
+					errs = append(errs, fmt.Errorf("mcp_servers[%d]: server %q: name: collides with %s %q; choose another name", i, s.Name, scope.what, o.Name))
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return servers, nil
+}
+
+// adhocServer returns the server given on the command line of the mcp
+// subcommands: --url rawURL, or command (COMMAND ARGS... after "--"), named
+// name, with Source "command line". Values are taken literally: the shell
+// has already expanded them.
+func adhocServer(name, rawURL string, command []string) (serverConfig, error) {
+	literal := func(s string) string { return strings.ReplaceAll(s, "$", "$$") }
+	raw := rawServer{Name: name, URL: literal(rawURL)}
+	if len(command) > 0 {
+		raw.Command = literal(command[0])
+		for _, a := range command[1:] {
+			raw.Args = append(raw.Args, literal(a))
+		}
+	}
+	return buildServer("command line", "command line", raw, nil)
+}
+
+// parseModelName splits "provider/model" (HARNESS_MODEL, [model].name and a
+// run's model) at the first "/"; the model part may hold more slashes.
+func parseModelName(s string) (provider, model string, err error) {
+	provider, model, ok := strings.Cut(s, "/")
+	if !ok || provider == "" || model == "" {
+		return "", "", fmt.Errorf("%q is not provider/model; write one like openai/gpt-4o or anthropic/claude-sonnet-4-5", s)
+	}
+	if !slices.Contains(modelProviders, provider) {
+		return "", "", fmt.Errorf("provider %q is not supported; use %s", provider, strings.Join(modelProviders, " or "))
+	}
+	return provider, model, nil
+}
+
+// parseAuthKeysJSON parses HARNESS_API_KEYS: a JSON array of
+// {"name", "token" | "token_sha256", "scopes"}. Plaintext tokens are hashed
+// at once. It returns the valid keys and an error joining every problem.
+func parseAuthKeysJSON(data []byte) ([]authKey, error) {
+	const label = "HARNESS_API_KEYS"
+	data = bytes.TrimSpace(data)
+	var entries []json.RawMessage
+	if len(data) == 0 || data[0] != '[' {
+		return nil, fmt.Errorf("%s: not a JSON array; write [{\"name\": ..., \"token\": ..., \"scopes\": [...]}]", label)
+	}
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return nil, fmt.Errorf("%s: invalid JSON: %v", label, err)
+	}
+	var keys []authKey
+	var errs []error
+	for i, entry := range entries {
+		entryLabel := fmt.Sprintf("%s[%d]", label, i)
+		var raw rawAuthKey
+		if err := decodeStrict(entry, &raw); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %v", entryLabel, err))
+			continue
+		}
+		key, err := buildAuthKey(entryLabel, label, raw)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		keys = append(keys, key)
+	}
+	return keys, errors.Join(errs...)
+}
+
+// buildAuthKey validates one key; exactly one of Token and TokenSHA256 must
+// be set. Errors never include the token or its hash.
+func buildAuthKey(label, source string, raw rawAuthKey) (authKey, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: key %q: %s: %s", label, raw.Name, field, fmt.Sprintf(format, args...)))
+	}
+	key := authKey{Name: raw.Name, Scopes: raw.Scopes, Source: source}
+	if err := checkName(raw.Name, ".", "letters, digits, \"-\", \"_\" and \".\""); err != nil {
+		bad("name", "%v", err)
+	}
+	switch {
+	case raw.Token != nil && raw.TokenSHA256 != nil:
+		bad("token", "both token and token_sha256 are set; keep one")
+	case raw.Token != nil:
+		if len(*raw.Token) < minTokenLength {
+			bad("token", "shorter than %d characters; use a long random token (openssl rand -hex 32)", minTokenLength)
+		}
+		key.TokenSHA256 = sha256.Sum256([]byte(*raw.Token))
+	case raw.TokenSHA256 != nil:
+		h := *raw.TokenSHA256
+		_, err := hex.Decode(key.TokenSHA256[:], []byte(h[:min(len(h), 2*sha256.Size)]))
+		if err != nil || len(h) != 2*sha256.Size || strings.ToLower(h) != h {
+			bad("token_sha256", "not 64 lowercase hex characters; use the output of: printf %%s \"$TOKEN\" | sha256sum")
+		}
+	default:
+		bad("token_sha256", "missing; set token_sha256 to the SHA-256 of the token in lowercase hex")
+	}
+	if len(raw.Scopes) == 0 {
+		bad("scopes", "empty; list one or more of %s", strings.Join(authScopes, ", "))
+	}
+	for i, sc := range raw.Scopes {
+		if !slices.Contains(authScopes, sc) {
+			bad(fmt.Sprintf("scopes[%d]", i), "%q is not a scope; use %s", sc, strings.Join(authScopes, ", "))
+		}
+	}
+	return key, errors.Join(errs...)
+}
+
+// checkAuthKeys returns an error for two keys with the same name or the same
+// token, naming both keys, or nil.
+func checkAuthKeys(keys []authKey) error {
+	var errs []error
+	for i, k := range keys {
+		for _, o := range keys[:i] {
+			switch {
+			case o.Name == k.Name:
+				errs = append(errs, fmt.Errorf("auth key %q is defined twice (%s and %s); remove or rename one", k.Name, o.Source, k.Source))
+			case o.TokenSHA256 == k.TokenSHA256:
+				errs = append(errs, fmt.Errorf("auth keys %q (%s) and %q (%s) have the same token; give each its own token", o.Name, o.Source, k.Name, k.Source))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stdioEnv returns the environment of a stdio server's process, as
+// "KEY=value" sorted by key: the inheritedEnv variables that harnessd has
+// (via getenv), overridden by cfg.Env. Nothing else of harnessd's
+// environment is passed on.
+func stdioEnv(cfg serverConfig, getenv func(string) (string, bool)) []string {
+	env := make(map[string]string, len(inheritedEnv)+len(cfg.Env))
+	for _, k := range inheritedEnv {
+		if v, ok := getenv(k); ok {
+			env[k] = v
+		}
+	}
+	maps.Copy(env, cfg.Env)
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
 }
