@@ -4,7 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // This file holds one MCP session over any transport: JSON-RPC ids and
@@ -96,6 +104,8 @@ type callResult struct {
 	Content           []contentBlock  `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 	IsError           bool            `json:"isError,omitempty"`
+	// Raw is the whole result as the server sent it.
+	Raw json.RawMessage `json:"-"`
 }
 
 // A resourceInfo is one resource as resources/list returns it.
@@ -118,4 +128,793 @@ func (e *httpStatusError) Error() string {
 		return "http status " + strconv.Itoa(e.StatusCode)
 	}
 	return "http status " + strconv.Itoa(e.StatusCode) + ": " + e.Body
+}
+
+// An rpcError is a JSON-RPC error object, returned by a request the server
+// refused. Callers test its Code (for example the handshake fallback).
+type rpcError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *rpcError) Error() string {
+	return fmt.Sprintf("json-rpc error %d: %s", e.Code, e.Message)
+}
+
+// JSON-RPC error codes harnessd sends or inspects.
+const (
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternalError  = -32603
+)
+
+// Errors callers of the client test.
+var (
+	// errTimeout: the server did not answer within the server's timeout.
+	errTimeout = errors.New("timed out")
+	// errClientClosed: the session was closed while the call was pending.
+	errClientClosed = errors.New("connection closed")
+	// errNoResources: the server does not declare the resources capability.
+	errNoResources = errors.New("server does not offer resources")
+)
+
+// A wireMessage is any JSON-RPC message: a request (ID and Method), a
+// notification (Method only) or a response (ID and Result or Error).
+type wireMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+// An outgoingRequest is the wire form of a request or notification the
+// client sends.
+type outgoingRequest struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      *int64 `json:"id,omitempty"`
+	Method  string `json:"method"`
+	Params  any    `json:"params,omitempty"`
+}
+
+// An outgoingResponse answers a request the server sent.
+type outgoingResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+// implementation names a client or server in the handshake.
+type implementation struct {
+	Name    string `json:"name"`
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version"`
+}
+
+// serverCapabilities is the part of the server's capabilities harnessd uses.
+type serverCapabilities struct {
+	Tools *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"tools,omitempty"`
+	Resources *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+		Subscribe   bool `json:"subscribe,omitempty"`
+	} `json:"resources,omitempty"`
+	Logging json.RawMessage `json:"logging,omitempty"`
+	Prompts json.RawMessage `json:"prompts,omitempty"`
+}
+
+type initializeResult struct {
+	ProtocolVersion string             `json:"protocolVersion"`
+	Capabilities    serverCapabilities `json:"capabilities"`
+	ServerInfo      implementation     `json:"serverInfo"`
+	Instructions    string             `json:"instructions,omitempty"`
+}
+
+// clientOptions are what a session needs beyond the server's config.
+type clientOptions struct {
+	// Logger receives the session's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Roots are the directories answered to roots/list, as file:// URIs.
+	Roots []string
+	// Getenv reads harnessd's environment for the stdio child's minimal
+	// environment; nil means os.LookupEnv.
+	Getenv func(string) (string, bool)
+	// OnToolsChanged is called, from the session's read goroutine, when the
+	// server sends notifications/tools/list_changed. It must not block.
+	OnToolsChanged func()
+	// Capabilities are declared in initialize besides roots; nil for none.
+	Capabilities map[string]any
+	// HandleRequest answers server requests other than ping and roots/list;
+	// it returns handled false for methods it does not know (-32601).
+	// Nil answers every such request with -32601.
+	HandleRequest func(method string, params json.RawMessage) (result any, rpcErr *rpcError, handled bool)
+}
+
+// A client is one MCP session with one server. It is safe for concurrent
+// use: calls are multiplexed by request id. A client is created by connect
+// and ends with close, or when its transport ends (done is then closed and
+// every pending and later call fails with the reason).
+type client struct {
+	cfg    serverConfig
+	opts   clientOptions
+	logger *slog.Logger
+	t      transport
+	kind   string // the transport in use: the configured one, or sse after fallback
+	nextID atomic.Int64
+
+	mu sync.Mutex
+	// guards pending
+	pending map[int64]*pendingCall
+
+	// initMu serializes re-initialization after an expired HTTP session.
+	initMu sync.Mutex
+	// guards the handshake results below, written by initialize
+	stateMu      sync.RWMutex
+	initResult   initializeResult
+	sessionEpoch int
+
+	done      chan struct{} // closed when the read loop has exited
+	doneErr   error         // why the session ended; set before done is closed
+	closeOnce sync.Once
+	closing   atomic.Bool
+}
+
+// A pendingCall is a request awaiting its response.
+type pendingCall struct {
+	ch chan wireMessage // buffered 1; receives the response once
+	// extend pushes the call's deadline out on progress; nil when the
+	// call has no deadline.
+	extend func()
+}
+
+// connect starts the server's transport, performs the handshake and
+// returns a ready session. The handshake is bounded by cfg.StartupTimeout
+// and by ctx; the session itself outlives ctx and ends only with close or
+// when the server goes away. On error nothing is left running.
+func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	startup := cfg.StartupTimeout
+	if startup <= 0 {
+		startup = defaultStartupTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, startup)
+	defer cancel()
+
+	c, err := dialAndInitialize(ctx, cfg, cfg.Transport, opts)
+	var statusErr *httpStatusError
+	if err != nil && cfg.Transport == transportHTTP && cfg.TransportInferred && errors.As(err, &statusErr) &&
+		(statusErr.StatusCode == 400 || statusErr.StatusCode == 404 || statusErr.StatusCode == 405) {
+		opts.Logger.Info("streamable http refused, trying legacy sse", "server", cfg.Name, "status", statusErr.StatusCode)
+		c, err = dialAndInitialize(ctx, cfg, transportSSE, opts)
+	}
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within startup_timeout %s: %w", startup, err)
+		}
+		return nil, fmt.Errorf("server %q: %w", cfg.Name, err)
+	}
+	return c, nil
+}
+
+// dialAndInitialize opens one transport kind and runs the handshake.
+func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts clientOptions) (*client, error) {
+	logger := opts.Logger.With("server", cfg.Name)
+	var (
+		t   transport
+		err error
+	)
+	switch kind {
+	case transportStdio:
+		getenv := opts.Getenv
+		if getenv == nil {
+			getenv = os.LookupEnv
+		}
+		t, err = startStdio(cfg, stdioEnv(cfg, getenv), logger)
+	case transportHTTP:
+		t = newStreamableTransport(cfg, logger)
+	case transportSSE:
+		t, err = newSSETransport(ctx, cfg, logger)
+	default:
+		err = fmt.Errorf("unknown transport %q", kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(cfg, opts, logger, t)
+	c.kind = kind
+	if err := c.initialize(ctx); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// newClient wraps a started transport and starts the read loop.
+func newClient(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transport) *client {
+	c := &client{
+		cfg:     cfg,
+		opts:    opts,
+		logger:  logger,
+		t:       t,
+		pending: make(map[int64]*pendingCall),
+		done:    make(chan struct{}),
+	}
+	// Owned by the client; exits when the transport closes its recv channel.
+	go c.readLoop()
+	return c
+}
+
+// initialize performs the handshake: 2025-11-25 first, 2024-11-05 when the
+// server refuses it with -32602 or -32600; any known version the server
+// answers with is accepted. It then sends notifications/initialized.
+func (c *client) initialize(ctx context.Context) error {
+	res, err := c.initializeWith(ctx, latestProtocolVersion)
+	var rpcErr *rpcError
+	if errors.As(err, &rpcErr) && (rpcErr.Code == codeInvalidParams || rpcErr.Code == codeInvalidRequest) {
+		c.logger.Info("server refused protocol version, retrying", "refused", latestProtocolVersion, "retry", fallbackProtocolVersion)
+		res, err = c.initializeWith(ctx, fallbackProtocolVersion)
+	}
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if !isKnownProtocolVersion(res.ProtocolVersion) {
+		return fmt.Errorf("initialize: server answered with unsupported protocol version %q (harnessd speaks %v)", res.ProtocolVersion, knownProtocolVersions)
+	}
+	c.stateMu.Lock()
+	c.initResult = *res
+	c.sessionEpoch++
+	c.stateMu.Unlock()
+	if pv, ok := c.t.(protocolVersionAware); ok {
+		pv.setProtocolVersion(res.ProtocolVersion)
+	}
+	if err := c.notify(ctx, "notifications/initialized", nil); err != nil {
+		return fmt.Errorf("initialize: send notifications/initialized: %w", err)
+	}
+	return nil
+}
+
+func (c *client) initializeWith(ctx context.Context, version string) (*initializeResult, error) {
+	capabilities := map[string]any{"roots": map[string]any{"listChanged": false}}
+	for k, v := range c.opts.Capabilities {
+		capabilities[k] = v
+	}
+	params := map[string]any{
+		"protocolVersion": version,
+		"capabilities":    capabilities,
+		"clientInfo":      implementation{Name: "harnessd", Version: buildVersion},
+	}
+	var res initializeResult
+	if err := c.roundTrip(ctx, "initialize", params, &res, false); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func isKnownProtocolVersion(v string) bool {
+	for _, known := range knownProtocolVersions {
+		if v == known {
+			return true
+		}
+	}
+	return false
+}
+
+// protocolVersion returns the negotiated version ("" before the handshake).
+func (c *client) protocolVersion() string {
+	c.stateMu.RLock()
+	defer c.stateMu.RUnlock()
+	return c.initResult.ProtocolVersion
+}
+
+// serverInfo returns the server's self-description from the handshake.
+func (c *client) serverInfo() implementation {
+	c.stateMu.RLock()
+	defer c.stateMu.RUnlock()
+	return c.initResult.ServerInfo
+}
+
+// capabilities returns the server's capabilities from the handshake.
+func (c *client) capabilities() serverCapabilities {
+	c.stateMu.RLock()
+	defer c.stateMu.RUnlock()
+	return c.initResult.Capabilities
+}
+
+// request sends a request and decodes its result into result (which may be
+// nil). An expired HTTP session is initialized again once and the request
+// resent. Errors name the method; rpc errors are returned as *rpcError.
+func (c *client) request(ctx context.Context, method string, params, result any) error {
+	c.stateMu.RLock()
+	epoch := c.sessionEpoch
+	c.stateMu.RUnlock()
+	err := c.roundTrip(ctx, method, params, result, true)
+	if errors.Is(err, errSessionExpired) {
+		if rerr := c.reinitialize(ctx, epoch); rerr != nil {
+			return fmt.Errorf("%s: session expired and re-initialize failed: %w", method, rerr)
+		}
+		err = c.roundTrip(ctx, method, params, result, true)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	return nil
+}
+
+// reinitialize runs the handshake again unless another caller already did
+// since epoch was read.
+func (c *client) reinitialize(ctx context.Context, epoch int) error {
+	c.initMu.Lock()
+	defer c.initMu.Unlock()
+	c.stateMu.RLock()
+	current := c.sessionEpoch
+	c.stateMu.RUnlock()
+	if current != epoch {
+		return nil
+	}
+	c.logger.Info("session expired, initializing again")
+	return c.initialize(ctx)
+}
+
+// progressParams is implemented by params that carry a progress token.
+type progressParams interface {
+	withProgressToken(id int64) any
+}
+
+// roundTrip sends one request and waits for its response, bounded by ctx
+// and the server's timeout (pushed out by progress notifications, up to 10×
+// the timeout). On expiry or cancellation it sends notifications/cancelled
+// (except for initialize, which must not be cancelled).
+func (c *client) roundTrip(ctx context.Context, method string, params, result any, cancellable bool) error {
+	select {
+	case <-c.done:
+		return c.lostErr()
+	default:
+	}
+	id := c.nextID.Add(1)
+	if p, ok := params.(progressParams); ok {
+		params = p.withProgressToken(id)
+	}
+	msg, err := json.Marshal(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timeout := c.cfg.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	pc := &pendingCall{ch: make(chan wireMessage, 1)}
+	timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
+	defer timer.Stop()
+	if cancellable {
+		limit := time.Now().Add(10 * timeout)
+		pc.extend = func() {
+			next := timeout
+			if remaining := time.Until(limit); remaining < next {
+				next = remaining
+			}
+			if next > 0 {
+				timer.Reset(next)
+			}
+		}
+	}
+
+	c.mu.Lock()
+	c.pending[id] = pc
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+
+	if err := c.t.send(callCtx, msg); err != nil {
+		if cause := context.Cause(callCtx); errors.Is(cause, errTimeout) {
+			return fmt.Errorf("no answer within timeout %s: server did not accept the request", timeout)
+		}
+		if errors.Is(err, errTransportClosed) {
+			select {
+			case <-c.done:
+				return c.lostErr()
+			default:
+			}
+		}
+		return err
+	}
+
+	select {
+	case resp := <-pc.ch:
+		if resp.Error != nil {
+			return resp.Error
+		}
+		if result == nil {
+			return nil
+		}
+		if len(resp.Result) == 0 {
+			return errors.New("response has neither result nor error")
+		}
+		if err := json.Unmarshal(resp.Result, result); err != nil {
+			return fmt.Errorf("decode result: %w", err)
+		}
+		return nil
+	case <-callCtx.Done():
+		cause := context.Cause(callCtx)
+		if cancellable {
+			c.sendCancelled(id, cause)
+		}
+		if errors.Is(cause, errTimeout) {
+			return fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
+		}
+		return ctx.Err()
+	case <-c.done:
+		return c.lostErr()
+	}
+}
+
+// sendCancelled tells the server a request is abandoned. It never blocks
+// the caller for long: the send is bounded by two seconds.
+func (c *client) sendCancelled(id int64, cause error) {
+	reason := "request cancelled"
+	if errors.Is(cause, errTimeout) {
+		reason = "request timed out"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.notify(ctx, "notifications/cancelled", map[string]any{"requestId": id, "reason": reason}); err != nil {
+		c.logger.Debug("send notifications/cancelled failed", "id", id, "err", err)
+	}
+}
+
+// notify sends a notification.
+func (c *client) notify(ctx context.Context, method string, params any) error {
+	msg, err := json.Marshal(outgoingRequest{JSONRPC: "2.0", Method: method, Params: params})
+	if err != nil {
+		return err
+	}
+	return c.t.send(ctx, msg)
+}
+
+// lostErr is the error for calls on a session whose transport has ended.
+func (c *client) lostErr() error {
+	if c.closing.Load() {
+		return errClientClosed
+	}
+	if c.doneErr != nil {
+		return fmt.Errorf("connection lost: %w", c.doneErr)
+	}
+	return fmt.Errorf("connection lost: %w", errClientClosed)
+}
+
+// transportKind returns the transport in use (stdio, http or sse).
+func (c *client) transportKind() string { return c.kind }
+
+// closed returns a channel closed when the session has ended.
+func (c *client) closed() <-chan struct{} { return c.done }
+
+// failure returns why the session ended, or nil while it runs.
+func (c *client) failure() error {
+	select {
+	case <-c.done:
+		return c.lostErr()
+	default:
+		return nil
+	}
+}
+
+// readLoop dispatches every message from the transport until it ends.
+func (c *client) readLoop() {
+	for raw := range c.t.recv() {
+		c.dispatch(raw)
+	}
+	c.doneErr = c.t.err()
+	if c.doneErr != nil && !c.closing.Load() {
+		c.logger.Warn("server connection lost", "err", c.doneErr)
+	}
+	close(c.done)
+}
+
+// dispatch routes one message: a message with a method is a server request
+// or notification, never a response, whatever its id.
+func (c *client) dispatch(raw []byte) {
+	var msg wireMessage
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		c.logger.Warn("ignoring malformed message from server", "err", err, "message", truncate(string(raw), 200))
+		return
+	}
+	switch {
+	case msg.Method != "" && len(msg.ID) > 0 && string(msg.ID) != "null":
+		// Owned by the client; ends when the answer is sent or the session ends.
+		go c.answerServerRequest(msg)
+	case msg.Method != "":
+		c.handleNotification(msg)
+	case len(msg.ID) > 0:
+		id, ok := parseID(msg.ID)
+		if !ok {
+			c.logger.Warn("ignoring response with unknown id", "id", string(msg.ID))
+			return
+		}
+		c.mu.Lock()
+		pc := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if pc == nil {
+			c.logger.Debug("ignoring response to no pending request", "id", id)
+			return
+		}
+		pc.ch <- msg
+	default:
+		c.logger.Warn("ignoring message that is neither request, notification nor response", "message", truncate(string(raw), 200))
+	}
+}
+
+// parseID reads a response id the client issued: a number, or a string
+// holding one (some servers stringify ids).
+func parseID(raw json.RawMessage) (int64, bool) {
+	s := string(raw)
+	if len(s) >= 2 && s[0] == '"' {
+		unq, err := strconv.Unquote(s)
+		if err != nil {
+			return 0, false
+		}
+		s = unq
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil
+}
+
+// handleNotification acts on a server notification.
+func (c *client) handleNotification(msg wireMessage) {
+	switch msg.Method {
+	case "notifications/tools/list_changed":
+		if c.opts.OnToolsChanged != nil {
+			c.opts.OnToolsChanged()
+		}
+	case "notifications/progress":
+		var p struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		}
+		if json.Unmarshal(msg.Params, &p) != nil {
+			return
+		}
+		id, ok := parseID(p.ProgressToken)
+		if !ok {
+			return
+		}
+		c.mu.Lock()
+		pc := c.pending[id]
+		c.mu.Unlock()
+		if pc != nil && pc.extend != nil {
+			pc.extend()
+		}
+	case "notifications/message":
+		var p struct {
+			Level  string          `json:"level"`
+			Logger string          `json:"logger"`
+			Data   json.RawMessage `json:"data"`
+		}
+		if json.Unmarshal(msg.Params, &p) != nil {
+			return
+		}
+		c.logger.Log(context.Background(), mcpLogLevel(p.Level), "server log", "level", p.Level, "logger", p.Logger, "data", truncate(string(p.Data), 1000))
+	default:
+		c.logger.Debug("server notification", "method", msg.Method)
+	}
+}
+
+// mcpLogLevel maps an MCP (syslog) log level onto slog's.
+func mcpLogLevel(level string) slog.Level {
+	switch level {
+	case "debug":
+		return slog.LevelDebug
+	case "info", "notice":
+		return slog.LevelInfo
+	case "warning":
+		return slog.LevelWarn
+	case "error", "critical", "alert", "emergency":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// answerServerRequest answers ping and roots/list; any other method gets
+// -32601. The answer's send is bounded by the server's timeout.
+func (c *client) answerServerRequest(msg wireMessage) {
+	resp := outgoingResponse{JSONRPC: "2.0", ID: msg.ID}
+	switch msg.Method {
+	case "ping":
+		resp.Result = struct{}{}
+	case "roots/list":
+		resp.Result = map[string]any{"roots": c.roots()}
+	default:
+		handled := false
+		if c.opts.HandleRequest != nil {
+			resp.Result, resp.Error, handled = c.opts.HandleRequest(msg.Method, msg.Params)
+		}
+		if !handled {
+			resp.Result, resp.Error = nil, &rpcError{Code: codeMethodNotFound, Message: "method not supported by harnessd: " + msg.Method}
+		}
+	}
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return
+	}
+	timeout := c.cfg.Timeout
+	if timeout <= 0 {
+		timeout = defaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	go func() {
+		// Owned by answerServerRequest; ends when the session ends or the
+		// answer was sent (cancel below).
+		select {
+		case <-c.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := c.t.send(ctx, out); err != nil {
+		c.logger.Debug("answer server request failed", "method", msg.Method, "err", err)
+	}
+}
+
+// A root is one entry of roots/list.
+type root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
+}
+
+func (c *client) roots() []root {
+	roots := make([]root, 0, len(c.opts.Roots))
+	for _, dir := range c.opts.Roots {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			continue
+		}
+		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+		roots = append(roots, root{URI: u.String(), Name: filepath.Base(abs)})
+	}
+	return roots
+}
+
+// maxPages bounds pagination against a server that never stops.
+const maxPages = 100
+
+// listAll follows nextCursor through every page of a list method, decoding
+// the items under key. It stops, with a warning, on a repeated cursor or
+// after maxPages pages, returning what it has.
+func listAll[T any](ctx context.Context, c *client, method, key string) ([]T, error) {
+	var (
+		all    []T
+		cursor string
+		seen   = map[string]bool{}
+	)
+	for page := 0; ; page++ {
+		if page == maxPages {
+			c.logger.Warn("stopped paginating: too many pages", "method", method, "pages", maxPages)
+			return all, nil
+		}
+		var params any
+		if cursor != "" {
+			params = map[string]string{"cursor": cursor}
+		}
+		var res map[string]json.RawMessage
+		if err := c.request(ctx, method, params, &res); err != nil {
+			return nil, err
+		}
+		if items, ok := res[key]; ok && string(items) != "null" {
+			var pageItems []T
+			if err := json.Unmarshal(items, &pageItems); err != nil {
+				return nil, fmt.Errorf("%s: decode %s: %w", method, key, err)
+			}
+			all = append(all, pageItems...)
+		}
+		next := ""
+		if raw, ok := res["nextCursor"]; ok && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &next); err != nil {
+				return nil, fmt.Errorf("%s: decode nextCursor: %w", method, err)
+			}
+		}
+		if next == "" {
+			return all, nil
+		}
+		if seen[next] {
+			c.logger.Warn("stopped paginating: server repeated a cursor", "method", method, "cursor", truncate(next, 100))
+			return all, nil
+		}
+		seen[next] = true
+		cursor = next
+	}
+}
+
+// listTools returns every tool the server offers, all pages.
+func (c *client) listTools(ctx context.Context) ([]toolInfo, error) {
+	return listAll[toolInfo](ctx, c, "tools/list", "tools")
+}
+
+// listResources returns every resource the server offers, all pages. It
+// returns errNoResources when the server lacks the resources capability.
+func (c *client) listResources(ctx context.Context) ([]resourceInfo, error) {
+	if c.capabilities().Resources == nil {
+		return nil, errNoResources
+	}
+	return listAll[resourceInfo](ctx, c, "resources/list", "resources")
+}
+
+// readResource reads one resource by URI. It returns errNoResources when
+// the server lacks the resources capability.
+func (c *client) readResource(ctx context.Context, uri string) (*readResourceResult, error) {
+	if c.capabilities().Resources == nil {
+		return nil, errNoResources
+	}
+	var res readResourceResult
+	if err := c.request(ctx, "resources/read", map[string]string{"uri": uri}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// callParams are tools/call's params; they carry the request id as the
+// progress token so progress notifications extend the call's deadline.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      *callMeta       `json:"_meta,omitempty"`
+}
+
+type callMeta struct {
+	ProgressToken int64 `json:"progressToken"`
+}
+
+func (p callParams) withProgressToken(id int64) any {
+	p.Meta = &callMeta{ProgressToken: id}
+	return p
+}
+
+// callTool calls a tool by the server's own name. args must be a JSON
+// object or empty (sent as {}). A result with isError is returned as a
+// result, not an error: the error return is for calls that failed.
+func (c *client) callTool(ctx context.Context, name string, args json.RawMessage) (*callResult, error) {
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	var raw json.RawMessage
+	if err := c.request(ctx, "tools/call", callParams{Name: name, Arguments: args}, &raw); err != nil {
+		return nil, err
+	}
+	res := callResult{Raw: raw}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("tools/call: decode result: %w", err)
+	}
+	return &res, nil
+}
+
+// close ends the session: the transport is closed (bounded, see the
+// transport's close) and every pending call fails. It is idempotent and
+// safe to call concurrently; it returns once the read loop has exited.
+func (c *client) close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		c.closing.Store(true)
+		err = c.t.close()
+	})
+	<-c.done
+	return err
+}
+
+// truncate shortens s to at most n bytes, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }

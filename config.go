@@ -104,6 +104,14 @@ type modelSettings struct {
 	MaxSteps  int
 }
 
+// name returns the configured model as "provider/model", or "" when none.
+func (m modelSettings) name() string {
+	if m.Provider == "" {
+		return ""
+	}
+	return m.Provider + "/" + m.Model
+}
+
 // An authKey is one API key. The token itself is never kept, only its hash.
 type authKey struct {
 	Name        string
@@ -296,11 +304,11 @@ func loadConfig(opts loadOptions) (*config, error) {
 	}
 
 	if name, ok := getenv("HARNESS_MODEL"); ok && name != "" {
-		provider, model, err := parseModelName(name)
+		spec, err := parseModelName(name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("HARNESS_MODEL: %v", err))
 		}
-		cfg.Model.Provider, cfg.Model.Model = provider, model
+		cfg.Model.Provider, cfg.Model.Model = spec.Provider, spec.Model
 	}
 
 	cfg.AuthKeys = tomlKeys
@@ -364,11 +372,11 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 		errs = append(errs, fmt.Errorf("%s: [model] %s: %s", file, field, fmt.Sprintf(format, args...)))
 	}
 	if n := doc.Model.Name; n != nil {
-		p, m, err := parseModelName(*n)
+		spec, err := parseModelName(*n)
 		if err != nil {
 			bad("name", "%v", err)
 		}
-		layer.model.Provider, layer.model.Model = p, m
+		layer.model.Provider, layer.model.Model = spec.Provider, spec.Model
 	}
 	if u := doc.Model.BaseURL; u != nil {
 		if err := checkHTTPURL(*u); err != nil {
@@ -992,19 +1000,6 @@ func adhocServer(name, rawURL string, command []string) (serverConfig, error) {
 		}
 	}
 	return buildServer("command line", "command line", raw, nil)
-}
-
-// parseModelName splits "provider/model" (HARNESS_MODEL, [model].name and a
-// run's model) at the first "/"; the model part may hold more slashes.
-func parseModelName(s string) (provider, model string, err error) {
-	provider, model, ok := strings.Cut(s, "/")
-	if !ok || provider == "" || model == "" {
-		return "", "", fmt.Errorf("%q is not provider/model; write one like openai/gpt-4o or anthropic/claude-sonnet-4-5", s)
-	}
-	if !slices.Contains(modelProviders, provider) {
-		return "", "", fmt.Errorf("provider %q is not supported; use %s", provider, strings.Join(modelProviders, " or "))
-	}
-	return provider, model, nil
 }
 
 // parseAuthKeysJSON parses HARNESS_API_KEYS: a JSON array of

@@ -518,7 +518,7 @@ func TestLoadConfigReportsEveryProblem(t *testing.T) {
 HOME/config.toml: [model] max_steps: 0 is not positive; set a positive number or remove it
 WS/.harness/config.toml: server "b": url: scheme "ftp" is not supported; use http or https
 HARNESS_MCP_SERVERS[0]: server "c": command/url: neither is set; set command for a stdio server or url for an http server
-HARNESS_MODEL: "gpt" is not provider/model; write one like openai/gpt-4o or anthropic/claude-sonnet-4-5
+HARNESS_MODEL: model "gpt": want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5
 HARNESS_API_KEYS[0]: key "k": token_sha256: missing; set token_sha256 to the SHA-256 of the token in lowercase hex
 HARNESS_API_KEYS[0]: key "k": scopes: empty; list one or more of runs:read, runs:write, admin`
 	if got != want {
@@ -712,9 +712,9 @@ func TestModelSettings(t *testing.T) {
 		{name: "env overrides name", home: "[model]\nname = \"anthropic/c\"\nmax_steps = 3\n", env: "openai/o",
 			want: modelSettings{Provider: "openai", Model: "o", MaxSteps: 3}},
 		{name: "bad provider", env: "google/gemini",
-			wantErr: `HARNESS_MODEL: provider "google" is not supported; use openai or anthropic`},
+			wantErr: `HARNESS_MODEL: model "google/gemini": unknown provider "google": want openai or anthropic`},
 		{name: "no model", home: "[model]\nname = \"openai/\"\n",
-			wantErr: `H: [model] name: "openai/" is not provider/model; write one like openai/gpt-4o or anthropic/claude-sonnet-4-5`},
+			wantErr: `H: [model] name: model "openai/": want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5`},
 		{name: "bad url and numbers", home: "[model]\nbase_url = \"api.openai.com\"\nmax_tokens = -1\n",
 			wantErr: "H: [model] base_url: scheme \"\" is not supported; use http or https\n" +
 				"H: [model] max_tokens: -1 is not positive; set a positive number or remove it"},

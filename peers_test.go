@@ -213,7 +213,7 @@ func startHTTPPeer(t testing.TB, name string, cmd *exec.Cmd, fromStdout bool, re
 	}
 
 	urls := make(chan string, 1)
-	var tail tailBuffer
+	tail := newTailBuffer(4096)
 	drained := make(chan struct{})
 	// Owned by startHTTPPeer's cleanup; exits at end of output, when the
 	// peer's process group is gone.
@@ -223,7 +223,7 @@ func startHTTPPeer(t testing.TB, name string, cmd *exec.Cmd, fromStdout bool, re
 		found := false
 		for scanner.Scan() {
 			line := scanner.Text()
-			tail.add(line)
+			tail.Write([]byte(line + "\n"))
 			if url, ok := ready(line); ok && !found {
 				found = true
 				urls <- url
@@ -243,34 +243,11 @@ func startHTTPPeer(t testing.TB, name string, cmd *exec.Cmd, fromStdout bool, re
 	case url := <-urls:
 		return url
 	case <-drained:
-		t.Fatalf("start %s: exited before listening; output:\n%s", name, tail.String())
+		t.Fatalf("start %s: exited before listening; output:\n%s", name, string(tail.Bytes()))
 	case <-timer.C:
-		t.Fatalf("start %s: not listening after %v; output:\n%s", name, peerStartTimeout, tail.String())
+		t.Fatalf("start %s: not listening after %v; output:\n%s", name, peerStartTimeout, string(tail.Bytes()))
 	}
 	return ""
-}
-
-// A tailBuffer keeps the last lines of a peer's output for failure messages.
-// Safe for concurrent use.
-type tailBuffer struct {
-	// guards lines
-	mu    sync.Mutex
-	lines []string
-}
-
-func (b *tailBuffer) add(line string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lines = append(b.lines, line)
-	if len(b.lines) > 20 {
-		b.lines = b.lines[1:]
-	}
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Join(b.lines, "\n")
 }
 
 const peerInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"peers-test","version":"1"}}}`

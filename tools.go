@@ -98,28 +98,12 @@ var fieldWeights = []struct {
 // characters is cut and ends in "_" and 8 hex digits of the SHA-256 of the
 // whole name, so it stays stable and distinct.
 func mcpToolName(server, tool string) string {
-	name := "mcp_" + sanitizeToolPart(server) + "_" + sanitizeToolPart(tool)
+	name := "mcp_" + sanitizeName(server) + "_" + sanitizeName(tool)
 	if len(name) <= maxToolNameLen {
 		return name
 	}
 	sum := sha256.Sum256([]byte(name))
 	return name[:maxToolNameLen-9] + "_" + hex.EncodeToString(sum[:4])
-}
-
-// sanitizeToolPart lowercases s and replaces every character outside
-// [a-z0-9_] with "_", one per character (so "-", " ", "/" and "." too).
-func sanitizeToolPart(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s {
-		r = unicode.ToLower(r)
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	return b.String()
 }
 
 // emptyObjectSchema is the input schema of a tool listed without one.
@@ -470,6 +454,14 @@ func (c *catalog) activate(names ...string) {
 			c.activated = append(c.activated, name)
 		}
 	}
+}
+
+// activatedNames returns the names activated so far, in order. The caller
+// owns the slice.
+func (c *catalog) activatedNames() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.activated)
 }
 
 // findToolEntry returns find_tool with a description that counts the

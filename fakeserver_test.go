@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// This file holds a misbehaving stdio MCP server: the test binary runs
+// itself as one when fakeServerEnv names a mode (see TestMain).
+
+const fakeServerEnv = "HARNESSD_FAKE_SERVER"
+
+func TestMain(m *testing.M) {
+	if mode, ok := os.LookupEnv(fakeServerEnv); ok {
+		os.Exit(runFakeServer(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeServerConfig returns the config of a fake stdio server in mode.
+func fakeServerConfig(t testing.TB, mode string) serverConfig {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serverConfig{
+		Name:            "fake",
+		Transport:       transportStdio,
+		Command:         exe,
+		Env:             map[string]string{fakeServerEnv: mode},
+		Timeout:         5 * time.Second,
+		StartupTimeout:  10 * time.Second,
+		Enabled:         true,
+		MaxMessageBytes: defaultMaxMessageBytes,
+	}
+}
+
+// fakeServer is the state of a running fake server.
+type fakeServer struct {
+	mode string
+	out  *bufio.Writer
+	// writeMu guards out
+	writeMu sync.Mutex
+	// guards answers to the server's own requests
+	mu      sync.Mutex
+	waiting map[string]chan json.RawMessage
+	nextID  int
+}
+
+func (s *fakeServer) write(v any) {
+	b, _ := json.Marshal(v)
+	s.writeRaw(b)
+}
+
+func (s *fakeServer) writeRaw(b []byte) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.out.Write(b)
+	s.out.WriteByte('\n')
+	s.out.Flush()
+}
+
+func (s *fakeServer) reply(id json.RawMessage, result any) {
+	s.write(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func (s *fakeServer) replyError(id json.RawMessage, code int, msg string) {
+	s.write(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+}
+
+func text(s string) map[string]any {
+	return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+}
+
+// ask sends a request to the client with the given raw id and waits for
+// the answer.
+func (s *fakeServer) ask(id, method string) json.RawMessage {
+	ch := make(chan json.RawMessage, 1)
+	s.mu.Lock()
+	s.waiting[id] = ch
+	s.mu.Unlock()
+	s.writeRaw([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q}`, id, method)))
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(5 * time.Second):
+		return json.RawMessage(`"no answer"`)
+	}
+}
+
+func runFakeServer(mode string) int {
+	s := &fakeServer{mode: mode, out: bufio.NewWriter(os.Stdout), waiting: map[string]chan json.RawMessage{}}
+	switch mode {
+	case "ignore-term":
+		signal.Ignore(syscall.SIGTERM)
+	case "sleeper":
+		signal.Ignore(syscall.SIGTERM)
+		select {}
+	}
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			if mode == "ignore-term" || mode == "grandchild" {
+				select {} // outlive stdin; only a signal ends us
+			}
+			return 0
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(line, &msg) != nil {
+			continue
+		}
+		if msg.Method == "" {
+			s.mu.Lock()
+			ch := s.waiting[string(msg.ID)]
+			delete(s.waiting, string(msg.ID))
+			s.mu.Unlock()
+			if ch != nil {
+				if msg.Error != nil {
+					ch <- msg.Error
+				} else {
+					ch <- msg.Result
+				}
+			}
+			continue
+		}
+		go s.handle(msg.ID, msg.Method, msg.Params)
+	}
+}
+
+func (s *fakeServer) handle(id json.RawMessage, method string, params json.RawMessage) {
+	switch method {
+	case "initialize":
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		json.Unmarshal(params, &p)
+		version := p.ProtocolVersion
+		switch s.mode {
+		case "old-only":
+			if version != fallbackProtocolVersion {
+				s.replyError(id, codeInvalidParams, "unsupported protocol version")
+				return
+			}
+		case "old-invalid-request":
+			if version != fallbackProtocolVersion {
+				s.replyError(id, codeInvalidRequest, "bad request")
+				return
+			}
+		case "answers-2025-06-18":
+			version = "2025-06-18"
+		case "unknown-version":
+			version = "1999-01-01"
+		case "exit-in-initialize":
+			fmt.Fprintln(os.Stderr, "fatal: cannot open database")
+			os.Exit(7)
+		case "hang-initialize":
+			return
+		}
+		s.reply(id, map[string]any{
+			"protocolVersion": version,
+			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{}},
+			"serverInfo":      map[string]any{"name": "fake", "version": "1.0"},
+		})
+	case "notifications/initialized", "notifications/cancelled":
+	case "tools/list":
+		s.listTools(id, params)
+	case "resources/list":
+		s.reply(id, map[string]any{"resources": []any{map[string]any{"uri": "fake://one", "name": "one"}}})
+	case "resources/read":
+		s.reply(id, map[string]any{"contents": []any{map[string]any{"uri": "fake://one", "text": "resource one"}}})
+	case "tools/call":
+		s.call(id, params)
+	default:
+		if len(id) > 0 {
+			s.replyError(id, codeMethodNotFound, "no such method")
+		}
+	}
+}
+
+func (s *fakeServer) listTools(id, params json.RawMessage) {
+	var p struct {
+		Cursor string `json:"cursor"`
+	}
+	json.Unmarshal(params, &p)
+	tool := func(name string) map[string]any {
+		return map[string]any{"name": name, "description": "fake " + name, "inputSchema": map[string]any{"type": "object"}}
+	}
+	switch s.mode {
+	case "paginate":
+		page, _ := strconv.Atoi(strings.TrimPrefix(p.Cursor, "page"))
+		res := map[string]any{"tools": []any{tool(fmt.Sprintf("tool%d", page))}}
+		if page < 2 {
+			res["nextCursor"] = fmt.Sprintf("page%d", page+1)
+		}
+		s.reply(id, res)
+	case "repeat-cursor":
+		s.reply(id, map[string]any{"tools": []any{tool("again")}, "nextCursor": "same"})
+	default:
+		s.reply(id, map[string]any{"tools": []any{tool("echo"), tool("fail"), tool("crash"), tool("hang")}})
+	}
+}
+
+func (s *fakeServer) call(id, params json.RawMessage) {
+	var p struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Message string `json:"message"`
+			Size    int    `json:"size"`
+		} `json:"arguments"`
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	json.Unmarshal(params, &p)
+	switch p.Name {
+	case "echo":
+		s.reply(id, text(p.Arguments.Message))
+	case "fail":
+		s.reply(id, map[string]any{"content": []any{map[string]any{"type": "text", "text": "it failed"}}, "isError": true})
+	case "crash":
+		fmt.Fprintln(os.Stderr, "panic: boom")
+		os.Exit(3)
+	case "hang":
+	case "big":
+		// The id comes last, as the TypeScript SDK writes it.
+		s.writeRaw([]byte(fmt.Sprintf(`{"result":{"content":[{"type":"text","text":"%s"}]},"jsonrpc":"2.0","id":%s}`, strings.Repeat("x", p.Arguments.Size), id)))
+	case "noise":
+		s.writeRaw([]byte("Server starting... this is not JSON"))
+		s.writeRaw([]byte(""))
+		s.reply(id, text("after noise"))
+	case "stderr-flood":
+		chunk := strings.Repeat("e", 1023) + "\n"
+		for i := 0; i < 4096; i++ {
+			os.Stderr.WriteString(chunk)
+		}
+		s.reply(id, text("flooded"))
+	case "progress":
+		for i := 0; i < p.Arguments.Size; i++ {
+			time.Sleep(40 * time.Millisecond)
+			s.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": p.Meta.ProgressToken, "progress": i}})
+		}
+		s.reply(id, text("done"))
+	case "server-requests":
+		// A ping whose id collides with the id of this very call, then
+		// roots/list and an unsupported method.
+		ping := s.ask(string(id), "ping")
+		roots := s.ask(`"r1"`, "roots/list")
+		other := s.ask(`"x1"`, "sampling/createMessage")
+		s.reply(id, text(fmt.Sprintf("ping=%s roots=%s other=%s", ping, roots, other)))
+	case "list-changed":
+		s.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+		s.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "warning", "data": "careful"}})
+		s.reply(id, text("changed"))
+	case "grandchild":
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), fakeServerEnv+"=sleeper")
+		if err := cmd.Start(); err != nil {
+			s.reply(id, text("error "+err.Error()))
+			return
+		}
+		s.reply(id, text(strconv.Itoa(cmd.Process.Pid)))
+	default:
+		s.replyError(id, codeInvalidParams, "unknown tool "+p.Name)
+	}
+}

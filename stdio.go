@@ -1,0 +1,484 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// This file holds the stdio transport: the server subprocess in its own
+// process group, newline-delimited framing with a size limit, the stderr
+// tail and the stop ladder.
+
+// Stop ladder timings: after stdin closes the server gets stopGrace to exit,
+// then SIGTERM and stopGrace again, then SIGKILL.
+const stopGrace = 2 * time.Second
+
+// stderrTailBytes is how much of a server's stderr is kept for errors.
+const stderrTailBytes = 64 << 10
+
+// A stdioTransport runs an MCP server as a subprocess and speaks
+// newline-delimited JSON-RPC over its stdin and stdout. It is safe for
+// concurrent use.
+type stdioTransport struct {
+	name       string
+	logger     *slog.Logger
+	cmd        *exec.Cmd
+	maxMessage int
+
+	// writeMu guards writes to stdin, so messages never interleave.
+	writeMu sync.Mutex
+	stdin   *os.File
+	stdout  *os.File
+	stderr  *os.File
+
+	msgs      chan []byte   // closed by the stdout reader when it ends
+	quit      chan struct{} // closed by close: producers stop sending
+	exited    chan struct{} // closed by the waiter once the process is reaped
+	stderrEOF chan struct{} // closed by the stderr reader when it ends
+	readers   sync.WaitGroup
+	tail      *tailBuffer
+	exitErr   error // set by the waiter before exited is closed
+	closeErr  error
+	closing   atomic.Bool // set by close before quit is closed
+	endErr    error
+	endOnce   sync.Once
+
+	closeOnce sync.Once
+}
+
+// startStdio starts cfg.Command (no shell) with env in its own process
+// group. The process outlives no one: close stops it and its group.
+func startStdio(cfg serverConfig, env []string, logger *slog.Logger) (*stdioTransport, error) {
+	if cfg.Command == "" {
+		return nil, errors.New("start: command is empty")
+	}
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Env = env
+	cmd.Dir = cfg.Cwd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	stdinR, stdinW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	stdoutR, stdoutW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	stderrR, stderrW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start %q: %w (check the server's command and PATH)", cfg.Command, err)
+	}
+	// The child holds its ends now; ours must close so EOF can arrive.
+	stdinR.Close()
+	stdoutW.Close()
+	stderrW.Close()
+
+	maxMessage := cfg.MaxMessageBytes
+	if maxMessage <= 0 {
+		maxMessage = defaultMaxMessageBytes
+	}
+	t := &stdioTransport{
+		name:       cfg.Name,
+		logger:     logger,
+		cmd:        cmd,
+		maxMessage: maxMessage,
+		stdin:      stdinW,
+		stdout:     stdoutR,
+		stderr:     stderrR,
+		msgs:       make(chan []byte, 16),
+		quit:       make(chan struct{}),
+		exited:     make(chan struct{}),
+		stderrEOF:  make(chan struct{}),
+		tail:       newTailBuffer(stderrTailBytes),
+	}
+	t.readers.Add(2)
+	// Owned by the transport; exits at stdout EOF (the process and its
+	// group are gone, or close closed the pipe).
+	go t.readStdout()
+	// Owned by the transport; exits at stderr EOF, like readStdout.
+	go t.readStderr()
+	// Owned by the transport; exits when the process has been reaped.
+	go t.wait()
+	return t, nil
+}
+
+// wait reaps the process. An unexpected exit also kills what is left of
+// its process group, so no grandchild keeps the pipes (and itself) alive.
+func (t *stdioTransport) wait() {
+	t.cmd.Wait() // the outcome is read from ProcessState below
+	t.exitErr = describeExit(t.cmd.ProcessState)
+	close(t.exited)
+	t.killGroup(syscall.SIGKILL)
+}
+
+// describeExit says how a process ended: its exit status or its signal.
+func describeExit(ps *os.ProcessState) error {
+	if ps == nil {
+		return errors.New("exited")
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Errorf("killed by signal %s", ws.Signal())
+	}
+	return fmt.Errorf("exited with status %d", ps.ExitCode())
+}
+
+// killGroup signals the server's whole process group.
+func (t *stdioTransport) killGroup(sig syscall.Signal) {
+	if t.cmd.Process == nil {
+		return
+	}
+	if err := syscall.Kill(-t.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		t.logger.Debug("signal process group failed", "signal", sig.String(), "err", err)
+	}
+}
+
+func (t *stdioTransport) recv() <-chan []byte { return t.msgs }
+
+// send writes msg and a newline to the server's stdin. A write the server
+// does not take before ctx is done breaks the framing, so it ends the
+// transport.
+func (t *stdioTransport) send(ctx context.Context, msg []byte) error {
+	select {
+	case <-t.quit:
+		return errTransportClosed
+	case <-t.exited:
+		return errTransportClosed
+	default:
+	}
+	line := make([]byte, len(msg)+1)
+	copy(line, msg)
+	line[len(msg)] = '\n'
+
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
+	stop := context.AfterFunc(ctx, func() { t.stdin.SetWriteDeadline(time.Unix(1, 0)) })
+	n, err := t.stdin.Write(line)
+	if !stop() {
+		if n > 0 && n < len(line) {
+			t.logger.Warn("server stopped reading stdin mid-message; stopping it")
+			// Owned by send; close is bounded.
+			go t.close()
+		}
+		t.stdin.SetWriteDeadline(time.Time{})
+		if err != nil {
+			return fmt.Errorf("write to server stdin: %w", ctx.Err())
+		}
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.EPIPE) {
+			return errTransportClosed
+		}
+		return fmt.Errorf("write to server stdin: %w", err)
+	}
+	return nil
+}
+
+// idPattern finds a JSON-RPC id in the head or tail of an oversized line.
+var idPattern = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")`)
+
+// readStdout frames stdout into messages. A line over maxMessage is
+// discarded without being buffered whole; if its id can be read from its
+// head or tail, the call it answers gets a "response too large" error.
+// Lines that are not JSON are logged and skipped.
+func (t *stdioTransport) readStdout() {
+	defer t.readers.Done()
+	defer close(t.msgs)
+	r := bufio.NewReaderSize(t.stdout, 64<<10)
+	var (
+		long      []byte // a line longer than the reader's buffer
+		oversized bool   // discarding the rest of the current line
+		head      []byte // of a discarded line, for its id
+		tail      []byte
+		dropped   int
+	)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		complete := err == nil
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			if len(chunk) == 0 && len(long) == 0 {
+				break
+			}
+			complete = true // the last line without a newline
+		}
+		switch {
+		case oversized:
+			dropped += len(chunk)
+			tail = keepTail(tail, chunk, 512)
+		case len(long)+len(chunk) > t.maxMessage+1:
+			oversized = true
+			head = append(head[:0], long...)
+			if len(head) == 0 {
+				head = append(head, chunk...)
+			}
+			if len(head) > 1024 {
+				head = head[:1024]
+			}
+			dropped = len(long) + len(chunk)
+			tail = keepTail(tail[:0], append(long, chunk...), 512)
+			long = long[:0]
+		case !complete:
+			long = append(long, chunk...)
+		}
+		if complete {
+			switch {
+			case oversized:
+				t.rejectOversized(head, tail, dropped)
+				oversized, head, tail, dropped = false, head[:0], tail[:0], 0
+			case len(long) > 0:
+				line := append(long, chunk...)
+				long = nil
+				if !t.deliver(line, true) {
+					return
+				}
+			default:
+				if !t.deliver(chunk, false) {
+					return
+				}
+			}
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			break
+		}
+	}
+	t.end()
+}
+
+// keepTail appends b to tail, keeping only its last n bytes.
+func keepTail(tail, b []byte, n int) []byte {
+	if len(b) >= n {
+		return append(tail[:0], b[len(b)-n:]...)
+	}
+	tail = append(tail, b...)
+	if len(tail) > n {
+		tail = append(tail[:0], tail[len(tail)-n:]...)
+	}
+	return tail
+}
+
+// deliver passes one line on, unless it is blank or not JSON. owned says
+// whether line may be kept as is (ReadSlice's buffer must be copied).
+// It returns false when the transport is closing.
+func (t *stdioTransport) deliver(line []byte, owned bool) bool {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return true
+	}
+	if line[0] != '{' && line[0] != '[' {
+		t.logger.Warn("ignoring non-JSON line on server stdout", "line", truncate(string(line), 200))
+		return true
+	}
+	if !owned {
+		line = bytes.Clone(line)
+	}
+	if line[0] == '[' {
+		return t.deliverBatch(line)
+	}
+	select {
+	case t.msgs <- line:
+		return true
+	case <-t.quit:
+		return false
+	}
+}
+
+// deliverBatch splits a JSON-RPC batch into its messages.
+func (t *stdioTransport) deliverBatch(line []byte) bool {
+	var batch []json.RawMessage
+	if err := json.Unmarshal(line, &batch); err != nil {
+		t.logger.Warn("ignoring malformed batch on server stdout", "err", err)
+		return true
+	}
+	for _, m := range batch {
+		select {
+		case t.msgs <- []byte(m):
+		case <-t.quit:
+			return false
+		}
+	}
+	return true
+}
+
+// rejectOversized answers the call an oversized line was meant for with an
+// error, so it fails at once instead of timing out.
+func (t *stdioTransport) rejectOversized(head, tail []byte, size int) {
+	t.logger.Warn("discarded oversized message from server", "bytes", size, "max_message_bytes", t.maxMessage)
+	m := idPattern.FindSubmatch(head)
+	if m == nil {
+		m = idPattern.FindSubmatch(tail)
+	}
+	if m == nil {
+		return
+	}
+	msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"response too large: over %d bytes (raise the server's max_message_bytes)"}}`,
+		m[1], codeInternalError, t.maxMessage)
+	select {
+	case t.msgs <- []byte(msg):
+	case <-t.quit:
+	}
+}
+
+// readStderr drains stderr into the tail buffer and the debug log.
+func (t *stdioTransport) readStderr() {
+	defer t.readers.Done()
+	defer close(t.stderrEOF)
+	r := bufio.NewReaderSize(t.stderr, 4096)
+	for {
+		line, err := r.ReadSlice('\n')
+		if len(line) > 0 {
+			t.tail.Write(line)
+			if t.logger.Enabled(context.Background(), slog.LevelDebug) {
+				t.logger.Debug("server stderr", "line", truncate(string(bytes.TrimRight(line, "\r\n")), 500))
+			}
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// end records why the transport ended: the exit status and stderr tail.
+// It waits briefly for the process to be reaped so the status is known.
+func (t *stdioTransport) end() {
+	t.endOnce.Do(func() {
+		select {
+		case <-t.exited:
+		case <-t.quit:
+		case <-time.After(stopGrace):
+		}
+		select {
+		case <-t.exited:
+			// The last words on stderr explain the exit: let them arrive.
+			select {
+			case <-t.stderrEOF:
+			case <-t.quit:
+			case <-time.After(stopGrace):
+			}
+			t.endErr = fmt.Errorf("server process %s", t.exitErr)
+		default:
+			t.endErr = errors.New("server closed its stdout")
+		}
+		if tail := t.stderrTail(2048); tail != "" {
+			t.endErr = fmt.Errorf("%w; stderr: %s", t.endErr, tail)
+		}
+	})
+}
+
+// stderrTail returns up to n bytes of the end of the server's stderr.
+func (t *stdioTransport) stderrTail(n int) string {
+	b := t.tail.Bytes()
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (t *stdioTransport) err() error {
+	if t.closing.Load() {
+		return nil
+	}
+	return t.endErr
+}
+
+// close stops the server: close stdin, wait stopGrace, SIGTERM the group,
+// wait stopGrace, SIGKILL the group. It returns once the process is reaped
+// and the readers are done, within about 2×stopGrace plus a last bound.
+// It is idempotent.
+func (t *stdioTransport) close() error {
+	t.closeOnce.Do(func() {
+		t.closing.Store(true)
+		close(t.quit)
+		t.writeMu.Lock()
+		t.stdin.Close()
+		t.writeMu.Unlock()
+		if !t.waitExit(stopGrace) {
+			t.killGroup(syscall.SIGTERM)
+			if !t.waitExit(stopGrace) {
+				t.killGroup(syscall.SIGKILL)
+				if !t.waitExit(stopGrace) {
+					t.closeErr = fmt.Errorf("server %q: process %d did not exit after SIGKILL", t.name, t.cmd.Process.Pid)
+				}
+			}
+		}
+		t.killGroup(syscall.SIGKILL)
+		// A grandchild in another group may still hold the pipes: ours are
+		// closed so the readers end regardless.
+		t.stdout.Close()
+		t.stderr.Close()
+		t.readers.Wait()
+	})
+	return t.closeErr
+}
+
+// waitExit waits up to d for the process to be reaped.
+func (t *stdioTransport) waitExit(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-t.exited:
+		return true
+	case <-timer.C:
+		return false
+	}
+}
+
+// A tailBuffer keeps the last n bytes written to it. It is safe for
+// concurrent use.
+type tailBuffer struct {
+	mu sync.Mutex
+	// guards buf
+	buf []byte
+	max int
+}
+
+func newTailBuffer(n int) *tailBuffer { return &tailBuffer{max: n} }
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = keepTail(b.buf, p, b.max)
+	return len(p), nil
+}
+
+// Bytes returns a copy of the kept bytes.
+func (b *tailBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf)
+}
+
+var _ io.Writer = (*tailBuffer)(nil)
