@@ -44,6 +44,9 @@ const (
 	// that bring no new event.
 	maxResumeAttempts = 5
 	recvBuffer        = 64
+	// answerGrace bounds the reading of an answer stream after the answer,
+	// for servers that do not end it.
+	answerGrace = 2 * time.Second
 	// brokenStreamCode is the JSON-RPC error code of the answer a transport
 	// makes up when a request's response stream ends without the answer.
 	brokenStreamCode = -32000
@@ -205,11 +208,16 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 	sessionID, version := t.sessionID, t.protocolVersion
 	t.mu.Unlock()
 
-	reqCtx, release := mergeContexts(ctx, t.ctx)
+	// The request lives on the transport's context and follows send's ctx
+	// only until the answer: an SSE answer is then read to its end, so its
+	// connection returns to the pool even when the caller cancels at once.
+	reqCtx, cancelReq := context.WithCancel(t.ctx)
+	unwatch := context.AfterFunc(ctx, cancelReq)
 	streaming := false
 	defer func() {
 		if !streaming {
-			release()
+			unwatch()
+			cancelReq()
 			t.producers.Done()
 		}
 	}()
@@ -233,11 +241,23 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 		if isEventStream(resp.Header) {
 			streaming = true
 			// Owned by the transport; exits when the stream ends (after any
-			// resumption), when send's ctx is done, or on close.
+			// resumption), when send's ctx is done before the answer,
+			// answerGrace after the answer, or on close.
 			go func() {
-				defer t.producers.Done()
-				defer release()
-				t.readAnswerStream(reqCtx, resp, msg)
+				var grace *time.Timer
+				defer func() {
+					unwatch()
+					if grace != nil {
+						grace.Stop()
+					}
+					cancelReq()
+					t.producers.Done()
+				}()
+				t.readAnswerStream(reqCtx, resp, msg, func() {
+					if unwatch() {
+						grace = time.AfterFunc(answerGrace, cancelReq)
+					}
+				})
 			}()
 			break
 		}
@@ -401,7 +421,7 @@ func (t *streamableTransport) runGetStream(ctx context.Context) {
 			t.logger.Debug("mcp http get stream failed; retrying", "error", err)
 		default:
 			delivered := cur.delivered
-			err = t.pump(ctx, resp.Body, &cur, false)
+			err = t.pump(ctx, resp.Body, &cur, nil)
 			resp.Body.Close()
 			if ctx.Err() != nil {
 				return
@@ -429,9 +449,11 @@ type streamCursor struct {
 }
 
 // pump delivers the message events of body to recv until the body ends
-// (nil) or fails (the read error); with trackAnswer it notes a response.
-func (t *streamableTransport) pump(ctx context.Context, body io.Reader, cur *streamCursor, trackAnswer bool) error {
+// (nil) or fails (the read error). With a non-nil onAnswer it notes the
+// first response in cur and then calls onAnswer.
+func (t *streamableTransport) pump(ctx context.Context, body io.Reader, cur *streamCursor, onAnswer func()) error {
 	p := newSSEParser(body, t.maxMessage, 0)
+	defer p.release()
 	p.lastID, p.retry = cur.lastID, cur.retry
 	for {
 		ev, err := p.next()
@@ -447,27 +469,31 @@ func (t *streamableTransport) pump(ctx context.Context, body io.Reader, cur *str
 			t.logger.Warn("mcp http message over the size limit discarded; raise max_message_bytes", "limit", t.maxMessage)
 			cur.tooLarge = true
 		case ev.name == "message" && len(ev.data) > 0:
-			answered := &cur.answered
-			if !trackAnswer {
-				answered = nil
+			var answered *bool
+			if onAnswer != nil && !cur.answered {
+				answered = &cur.answered
 			}
 			if !deliverMessages(ctx, t.recvCh, ev.data, answered) {
 				return ctx.Err()
 			}
 			cur.delivered++
+			if answered != nil && cur.answered {
+				onAnswer()
+			}
 		}
 	}
 }
 
-// readAnswerStream delivers the SSE answer to the POSTed msg. A stream that
+// readAnswerStream delivers the SSE answer to the POSTed msg and calls
+// onAnswer once the answer is on recv. A stream that
 // breaks before the answer is resumed with GET and Last-Event-ID when the
 // server gave event ids; failing that, the breakage is logged and a request
 // gets an error answer on recv so its caller does not wait for its deadline.
-func (t *streamableTransport) readAnswerStream(ctx context.Context, resp *http.Response, msg []byte) {
+func (t *streamableTransport) readAnswerStream(ctx context.Context, resp *http.Response, msg []byte, onAnswer func()) {
 	var cur streamCursor
 	resumeID, attempts := "", 0
 	for {
-		err := t.pump(ctx, resp.Body, &cur, true)
+		err := t.pump(ctx, resp.Body, &cur, onAnswer)
 		resp.Body.Close()
 		if cur.answered || ctx.Err() != nil || !isRequest(msg) {
 			return
@@ -689,6 +715,7 @@ func (t *sseTransport) readStream(body io.ReadCloser, endpoints chan<- string) {
 	defer close(t.recvCh)
 	defer body.Close()
 	p := newSSEParser(body, t.maxMessage, 0)
+	defer p.release()
 	for {
 		ev, err := p.next()
 		if err != nil {
@@ -1049,6 +1076,7 @@ type sseEvent struct {
 // safe for concurrent use.
 type sseParser struct {
 	r         *bufio.Reader
+	pooled    bool // r comes from sseReaders
 	maxData   int
 	lineLimit int
 	line      []byte // a line split across buffer fills
@@ -1062,13 +1090,33 @@ type sseParser struct {
 	retry     time.Duration
 }
 
+// sseReaders recycles the 32 KiB read buffers of SSE parsers: a Streamable
+// HTTP answer stream lives for one call, and allocating the buffer each time
+// would dominate the call's garbage.
+var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
 // newSSEParser returns a parser of r whose events carry at most maxData
-// bytes of data. bufSize 0 means a 64 KiB read buffer.
+// bytes of data. bufSize 0 means a pooled 32 KiB read buffer, given back by
+// release.
 func newSSEParser(r io.Reader, maxData, bufSize int) *sseParser {
+	p := &sseParser{maxData: maxData, lineLimit: maxData + 64}
 	if bufSize == 0 {
-		bufSize = 64 << 10
+		p.r = sseReaders.Get().(*bufio.Reader)
+		p.r.Reset(r)
+		p.pooled = true
+	} else {
+		p.r = bufio.NewReaderSize(r, bufSize)
 	}
-	return &sseParser{r: bufio.NewReaderSize(r, bufSize), maxData: maxData, lineLimit: maxData + 64}
+	return p
+}
+
+// release gives the read buffer back; the parser must not be used after.
+func (p *sseParser) release() {
+	if p.pooled {
+		p.r.Reset(nil)
+		sseReaders.Put(p.r)
+		p.r, p.pooled = nil, false
+	}
 }
 
 // next returns the next event, io.EOF at the end of the stream (an

@@ -841,3 +841,30 @@ func FuzzSSEParser(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamableAnswerOutlivesCancel checks that an SSE answer stream is
+// read to its end after the caller cancels send's ctx on the answer, so
+// its connection can be reused.
+func TestStreamableAnswerOutlivesCancel(t *testing.T) {
+	cancelled := make(chan struct{})
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeSSE(w, "data: "+listAnswer+"\n\n")
+		select {
+		case <-cancelled:
+		case <-r.Context().Done():
+			return
+		}
+		writeSSE(w, "data: "+progressNote+"\n\n")
+	})
+	tr := newTestStreamable(t, srv.URL)
+	ctx, cancel := context.WithCancel(t.Context())
+	if err := tr.send(ctx, []byte(listRequest)); err != nil {
+		t.Fatalf("send(%q) = %v, want nil", listRequest, err)
+	}
+	receive(t, tr, 1)
+	cancel()
+	close(cancelled)
+	if got := receive(t, tr, 1); got[0] != progressNote {
+		t.Errorf("message after the answer = %q, want %q", got[0], progressNote)
+	}
+}
