@@ -718,6 +718,7 @@ func TestSSETransportConnectFails(t *testing.T) {
 // bytes (0: the default) from a reader giving one byte at a time if slow.
 func parseAll(stream []byte, maxData, bufSize int, slow bool) []sseEvent {
 	p := newSSEParser(iotestReader(stream, slow), maxData, bufSize)
+	defer p.release()
 	var events []sseEvent
 	for {
 		ev, err := p.next()
