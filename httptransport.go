@@ -1,0 +1,1252 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+)
+
+// This file holds the HTTP transports: Streamable HTTP (sessions, SSE
+// parsing, the GET stream, stream resumption, re-initialization on 404) and
+// the legacy HTTP+SSE transport of protocol version 2024-11-05.
+
+// Canonical header names, so headers are set without re-canonicalizing.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	headerLastEventID     = "Last-Event-Id"
+	headerAccept          = "Accept"
+	headerContentType     = "Content-Type"
+)
+
+const (
+	deleteSessionTimeout  = 2 * time.Second
+	statusBodyLimit       = 512
+	reconnectInitialDelay = time.Second
+	reconnectMaxDelay     = 30 * time.Second
+	// maxResumeAttempts bounds the reconnections of a POST's answer stream
+	// that bring no new event.
+	maxResumeAttempts = 5
+	recvBuffer        = 64
+	// answerGrace bounds the reading of an answer stream after the answer,
+	// for servers that do not end it.
+	answerGrace = 2 * time.Second
+	// brokenStreamCode is the JSON-RPC error code of the answer a transport
+	// makes up when a request's response stream ends without the answer.
+	brokenStreamCode = -32000
+)
+
+// Header values shared by every request; net/http never modifies them.
+var (
+	acceptPost     = []string{"application/json, text/event-stream"}
+	acceptStream   = []string{"text/event-stream"}
+	contentTypeRPC = []string{"application/json"}
+	utf8BOM        = []byte("\xEF\xBB\xBF")
+)
+
+// httpClient is shared by every HTTP transport so connections to one server
+// are pooled and kept alive across calls and sessions. It has no overall
+// timeout: each request is bounded by its context, and an SSE stream may
+// legitimately last for hours. It follows redirects only within the origin
+// of the original request, so configured headers never reach another host.
+var httpClient = &http.Client{
+	Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	},
+	CheckRedirect: checkRedirect,
+}
+
+// checkRedirect allows at most 10 redirects, all to the origin of the first
+// request: a configured Authorization or API key header must not follow a
+// redirect to a host the operator never named.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if !sameOrigin(via[0].URL, req.URL) {
+		return fmt.Errorf("refusing redirect to another origin (%s): set the server's url to the final address", req.URL.Host)
+	}
+	return nil
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(originHost(a), originHost(b))
+}
+
+// originHost returns u's host:port with the scheme's default port made explicit.
+func originHost(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if strings.EqualFold(u.Scheme, "https") {
+			port = "443"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}
+
+// configuredHeader returns cfg.Headers with canonical keys, built once per
+// transport. The result is read-only: requests copy it.
+func configuredHeader(cfg serverConfig) http.Header {
+	h := make(http.Header, len(cfg.Headers))
+	for k, v := range cfg.Headers {
+		h[textproto.CanonicalMIMEHeaderKey(k)] = []string{v}
+	}
+	return h
+}
+
+// maxMessage returns the per-message size limit of cfg.
+func maxMessage(cfg serverConfig) int {
+	if cfg.MaxMessageBytes > 0 {
+		return cfg.MaxMessageBytes
+	}
+	return defaultMaxMessageBytes
+}
+
+// A streamableTransport is the Streamable HTTP transport (protocol
+// 2025-03-26 and later): one POST per message, answers as JSON or SSE, an
+// optional GET stream for server-initiated messages, and a session id.
+// It is safe for concurrent use.
+type streamableTransport struct {
+	url        string
+	header     http.Header // configured headers; read-only
+	maxMessage int
+	logger     *slog.Logger
+	client     *http.Client
+
+	// ctx is cancelled by close: it aborts every request and stream reader.
+	ctx    context.Context
+	cancel context.CancelFunc
+	recvCh chan []byte
+	// producers counts sends and stream readers that may write to recvCh;
+	// close closes recvCh only after it drops to zero.
+	producers sync.WaitGroup
+	closeOnce sync.Once
+	// getWanted is set by setProtocolVersion: the GET stream starts after
+	// the next successful POST (the initialized notification).
+	getWanted atomic.Bool
+
+	// guards closed, sessionID, protocolVersion and stopGet
+	mu              sync.Mutex
+	closed          bool
+	sessionID       string
+	protocolVersion string
+	stopGet         context.CancelFunc // nil when no GET stream runs
+}
+
+// newStreamableTransport returns a Streamable HTTP transport for cfg.URL.
+// It does no I/O: the first send opens the first connection.
+func newStreamableTransport(cfg serverConfig, logger *slog.Logger) *streamableTransport {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &streamableTransport{
+		url:        cfg.URL,
+		header:     configuredHeader(cfg),
+		maxMessage: maxMessage(cfg),
+		logger:     logger,
+		client:     httpClient,
+		ctx:        ctx,
+		cancel:     cancel,
+		recvCh:     make(chan []byte, recvBuffer),
+	}
+}
+
+// recv returns the channel of every message the server sends. It is closed
+// once close has stopped every reader.
+func (t *streamableTransport) recv() <-chan []byte { return t.recvCh }
+
+// err returns nil: a Streamable HTTP transport ends only through close, and
+// each failed request reports its own error from send.
+func (t *streamableTransport) err() error { return nil }
+
+// setProtocolVersion records the negotiated version, sent from now on as
+// MCP-Protocol-Version, and asks for the GET stream to be opened after the
+// next successful POST (a new session gets a new GET stream).
+func (t *streamableTransport) setProtocolVersion(v string) {
+	t.mu.Lock()
+	t.protocolVersion = v
+	t.mu.Unlock()
+	t.getWanted.Store(true)
+}
+
+// send POSTs msg. It returns once the answer's headers are processed: a
+// JSON answer is already on recv; an SSE answer is read by a goroutine
+// bound to ctx, so the caller keeps ctx alive until the answer arrived.
+// It returns errSessionExpired when the server forgot the session (404),
+// errTransportClosed after close, and *httpStatusError (possibly wrapped)
+// for another non-success status.
+func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return errTransportClosed
+	}
+	t.producers.Add(1)
+	sessionID, version := t.sessionID, t.protocolVersion
+	t.mu.Unlock()
+
+	// The request lives on the transport's context and follows send's ctx
+	// only until the answer: an SSE answer is then read to its end, so its
+	// connection returns to the pool even when the caller cancels at once.
+	reqCtx, cancelReq := context.WithCancel(t.ctx)
+	unwatch := context.AfterFunc(ctx, cancelReq)
+	streaming := false
+	defer func() {
+		if !streaming {
+			unwatch()
+			cancelReq()
+			t.producers.Done()
+		}
+	}()
+
+	req, err := t.newRequest(reqCtx, http.MethodPost, sessionID, version, msg)
+	if err != nil {
+		return err
+	}
+	req.Header[headerAccept] = acceptPost
+	req.Header[headerContentType] = contentTypeRPC
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return requestError("post message", ctx, t.ctx, err)
+	}
+	t.captureSession(resp)
+
+	switch {
+	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
+		drainClose(resp.Body)
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		if isEventStream(resp.Header) {
+			streaming = true
+			// Owned by the transport; exits when the stream ends (after any
+			// resumption), when send's ctx is done before the answer,
+			// answerGrace after the answer, or on close.
+			go func() {
+				var grace *time.Timer
+				defer func() {
+					unwatch()
+					if grace != nil {
+						grace.Stop()
+					}
+					cancelReq()
+					t.producers.Done()
+				}()
+				t.readAnswerStream(reqCtx, resp, msg, func() {
+					if unwatch() {
+						grace = time.AfterFunc(answerGrace, cancelReq)
+					}
+				})
+			}()
+			break
+		}
+		body, err := readBody(resp, t.maxMessage)
+		if err != nil {
+			return fmt.Errorf("post message: read answer: %w", err)
+		}
+		if len(bytes.TrimSpace(body)) > 0 && !deliverMessages(reqCtx, t.recvCh, body, nil) {
+			return requestError("post message", ctx, t.ctx, reqCtx.Err())
+		}
+	case resp.StatusCode == http.StatusNotFound && sessionID != "":
+		drainClose(resp.Body)
+		t.expireSession(sessionID)
+		return errSessionExpired
+	default:
+		return statusError("post message", resp)
+	}
+	if t.getWanted.Load() {
+		t.startGetStream()
+	}
+	return nil
+}
+
+// newRequest returns a request to the endpoint carrying the configured
+// headers, the session id and the protocol version when they are set.
+func (t *streamableTransport) newRequest(ctx context.Context, method, sessionID, version string, body []byte) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.url, r)
+	if err != nil {
+		return nil, fmt.Errorf("build %s request: %w", strings.ToLower(method), err)
+	}
+	h := make(http.Header, len(t.header)+5)
+	maps.Copy(h, t.header)
+	if sessionID != "" {
+		h[headerSessionID] = []string{sessionID}
+	}
+	if version != "" {
+		h[headerProtocolVersion] = []string{version}
+	}
+	req.Header = h
+	return req, nil
+}
+
+// captureSession stores the session id of resp, if it has a valid one.
+func (t *streamableTransport) captureSession(resp *http.Response) {
+	id := resp.Header.Get(headerSessionID)
+	if id == "" {
+		return
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			t.logger.Warn("mcp http session id ignored: not visible ascii")
+			return
+		}
+	}
+	t.mu.Lock()
+	t.sessionID = id
+	t.mu.Unlock()
+}
+
+// expireSession forgets the session old (unless a newer one replaced it),
+// its protocol version and its GET stream, so the next initialize starts
+// a fresh session.
+func (t *streamableTransport) expireSession(old string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sessionID != old {
+		return
+	}
+	t.sessionID, t.protocolVersion = "", ""
+	if t.stopGet != nil {
+		t.stopGet()
+		t.stopGet = nil
+	}
+}
+
+// startGetStream (re)starts the GET stream for the current session.
+func (t *streamableTransport) startGetStream() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || !t.getWanted.Swap(false) {
+		return
+	}
+	if t.stopGet != nil {
+		t.stopGet()
+	}
+	ctx, cancel := context.WithCancel(t.ctx)
+	t.stopGet = cancel
+	t.producers.Add(1)
+	// Owned by the transport; exits on close, when a newer session replaces
+	// it, or when the server offers no GET stream.
+	go func() {
+		defer t.producers.Done()
+		defer cancel()
+		t.runGetStream(ctx)
+	}()
+}
+
+// errNoGetStream: the server answered a GET with 404 or 405.
+var errNoGetStream = errors.New("server offers no get stream")
+
+// openStream GETs the endpoint as an SSE stream, resuming after lastID when
+// set. It returns the response only for a 2xx event stream; errNoGetStream
+// for 404 and 405.
+func (t *streamableTransport) openStream(ctx context.Context, lastID string) (*http.Response, error) {
+	t.mu.Lock()
+	sessionID, version := t.sessionID, t.protocolVersion
+	t.mu.Unlock()
+	req, err := t.newRequest(ctx, http.MethodGet, sessionID, version, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header[headerAccept] = acceptStream
+	if lastID != "" {
+		req.Header[headerLastEventID] = []string{lastID}
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, requestError("get event stream", ctx, t.ctx, err)
+	}
+	t.captureSession(resp)
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed:
+		drainClose(resp.Body)
+		return nil, errNoGetStream
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return nil, statusError("get event stream", resp)
+	case !isEventStream(resp.Header):
+		drainClose(resp.Body)
+		return nil, fmt.Errorf("get event stream: content type %q is not text/event-stream", resp.Header.Get(headerContentType))
+	}
+	return resp, nil
+}
+
+// runGetStream delivers the messages of the GET stream, reconnecting with
+// backoff (or the server's retry interval) and Last-Event-ID until ctx is
+// done or the server refuses the stream. It blocks until then.
+func (t *streamableTransport) runGetStream(ctx context.Context) {
+	var cur streamCursor
+	failures := 0
+	for {
+		resp, err := t.openStream(ctx, cur.lastID)
+		if ctx.Err() != nil {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			return
+		}
+		var status *httpStatusError
+		switch {
+		case errors.Is(err, errNoGetStream):
+			t.logger.Debug("mcp http server offers no get stream")
+			return
+		case errors.As(err, &status) && status.StatusCode < 500 && status.StatusCode != http.StatusTooManyRequests:
+			t.logger.Warn("mcp http get stream refused; server-initiated messages arrive only with answers", "error", err)
+			return
+		case err != nil:
+			t.logger.Debug("mcp http get stream failed; retrying", "error", err)
+		default:
+			delivered := cur.delivered
+			err = t.pump(ctx, resp.Body, &cur, nil)
+			resp.Body.Close()
+			if ctx.Err() != nil {
+				return
+			}
+			if cur.delivered != delivered {
+				failures = 0
+			}
+			t.logger.Debug("mcp http get stream ended; reconnecting", "error", err)
+		}
+		failures++
+		if !sleepContext(ctx, reconnectDelay(cur.retry, failures)) {
+			return
+		}
+	}
+}
+
+// A streamCursor is what one logical SSE stream carries across its
+// connections.
+type streamCursor struct {
+	lastID    string
+	retry     time.Duration // the server's retry field; 0 if none
+	answered  bool          // a response arrived on the stream
+	tooLarge  bool          // an event over the size limit was discarded
+	delivered int           // messages delivered so far
+}
+
+// pump delivers the message events of body to recv until the body ends
+// (nil) or fails (the read error). With a non-nil onAnswer it notes the
+// first response in cur and then calls onAnswer.
+func (t *streamableTransport) pump(ctx context.Context, body io.Reader, cur *streamCursor, onAnswer func()) error {
+	p := newSSEParser(body, t.maxMessage, 0)
+	defer p.release()
+	p.lastID, p.retry = cur.lastID, cur.retry
+	for {
+		ev, err := p.next()
+		cur.lastID, cur.retry = p.lastID, p.retry
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		switch {
+		case ev.tooLarge:
+			t.logger.Warn("mcp http message over the size limit discarded; raise max_message_bytes", "limit", t.maxMessage)
+			cur.tooLarge = true
+		case ev.name == "message" && len(ev.data) > 0:
+			var answered *bool
+			if onAnswer != nil && !cur.answered {
+				answered = &cur.answered
+			}
+			if !deliverMessages(ctx, t.recvCh, ev.data, answered) {
+				return ctx.Err()
+			}
+			cur.delivered++
+			if answered != nil && cur.answered {
+				onAnswer()
+			}
+		}
+	}
+}
+
+// readAnswerStream delivers the SSE answer to the POSTed msg and calls
+// onAnswer once the answer is on recv. A stream that
+// breaks before the answer is resumed with GET and Last-Event-ID when the
+// server gave event ids; failing that, the breakage is logged and a request
+// gets an error answer on recv so its caller does not wait for its deadline.
+func (t *streamableTransport) readAnswerStream(ctx context.Context, resp *http.Response, msg []byte, onAnswer func()) {
+	var cur streamCursor
+	resumeID, attempts := "", 0
+	for {
+		err := t.pump(ctx, resp.Body, &cur, onAnswer)
+		resp.Body.Close()
+		if cur.answered || ctx.Err() != nil || !isRequest(msg) {
+			return
+		}
+		reason := "the server ended the stream"
+		if err != nil {
+			reason = err.Error()
+		}
+		if cur.lastID == "" || cur.tooLarge {
+			t.failRequest(ctx, msg, reason, cur)
+			return
+		}
+		if cur.lastID != resumeID {
+			resumeID, attempts = cur.lastID, 0
+		}
+		attempts++
+		if attempts > maxResumeAttempts {
+			t.failRequest(ctx, msg, reason+" (resumption made no progress)", cur)
+			return
+		}
+		if !sleepContext(ctx, reconnectDelay(cur.retry, attempts)) {
+			return
+		}
+		resp, err = t.openStream(ctx, cur.lastID)
+		if ctx.Err() != nil {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			return
+		}
+		if err != nil {
+			t.failRequest(ctx, msg, "resume: "+err.Error(), cur)
+			return
+		}
+	}
+}
+
+// isRequest reports whether msg is a JSON-RPC request (a method and an id).
+func isRequest(msg []byte) bool {
+	hasMethod, id := jsonrpcShape(msg)
+	return hasMethod && id != nil && !bytes.Equal(id, []byte("null"))
+}
+
+// failRequest logs a broken answer stream and delivers an error answer
+// with the id of the request msg.
+func (t *streamableTransport) failRequest(ctx context.Context, msg []byte, reason string, cur streamCursor) {
+	text := "response stream ended before the answer: " + reason
+	if cur.tooLarge {
+		text = "response larger than max_message_bytes (" + strconv.Itoa(t.maxMessage) + " bytes): raise max_message_bytes for this server"
+	}
+	t.logger.Warn("mcp http answer stream broke before the answer", "reason", reason, "resumable", cur.lastID != "")
+	_, id := jsonrpcShape(msg)
+	quoted, _ := json.Marshal(text)
+	answer := make([]byte, 0, len(id)+len(quoted)+64)
+	answer = append(answer, `{"jsonrpc":"2.0","id":`...)
+	answer = append(answer, id...)
+	answer = append(answer, `,"error":{"code":`...)
+	answer = strconv.AppendInt(answer, brokenStreamCode, 10)
+	answer = append(answer, `,"message":`...)
+	answer = append(answer, quoted...)
+	answer = append(answer, "}}"...)
+	deliverMessages(ctx, t.recvCh, answer, nil)
+}
+
+// close deletes the session (bounded by 2s, errors logged), stops every
+// request and stream, then closes recv. It is idempotent; concurrent calls
+// return once the first has finished.
+func (t *streamableTransport) close() error {
+	t.closeOnce.Do(func() {
+		t.mu.Lock()
+		t.closed = true
+		sessionID, version := t.sessionID, t.protocolVersion
+		t.mu.Unlock()
+		t.cancel()
+		if sessionID != "" {
+			t.deleteSession(sessionID, version)
+		}
+		t.producers.Wait()
+		close(t.recvCh)
+	})
+	return nil
+}
+
+// deleteSession asks the server to end the session; it blocks at most
+// deleteSessionTimeout.
+func (t *streamableTransport) deleteSession(sessionID, version string) {
+	ctx, cancel := context.WithTimeout(context.Background(), deleteSessionTimeout)
+	defer cancel()
+	req, err := t.newRequest(ctx, http.MethodDelete, sessionID, version, nil)
+	if err != nil {
+		t.logger.Debug("mcp http delete session failed", "error", err)
+		return
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		t.logger.Debug("mcp http delete session failed", "error", requestError("delete session", ctx, ctx, err))
+		return
+	}
+	drainClose(resp.Body)
+	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
+		t.logger.Debug("mcp http delete session refused", "status", resp.StatusCode)
+	}
+}
+
+// An sseTransport is the legacy HTTP+SSE transport (protocol 2024-11-05):
+// one long GET stream carries every server message, and messages are POSTed
+// to the endpoint the stream names first. It is safe for concurrent use.
+type sseTransport struct {
+	endpoint   string      // absolute POST URL, same origin as the configured url
+	header     http.Header // configured headers; read-only
+	maxMessage int
+	logger     *slog.Logger
+	client     *http.Client
+
+	// ctx is cancelled by close: it aborts the stream and every POST.
+	ctx        context.Context
+	cancel     context.CancelFunc
+	recvCh     chan []byte   // closed by the reader when it exits
+	readerDone chan struct{} // closed after recvCh
+	closeOnce  sync.Once
+
+	// guards endErr
+	mu     sync.Mutex
+	endErr error // why the stream ended; nil while it runs or after close
+}
+
+// newSSETransport GETs cfg.URL as an event stream and waits, bounded by ctx,
+// for the endpoint event. It refuses an endpoint on another origin. On
+// error nothing is left running.
+func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger) (*sseTransport, error) {
+	base, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("sse connect: parse url: %w", err)
+	}
+	lifetime, cancel := context.WithCancel(context.Background())
+	t := &sseTransport{
+		header:     configuredHeader(cfg),
+		maxMessage: maxMessage(cfg),
+		logger:     logger,
+		client:     httpClient,
+		ctx:        lifetime,
+		cancel:     cancel,
+		recvCh:     make(chan []byte, recvBuffer),
+		readerDone: make(chan struct{}),
+	}
+	stopWatch := context.AfterFunc(ctx, cancel)
+	defer stopWatch()
+
+	req, err := http.NewRequestWithContext(lifetime, http.MethodGet, cfg.URL, nil)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("sse connect: build request: %w", err)
+	}
+	req.Header = t.requestHeader()
+	req.Header[headerAccept] = acceptStream
+	resp, err := t.client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, requestError("sse connect", ctx, ctx, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		cancel()
+		return nil, statusError("sse connect", resp)
+	}
+	if !isEventStream(resp.Header) {
+		drainClose(resp.Body)
+		cancel()
+		return nil, fmt.Errorf("sse connect: content type %q is not text/event-stream; is the url an sse endpoint?", resp.Header.Get(headerContentType))
+	}
+	endpoints := make(chan string, 1)
+	// Owned by the transport; exits when the stream ends or on close.
+	go t.readStream(resp.Body, endpoints)
+
+	var endpoint string
+	select {
+	case endpoint = <-endpoints:
+	case <-t.readerDone:
+		select {
+		case endpoint = <-endpoints:
+		default:
+			t.close()
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("sse connect: waiting for the endpoint event: %w", ctx.Err())
+			}
+			return nil, fmt.Errorf("sse connect: stream ended before the endpoint event: %w", t.err())
+		}
+	}
+	t.endpoint, err = resolveEndpoint(base, endpoint)
+	if err != nil {
+		t.close()
+		return nil, err
+	}
+	if !stopWatch() {
+		t.close()
+		return nil, fmt.Errorf("sse connect: %w", ctx.Err())
+	}
+	return t, nil
+}
+
+// resolveEndpoint resolves the endpoint event's data against base and
+// refuses another origin: configured headers must not go elsewhere.
+func resolveEndpoint(base *url.URL, endpoint string) (string, error) {
+	ref, err := url.Parse(strings.TrimSpace(endpoint))
+	if err != nil {
+		return "", fmt.Errorf("sse connect: endpoint event is not a url: %w", err)
+	}
+	u := base.ResolveReference(ref)
+	if !sameOrigin(base, u) {
+		return "", fmt.Errorf("sse connect: endpoint event names another origin (%s): refusing to send messages there; check the server's url", u.Host)
+	}
+	return u.String(), nil
+}
+
+// readStream delivers the stream's message events to recvCh and the first
+// endpoint event's data to endpoints, until the stream ends or close; it
+// then records why and closes recvCh.
+func (t *sseTransport) readStream(body io.ReadCloser, endpoints chan<- string) {
+	defer close(t.readerDone)
+	defer close(t.recvCh)
+	defer body.Close()
+	p := newSSEParser(body, t.maxMessage, 0)
+	defer p.release()
+	for {
+		ev, err := p.next()
+		if err != nil {
+			if t.ctx.Err() == nil {
+				t.mu.Lock()
+				t.endErr = errors.New("sse stream closed by server")
+				if err != io.EOF {
+					t.endErr = fmt.Errorf("sse stream: read: %w", err)
+				}
+				t.mu.Unlock()
+			}
+			return
+		}
+		switch {
+		case ev.tooLarge:
+			t.logger.Warn("mcp sse message over the size limit discarded; raise max_message_bytes", "limit", t.maxMessage)
+		case ev.name == "endpoint":
+			if endpoints != nil {
+				endpoints <- string(ev.data)
+				endpoints = nil
+			}
+		case ev.name == "message" && len(ev.data) > 0:
+			if !deliverMessages(t.ctx, t.recvCh, ev.data, nil) {
+				return
+			}
+		}
+	}
+}
+
+// requestHeader returns a fresh copy of the configured headers.
+func (t *sseTransport) requestHeader() http.Header {
+	h := make(http.Header, len(t.header)+3)
+	maps.Copy(h, t.header)
+	return h
+}
+
+// recv returns the channel of the stream's messages; it is closed when the
+// stream ends or on close.
+func (t *sseTransport) recv() <-chan []byte { return t.recvCh }
+
+// err returns why the stream ended, or nil while it runs or after close.
+func (t *sseTransport) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.endErr
+}
+
+// send POSTs msg to the endpoint; its answer arrives on the stream. It
+// returns errTransportClosed (wrapped with the reason) once the stream ended.
+func (t *sseTransport) send(ctx context.Context, msg []byte) error {
+	select {
+	case <-t.readerDone:
+		if err := t.err(); err != nil {
+			return fmt.Errorf("%w: %v", errTransportClosed, err)
+		}
+		return errTransportClosed
+	default:
+	}
+	reqCtx, release := mergeContexts(ctx, t.ctx)
+	defer release()
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, t.endpoint, bytes.NewReader(msg))
+	if err != nil {
+		return fmt.Errorf("post message: build request: %w", err)
+	}
+	req.Header = t.requestHeader()
+	req.Header[headerContentType] = contentTypeRPC
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return requestError("post message", ctx, t.ctx, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return statusError("post message", resp)
+	}
+	drainClose(resp.Body)
+	return nil
+}
+
+// close stops the stream and waits for its reader; recv is closed when it
+// returns. It is idempotent and bounded.
+func (t *sseTransport) close() error {
+	t.closeOnce.Do(func() {
+		t.cancel()
+		<-t.readerDone
+	})
+	return nil
+}
+
+// mergeContexts returns a context done when ctx or lifetime is done, and
+// the function releasing it.
+func mergeContexts(ctx, lifetime context.Context) (context.Context, func()) {
+	merged, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(lifetime, cancel)
+	return merged, func() {
+		stop()
+		cancel()
+	}
+}
+
+// deliverMessages puts data on recv: each element when it is a JSON array
+// (a batch), else data itself. It sets *answered (when non-nil) once a
+// response arrives. It returns false if ctx ended first.
+func deliverMessages(ctx context.Context, recv chan<- []byte, data []byte, answered *bool) bool {
+	i := skipSpace(data, 0)
+	if i < len(data) && data[i] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(data, &batch) == nil {
+			for _, m := range batch {
+				if !deliverMessage(ctx, recv, m, answered) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return deliverMessage(ctx, recv, data, answered)
+}
+
+// deliverMessage puts one message on recv unless ctx ends first.
+func deliverMessage(ctx context.Context, recv chan<- []byte, msg []byte, answered *bool) bool {
+	if answered != nil && !*answered {
+		if hasMethod, id := jsonrpcShape(msg); !hasMethod && id != nil {
+			*answered = true
+		}
+	}
+	select {
+	case recv <- msg:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// requestError describes a failed HTTP exchange: errTransportClosed if the
+// transport's lifetime ended, the context's error if the caller's did, else
+// the network error without the URL (it may hold a token in its query).
+func requestError(op string, ctx, lifetime context.Context, err error) error {
+	if lifetime.Err() != nil && ctx.Err() == nil {
+		return errTransportClosed
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", op, ctx.Err())
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// statusError turns a non-success answer into an error and closes its body.
+// 401 and 403 get distinct messages; every status is an *httpStatusError
+// underneath. The body prefix is at most statusBodyLimit bytes.
+func statusError(op string, resp *http.Response) error {
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		return fmt.Errorf("%s: authentication failed (%w): check the \"headers\" configured for this server (e.g. its Authorization token)", op, &httpStatusError{StatusCode: resp.StatusCode})
+	case http.StatusForbidden:
+		return fmt.Errorf("%s: access forbidden (%w): the server refused these credentials; check the \"headers\" configured for this server and the token's permissions", op, &httpStatusError{StatusCode: resp.StatusCode})
+	}
+	prefix, _ := io.ReadAll(io.LimitReader(resp.Body, statusBodyLimit))
+	return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: printable(prefix)})
+}
+
+// printable returns b as one line of valid UTF-8 without control characters.
+func printable(b []byte) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.TrimSpace(s)
+}
+
+// readBody reads a JSON answer of at most limit bytes and closes it.
+func readBody(resp *http.Response, limit int) ([]byte, error) {
+	defer resp.Body.Close()
+	if resp.ContentLength > int64(limit) {
+		return nil, fmt.Errorf("answer of %d bytes exceeds max_message_bytes (%d): raise max_message_bytes for this server", resp.ContentLength, limit)
+	}
+	if resp.ContentLength >= 0 {
+		body := make([]byte, resp.ContentLength)
+		_, err := io.ReadFull(resp.Body, body)
+		return body, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	if len(body) > limit {
+		return nil, fmt.Errorf("answer exceeds max_message_bytes (%d): raise max_message_bytes for this server", limit)
+	}
+	return body, err
+}
+
+// drainClose reads a little of body, so the connection can be reused, and
+// closes it.
+func drainClose(body io.ReadCloser) {
+	_, _ = io.CopyN(io.Discard, body, 4<<10)
+	body.Close()
+}
+
+// isEventStream reports whether h declares a text/event-stream body.
+func isEventStream(h http.Header) bool {
+	ct := h.Get(headerContentType)
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.EqualFold(strings.TrimSpace(ct), "text/event-stream")
+}
+
+// reconnectDelay returns how long to wait before reconnection attempt n
+// (from 1): the server's retry interval when it gave one, else a backoff
+// doubling from reconnectInitialDelay up to reconnectMaxDelay.
+func reconnectDelay(retry time.Duration, n int) time.Duration {
+	if retry > 0 {
+		return retry
+	}
+	d := reconnectInitialDelay
+	for i := 1; i < n && d < reconnectMaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, reconnectMaxDelay)
+}
+
+// sleepContext waits for d; it returns false if ctx ended first.
+func sleepContext(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// jsonrpcShape reports whether the JSON object msg has a top-level "method"
+// member and returns the raw text of its "id" member (nil when absent). It
+// reads only the top level and does not validate: on malformed input the
+// answer covers the members read before the fault.
+func jsonrpcShape(msg []byte) (hasMethod bool, id []byte) {
+	i := skipSpace(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return false, nil
+	}
+	i++
+	for {
+		i = skipSpace(msg, i)
+		if i >= len(msg) || msg[i] != '"' {
+			return hasMethod, id
+		}
+		keyEnd := skipString(msg, i)
+		if keyEnd < 0 {
+			return hasMethod, id
+		}
+		key := msg[i+1 : keyEnd-1]
+		i = skipSpace(msg, keyEnd)
+		if i >= len(msg) || msg[i] != ':' {
+			return hasMethod, id
+		}
+		i = skipSpace(msg, i+1)
+		end := skipValue(msg, i)
+		if end < 0 {
+			return hasMethod, id
+		}
+		switch string(key) {
+		case "method":
+			hasMethod = true
+		case "id":
+			id = msg[i:end]
+		}
+		i = skipSpace(msg, end)
+		if i >= len(msg) || msg[i] != ',' {
+			return hasMethod, id
+		}
+		i++
+	}
+}
+
+// skipSpace returns the index of the first non-space byte of b from i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] (a
+// quote), or -1 if it does not end.
+func skipString(b []byte, i int) int {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		backslashes := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// skipValue returns the index after the JSON value starting at b[i], or -1.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				k := skipString(b, j)
+				if k < 0 {
+					return -1
+				}
+				j = k - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
+
+// An sseEvent is one dispatched server-sent event.
+type sseEvent struct {
+	name     string // "message" when the stream named none
+	data     []byte // the data lines joined with \n; owned by the receiver
+	tooLarge bool   // the data exceeded the limit and was discarded
+}
+
+// An sseParser reads server-sent events as the WHATWG event-stream rules
+// interpret them: CRLF, CR or LF line endings, a leading BOM, comments,
+// multi-line data, id (without NUL) and retry fields. An event whose data
+// exceeds the limit is discarded without being buffered whole. It is not
+// safe for concurrent use.
+type sseParser struct {
+	r         *bufio.Reader
+	pooled    bool // r comes from sseReaders
+	maxData   int
+	lineLimit int
+	line      []byte // a line split across buffer fills
+	pending   int    // bytes of the last returned line still to discard
+	skipLF    bool   // the last line ended with CR: a following LF belongs to it
+	started   bool   // the first line (and its BOM) has been read
+	data      []byte // nil until a data line arrives
+	name      string
+	oversize  bool // the current event is over the limit
+	lastID    string
+	retry     time.Duration
+}
+
+// sseReaders recycles the 32 KiB read buffers of SSE parsers: a Streamable
+// HTTP answer stream lives for one call, and allocating the buffer each time
+// would dominate the call's garbage.
+var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
+
+// newSSEParser returns a parser of r whose events carry at most maxData
+// bytes of data. bufSize 0 means a pooled 32 KiB read buffer, given back by
+// release.
+func newSSEParser(r io.Reader, maxData, bufSize int) *sseParser {
+	p := &sseParser{maxData: maxData, lineLimit: maxData + 64}
+	if bufSize == 0 {
+		p.r = sseReaders.Get().(*bufio.Reader)
+		p.r.Reset(r)
+		p.pooled = true
+	} else {
+		p.r = bufio.NewReaderSize(r, bufSize)
+	}
+	return p
+}
+
+// release gives the read buffer back; the parser must not be used after.
+func (p *sseParser) release() {
+	if p.pooled {
+		p.r.Reset(nil)
+		sseReaders.Put(p.r)
+		p.r, p.pooled = nil, false
+	}
+}
+
+// next returns the next event, io.EOF at the end of the stream (an
+// unfinished event is discarded, as the standard says), or the read error.
+// It blocks until an event is complete.
+func (p *sseParser) next() (sseEvent, error) {
+	for {
+		line, tooLong, err := p.readLine()
+		if err != nil {
+			return sseEvent{}, err
+		}
+		if !p.started {
+			p.started = true
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
+		if tooLong {
+			p.oversize, p.data = true, nil
+			continue
+		}
+		if len(line) == 0 {
+			if ev, ok := p.dispatch(); ok {
+				return ev, nil
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value := line, []byte(nil)
+		if i := bytes.IndexByte(line, ':'); i >= 0 {
+			field, value = line[:i], line[i+1:]
+			if len(value) > 0 && value[0] == ' ' {
+				value = value[1:]
+			}
+		}
+		switch string(field) {
+		case "data":
+			if p.oversize {
+				continue
+			}
+			if len(p.data)+len(value) >= p.maxData+1 {
+				p.oversize, p.data = true, nil
+				continue
+			}
+			if p.data == nil {
+				p.data = make([]byte, 0, len(value)+1)
+			}
+			p.data = append(p.data, value...)
+			p.data = append(p.data, '\n')
+		case "event":
+			if string(value) == "message" {
+				p.name = "message"
+			} else {
+				p.name = string(value)
+			}
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 && string(value) != p.lastID {
+				p.lastID = string(value)
+			}
+		case "retry":
+			if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
+				p.retry = time.Duration(ms) * time.Millisecond
+			}
+		}
+	}
+}
+
+// dispatch ends the current event at a blank line; ok is false when it
+// had no data.
+func (p *sseParser) dispatch() (ev sseEvent, ok bool) {
+	name := p.name
+	if name == "" {
+		name = "message"
+	}
+	switch {
+	case p.oversize:
+		ev, ok = sseEvent{name: name, tooLarge: true}, true
+	case p.data != nil:
+		ev, ok = sseEvent{name: name, data: p.data[:len(p.data)-1]}, true
+	}
+	p.name, p.data, p.oversize = "", nil, false
+	return ev, ok
+}
+
+// readLine returns the next line without its terminator, valid until the
+// next call. tooLong reports a line over lineLimit, whose content is dropped.
+func (p *sseParser) readLine() (line []byte, tooLong bool, err error) {
+	if p.pending > 0 {
+		p.r.Discard(p.pending)
+		p.pending = 0
+	}
+	p.line = p.line[:0]
+	for {
+		if _, err := p.r.Peek(1); err != nil {
+			return nil, false, err
+		}
+		buf, _ := p.r.Peek(p.r.Buffered())
+		if p.skipLF {
+			p.skipLF = false
+			if buf[0] == '\n' {
+				p.r.Discard(1)
+				continue
+			}
+		}
+		end := bytes.IndexByte(buf, '\n')
+		seg := buf
+		if end >= 0 {
+			seg = buf[:end]
+		}
+		if cr := bytes.IndexByte(seg, '\r'); cr >= 0 {
+			end = cr
+			p.skipLF = true
+		}
+		if end < 0 {
+			if tooLong || len(p.line)+len(buf) > p.lineLimit {
+				tooLong, p.line = true, p.line[:0]
+			} else {
+				p.line = append(p.line, buf...)
+			}
+			p.r.Discard(len(buf))
+			continue
+		}
+		p.pending = end + 1
+		if tooLong || len(p.line)+end > p.lineLimit {
+			return nil, true, nil
+		}
+		if len(p.line) > 0 {
+			p.line = append(p.line, buf[:end]...)
+			return p.line, false, nil
+		}
+		return buf[:end], false, nil
+	}
+}
