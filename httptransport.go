@@ -156,6 +156,11 @@ type streamableTransport struct {
 	sessionID       string
 	protocolVersion string
 	stopGet         context.CancelFunc // nil when no GET stream runs
+
+	// getSettled is closed once the first GET stream attempt has an
+	// outcome: open, refused or failed.
+	getSettled     chan struct{}
+	getSettledOnce sync.Once
 }
 
 // newStreamableTransport returns a Streamable HTTP transport for cfg.URL.
@@ -171,8 +176,14 @@ func newStreamableTransport(cfg serverConfig, logger *slog.Logger) *streamableTr
 		ctx:        ctx,
 		cancel:     cancel,
 		recvCh:     make(chan []byte, recvBuffer),
+		getSettled: make(chan struct{}),
 	}
 }
+
+// getStreamSettled returns a channel closed once the first attempt to open
+// the GET stream has an outcome, so a caller can wait until server-initiated
+// messages have a way in before it sends requests that trigger them.
+func (t *streamableTransport) getStreamSettled() <-chan struct{} { return t.getSettled }
 
 // recv returns the channel of every message the server sends. It is closed
 // once close has stopped every reader.
@@ -230,7 +241,7 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 	req.Header[headerContentType] = contentTypeRPC
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return requestError("post message", ctx, t.ctx, err)
+		return httpRequestError("post message", ctx, t.ctx, err)
 	}
 	t.captureSession(resp)
 
@@ -266,7 +277,7 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 			return fmt.Errorf("post message: read answer: %w", err)
 		}
 		if len(bytes.TrimSpace(body)) > 0 && !deliverMessages(reqCtx, t.recvCh, body, nil) {
-			return requestError("post message", ctx, t.ctx, reqCtx.Err())
+			return httpRequestError("post message", ctx, t.ctx, reqCtx.Err())
 		}
 	case resp.StatusCode == http.StatusNotFound && sessionID != "":
 		drainClose(resp.Body)
@@ -379,7 +390,7 @@ func (t *streamableTransport) openStream(ctx context.Context, lastID string) (*h
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return nil, requestError("get event stream", ctx, t.ctx, err)
+		return nil, httpRequestError("get event stream", ctx, t.ctx, err)
 	}
 	t.captureSession(resp)
 	switch {
@@ -403,6 +414,7 @@ func (t *streamableTransport) runGetStream(ctx context.Context) {
 	failures := 0
 	for {
 		resp, err := t.openStream(ctx, cur.lastID)
+		t.getSettledOnce.Do(func() { close(t.getSettled) })
 		if ctx.Err() != nil {
 			if resp != nil {
 				resp.Body.Close()
@@ -589,7 +601,7 @@ func (t *streamableTransport) deleteSession(sessionID, version string) {
 	}
 	resp, err := t.client.Do(req)
 	if err != nil {
-		t.logger.Debug("mcp http delete session failed", "error", requestError("delete session", ctx, ctx, err))
+		t.logger.Debug("mcp http delete session failed", "error", httpRequestError("delete session", ctx, ctx, err))
 		return
 	}
 	drainClose(resp.Body)
@@ -652,7 +664,7 @@ func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger)
 	resp, err := t.client.Do(req)
 	if err != nil {
 		cancel()
-		return nil, requestError("sse connect", ctx, ctx, err)
+		return nil, httpRequestError("sse connect", ctx, ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		cancel()
@@ -784,7 +796,7 @@ func (t *sseTransport) send(ctx context.Context, msg []byte) error {
 	req.Header[headerContentType] = contentTypeRPC
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return requestError("post message", ctx, t.ctx, err)
+		return httpRequestError("post message", ctx, t.ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return statusError("post message", resp)
@@ -848,10 +860,10 @@ func deliverMessage(ctx context.Context, recv chan<- []byte, msg []byte, answere
 	}
 }
 
-// requestError describes a failed HTTP exchange: errTransportClosed if the
+// httpRequestError describes a failed HTTP exchange: errTransportClosed if the
 // transport's lifetime ended, the context's error if the caller's did, else
 // the network error without the URL (it may hold a token in its query).
-func requestError(op string, ctx, lifetime context.Context, err error) error {
+func httpRequestError(op string, ctx, lifetime context.Context, err error) error {
 	if lifetime.Err() != nil && ctx.Err() == nil {
 		return errTransportClosed
 	}

@@ -37,19 +37,19 @@ type recordedRequest struct {
 	body   string
 }
 
-// A fakeServer is an httptest server that records every request before
+// A fakeHTTPServer is an httptest server that records every request before
 // handing it to its handler. It is safe for concurrent use.
-type fakeServer struct {
+type fakeHTTPServer struct {
 	*httptest.Server
 	// guards reqs
 	mu   sync.Mutex
 	reqs []recordedRequest
 }
 
-// newFakeServer starts a recording server around handler, closed at cleanup.
-func newFakeServer(t *testing.T, handler http.HandlerFunc) *fakeServer {
+// newFakeHTTPServer starts a recording server around handler, closed at cleanup.
+func newFakeHTTPServer(t *testing.T, handler http.HandlerFunc) *fakeHTTPServer {
 	t.Helper()
-	f := &fakeServer{}
+	f := &fakeHTTPServer{}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
@@ -63,7 +63,7 @@ func newFakeServer(t *testing.T, handler http.HandlerFunc) *fakeServer {
 }
 
 // requests returns a copy of the requests seen so far.
-func (f *fakeServer) requests() []recordedRequest {
+func (f *fakeHTTPServer) requests() []recordedRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.reqs)
@@ -78,7 +78,7 @@ func writeSSE(w http.ResponseWriter, text string) {
 }
 
 // writeJSON writes a 200 JSON answer.
-func writeJSON(w http.ResponseWriter, body string) {
+func writeJSONBody(w http.ResponseWriter, body string) {
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, body)
 }
@@ -163,13 +163,13 @@ func TestStreamableAnswers(t *testing.T) {
 		{
 			name:   "json answer",
 			send:   listRequest,
-			answer: func(w http.ResponseWriter) { writeJSON(w, listAnswer) },
+			answer: func(w http.ResponseWriter) { writeJSONBody(w, listAnswer) },
 			want:   []string{listAnswer},
 		},
 		{
 			name:   "json batch",
 			send:   listRequest,
-			answer: func(w http.ResponseWriter) { writeJSON(w, "["+progressNote+", "+listAnswer+"]") },
+			answer: func(w http.ResponseWriter) { writeJSONBody(w, "["+progressNote+", "+listAnswer+"]") },
 			want:   []string{progressNote, listAnswer},
 		},
 		{
@@ -204,7 +204,7 @@ func TestStreamableAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { tt.answer(w) })
+			srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) { tt.answer(w) })
 			tr := newTestStreamable(t, srv.URL)
 			if err := tr.send(t.Context(), []byte(tt.send)); err != nil {
 				t.Fatalf("send(%q) = %v, want nil", tt.send, err)
@@ -236,14 +236,14 @@ func TestStreamableAnswers(t *testing.T) {
 func TestStreamableSession(t *testing.T) {
 	gotGet := make(chan struct{})
 	var once sync.Once
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodGet:
 			once.Do(func() { close(gotGet) })
 			w.WriteHeader(http.StatusMethodNotAllowed)
 		case r.Method == http.MethodPost && strings.Contains(r.Header.Get("Accept"), "text/event-stream") && r.Header.Get("Mcp-Session-Id") == "":
 			w.Header().Set("Mcp-Session-Id", "sess-1")
-			writeJSON(w, initAnswer)
+			writeJSONBody(w, initAnswer)
 		default:
 			w.WriteHeader(http.StatusAccepted)
 		}
@@ -317,10 +317,10 @@ func TestStreamableStatusErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+			srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if body, _ := io.ReadAll(r.Body); tt.withSession && string(body) == initRequest {
 					w.Header().Set("Mcp-Session-Id", "sess-old")
-					writeJSON(w, initAnswer)
+					writeJSONBody(w, initAnswer)
 					return
 				}
 				w.WriteHeader(tt.status)
@@ -373,11 +373,11 @@ func TestStreamableGetStream(t *testing.T) {
 		gets   int
 		lastID string
 	)
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			if body, _ := io.ReadAll(r.Body); string(body) == initRequest {
 				w.Header().Set("Mcp-Session-Id", "sess-1")
-				writeJSON(w, initAnswer)
+				writeJSONBody(w, initAnswer)
 				return
 			}
 			w.WriteHeader(http.StatusAccepted)
@@ -448,7 +448,7 @@ func TestStreamableAnswerStreamBreaks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+			srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 				switch {
 				case r.Method == http.MethodPost:
 					writeSSE(w, tt.post)
@@ -473,7 +473,7 @@ func TestStreamableAnswerStreamBreaks(t *testing.T) {
 }
 
 func TestStreamableClose(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			writeSSE(w, ": the answer never comes\n\n")
 			<-r.Context().Done()
@@ -532,7 +532,7 @@ func TestStreamableNoGoroutineLeak(t *testing.T) {
 }
 
 func TestRedirects(t *testing.T) {
-	other := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, listAnswer) })
+	other := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSONBody(w, listAnswer) })
 	tests := []struct {
 		name    string
 		target  func(srvURL string) string
@@ -543,10 +543,10 @@ func TestRedirects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var srv *fakeServer
-			srv = newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+			var srv *fakeHTTPServer
+			srv = newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/moved" {
-					writeJSON(w, listAnswer)
+					writeJSONBody(w, listAnswer)
 					return
 				}
 				http.Redirect(w, r, tt.target(srv.URL), http.StatusTemporaryRedirect)
@@ -577,11 +577,11 @@ func TestRedirects(t *testing.T) {
 // (built from the server's URL) and relays, as message events, the
 // answer to every POST /messages. A GET ends its stream after the
 // endpoint when hangUp is set.
-func legacyServer(t *testing.T, endpoint func(srvURL string) string, hangUp bool) *fakeServer {
+func legacyServer(t *testing.T, endpoint func(srvURL string) string, hangUp bool) *fakeHTTPServer {
 	t.Helper()
 	answers := make(chan string, 8)
-	var srv *fakeServer
-	srv = newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+	var srv *fakeHTTPServer
+	srv = newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == "/sse":
 			writeSSE(w, "event: endpoint\ndata: "+endpoint(srv.URL)+"\n\n")
@@ -697,13 +697,13 @@ func TestSSETransportConnectFails(t *testing.T) {
 		},
 		{
 			name:    "not an event stream",
-			handler: func(w http.ResponseWriter, r *http.Request) { writeJSON(w, "{}") },
+			handler: func(w http.ResponseWriter, r *http.Request) { writeJSONBody(w, "{}") },
 			wantErr: "not text/event-stream",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, tt.handler)
+			srv := newFakeHTTPServer(t, tt.handler)
 			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 			defer cancel()
 			_, err := newSSETransport(ctx, testConfig(srv.URL), discardLogger())
@@ -848,7 +848,7 @@ func FuzzSSEParser(f *testing.F) {
 // its connection can be reused.
 func TestStreamableAnswerOutlivesCancel(t *testing.T) {
 	cancelled := make(chan struct{})
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+	srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, "data: "+listAnswer+"\n\n")
 		select {
 		case <-cancelled:

@@ -5,8 +5,7 @@
 #   2. downloads the Go modules of both modules;
 #   3. go test -race ./... in the root module (extra arguments go here),
 #      then in interop/;
-#   4. the MCP client conformance scenarios against harnessd, once
-#      `harnessd mcp conformance` exists.
+#   4. the official MCP client conformance scenarios against harnessd.
 #
 #   ./test.sh [go test flags for the root module...]
 set -euo pipefail
@@ -47,10 +46,5 @@ echo "== MCP client conformance"
 bin_dir="$(mktemp -d "${TMPDIR:-/tmp}/harnessd-test.XXXXXX")"
 trap 'rm -rf "$bin_dir"' EXIT
 go build -o "$bin_dir/harnessd" .
-if help="$("$bin_dir/harnessd" mcp conformance --help 2>&1)" && grep -qi conformance <<<"$help"; then
-	testdata/conformance.sh "$bin_dir/harnessd" mcp conformance
-else
-	loud "SKIPPED: conformance: 'harnessd mcp conformance --help' does not work yet," \
-		"so the client conformance scenarios did not run."
-fi
+testdata/conformance.sh "$bin_dir/harnessd" mcp conformance
 echo "== all tests passed ($root)"
