@@ -388,8 +388,15 @@ func (m *runManager) shutdown(ctx context.Context) error {
 	}
 }
 
-// finish records the terminal status once.
+// finish closes the run's servers, then records the terminal status, so
+// whoever sees the status also sees the servers closed.
 func (m *runManager) finish(r *run, status, output, errMsg string) {
+	r.mu.Lock()
+	scope := r.scope
+	r.mu.Unlock()
+	if scope != nil {
+		scope.close()
+	}
 	r.mu.Lock()
 	r.status = status
 	r.output = output
@@ -413,7 +420,6 @@ func (m *runManager) finish(r *run, status, output, errMsg string) {
 func (m *runManager) execute(ctx context.Context, r *run) {
 	logger := m.logger.With("run", r.id)
 	scope := m.opts.Registry.newScope(logger)
-	defer scope.close()
 	cat := newCatalog(scope.toolSets)
 	r.mu.Lock()
 	r.status = runRunning
