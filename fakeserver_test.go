@@ -62,7 +62,7 @@ type fakeServer struct {
 
 // flakyEvery is how many tool calls a server in mode flaky answers before
 // it exits on the next one.
-const flakyEvery = 15
+const flakyEvery = 25
 
 func (s *fakeServer) write(v any) {
 	b, _ := json.Marshal(v)

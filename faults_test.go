@@ -336,6 +336,25 @@ func TestFaultsDeadServerFailsFastWithReason(t *testing.T) {
 	checkNoPending(t, reg)
 }
 
+func TestFaultsCancelledCallsLeaveTheServerUsable(t *testing.T) {
+	tag := checkNoLeaks(t)
+	c := connectFake(t, taggedServer(t, "fake", "normal", tag), clientOptions{Logger: slog.New(slog.DiscardHandler)})
+	// Calls cancelled at every moment of their write: none may leave the
+	// server's stdin unusable for the calls after it.
+	for i := range 300 {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Duration(i%30)*time.Microsecond)
+		c.callTool(ctx, "echo", json.RawMessage(`{"message":"x"}`))
+		cancel()
+	}
+	res, err := c.callTool(t.Context(), "echo", json.RawMessage(`{"message":"after"}`))
+	if err != nil || resultText(t, res) != "after" {
+		t.Fatalf("callTool(echo) after cancelled calls = %v, %v, want %q", res, err, "after")
+	}
+	if n := pendingCalls(c); n != 0 {
+		t.Errorf("pending calls = %d, want 0", n)
+	}
+}
+
 func TestFaultsModelEndpoint(t *testing.T) {
 	malformed := `{"choices":[{"message":{"role":"assistant","content":`
 	tests := []struct {

@@ -186,9 +186,16 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte) error {
 
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
-	stop := context.AfterFunc(ctx, func() { t.stdin.SetWriteDeadline(time.Unix(1, 0)) })
+	expired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		t.stdin.SetWriteDeadline(time.Unix(1, 0))
+		close(expired)
+	})
 	n, err := t.stdin.Write(line)
 	if !stop() {
+		// The deadline must be cleared after it was set, not before:
+		// otherwise it stays in the past and fails every later write.
+		<-expired
 		if n > 0 && n < len(line) {
 			t.logger.Warn("server stopped reading stdin mid-message; stopping it")
 			// Owned by send; close is bounded.
