@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -347,4 +348,71 @@ func TestCommandServersNeedAdmin(t *testing.T) {
 	if runs := m.list(); len(runs) != 0 {
 		t.Errorf("runs started = %d, want 0", len(runs))
 	}
+}
+
+// A refusingModel answers every request with an error, at once.
+type refusingModel struct{}
+
+func (refusingModel) name() string { return "fake/refusing" }
+
+func (refusingModel) complete(ctx context.Context, req modelRequest) (*modelResponse, error) {
+	return nil, errors.New("model fake: refusing")
+}
+
+func FuzzRunRequest(f *testing.F) {
+	for _, seed := range []string{
+		`{"prompt":"hello"}`,
+		`{"prompt":"x","max_steps":3,"system_prompt":"be brief","model":"openai/gpt-4o"}`,
+		`{"prompt":"x","profile":"../etc"}`,
+		`{"prompt":"x","mcp_servers":[{"name":"a","url":"http://127.0.0.1:1/mcp","headers":{"k":"v"},"timeout":"1s"}]}`,
+		`{"prompt":"x","mcp_servers":[{"name":"b","command":"/bin/sh","args":["-c","id"]}]}`,
+		`{"prompt":"x","mcp_servers":[{"name":"a","url":"http://127.0.0.1:1"},{"name":"A","url":"http://127.0.0.1:2"}]}`,
+		`{"prompt":"","max_steps":-1}`,
+		`{"prompt":"x","unknown":1}`,
+		`[]`, `null`, `{"prompt":"x"} {}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	reg := newRegistry(nil, registryOptions{Logger: slog.New(slog.DiscardHandler)})
+	f.Cleanup(reg.close)
+	m := newRunManager(runManagerOptions{
+		Registry: reg, Logger: slog.New(slog.DiscardHandler), Home: f.TempDir(), Model: "openai/fake-model",
+		Getenv:  func(string) (string, bool) { return "", false },
+		Globals: []serverConfig{{Name: "global", Transport: transportHTTP, URL: "http://127.0.0.1:1/mcp"}},
+		newProvider: func(spec modelSpec, getenv func(string) (string, bool), logger *slog.Logger) (modelProvider, error) {
+			return refusingModel{}, nil
+		},
+	})
+	f.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		m.shutdown(ctx)
+	})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodPost, "/v1/runs", bytes.NewReader(body))
+		var req runRequest
+		if err := decodeBody(w, r, &req); err != nil {
+			return
+		}
+		run, err := m.start(req, false)
+		if err != nil {
+			var reqErr *requestError
+			if !errors.As(err, &reqErr) {
+				t.Fatalf("start(%s) = %v, want a *requestError", body, err)
+			}
+			return
+		}
+		// No program may start without the admin scope; cancelling at once
+		// keeps per-run HTTP servers from being dialled.
+		run.cancel()
+		select {
+		case <-run.done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("run of %s did not end after cancel", body)
+		}
+		if v := run.view(); !isTerminal(v.Status) {
+			t.Fatalf("run of %s ended %q", body, v.Status)
+		}
+	})
 }
