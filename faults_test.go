@@ -547,7 +547,7 @@ func TestFaultsHTTPServers(t *testing.T) {
 		tool string
 		want []string
 	}{
-		{name: "dies mid SSE stream", tool: "die_mid_stream", want: []string{"error: "}},
+		{name: "dies mid SSE stream", tool: "die_mid_stream", want: []string{"error: ", "response stream ended before the answer"}},
 		{name: "session expires", tool: "expire_session", want: []string{"completed\nafter re-initialize"}},
 		{name: "answers 500", tool: "status_500", want: []string{"error: ", "500"}},
 		{name: "answers slowly", tool: "slow", want: []string{"completed\nslowly"}},
