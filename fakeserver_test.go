@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -56,7 +57,12 @@ type fakeServer struct {
 	mu      sync.Mutex
 	waiting map[string]chan json.RawMessage
 	nextID  int
+	calls   atomic.Int64 // tools/call requests received, for mode flaky
 }
+
+// flakyEvery is how many tool calls a server in mode flaky answers before
+// it exits on the next one.
+const flakyEvery = 25
 
 func (s *fakeServer) write(v any) {
 	b, _ := json.Marshal(v)
@@ -214,7 +220,14 @@ func (s *fakeServer) listTools(id, params json.RawMessage) {
 	case "repeat-cursor":
 		s.reply(id, map[string]any{"tools": []any{tool("again")}, "nextCursor": "same"})
 	default:
-		s.reply(id, map[string]any{"tools": []any{tool("echo"), tool("fail"), tool("crash"), tool("hang")}})
+		tools := []any{tool("echo"), tool("fail"), tool("crash"), tool("hang")}
+		if _, ok := os.LookupEnv(faultTagEnv); ok {
+			// The fault suite calls every tool through a run's catalog.
+			for _, name := range []string{"big", "noise", "stderr-flood", "server-requests", "unknown-messages", "grandchild"} {
+				tools = append(tools, tool(name))
+			}
+		}
+		s.reply(id, map[string]any{"tools": tools})
 	}
 }
 
@@ -230,6 +243,10 @@ func (s *fakeServer) call(id, params json.RawMessage) {
 		} `json:"_meta"`
 	}
 	json.Unmarshal(params, &p)
+	if s.mode == "flaky" && s.calls.Add(1)%flakyEvery == 0 {
+		fmt.Fprintln(os.Stderr, "flaky: exiting on purpose")
+		os.Exit(5)
+	}
 	switch p.Name {
 	case "echo":
 		s.reply(id, text(p.Arguments.Message))
@@ -269,6 +286,15 @@ func (s *fakeServer) call(id, params json.RawMessage) {
 		s.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 		s.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "warning", "data": "careful"}})
 		s.reply(id, text("changed"))
+	case "unknown-messages":
+		// Notifications and requests harnessd does not support, a response
+		// to no request, and a message that is not JSON-RPC at all.
+		s.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/unheard_of", "params": map[string]any{"x": 1}})
+		s.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": "not an object"})
+		s.write(map[string]any{"jsonrpc": "2.0", "id": 987654, "result": map[string]any{}})
+		s.writeRaw([]byte(`{"hello":"world"}`))
+		other := s.ask(`"u1"`, "elicitation/create")
+		s.reply(id, text(fmt.Sprintf("still here other=%s", other)))
 	case "grandchild":
 		exe, _ := os.Executable()
 		cmd := exec.Command(exe)

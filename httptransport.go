@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode"
 )
@@ -65,18 +66,55 @@ var (
 // timeout: each request is bounded by its context, and an SSE stream may
 // legitimately last for hours. It follows redirects only within the origin
 // of the original request, so configured headers never reach another host.
-var httpClient = &http.Client{
-	Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   64,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	},
-	CheckRedirect: checkRedirect,
+var httpClient = newHTTPClient(nil)
+
+// connectMCPClient is httpClient for servers the model named through
+// connect_mcp: it refuses to dial a blocked address (see blockedNets) even
+// when the name resolves differently at dial time than it did when
+// connect_mcp checked it (DNS rebinding).
+var connectMCPClient = newHTTPClient(refuseBlockedAddress)
+
+// newHTTPClient returns a client for MCP servers whose dialer runs control
+// (nil for none) on every address before connecting.
+func newHTTPClient(control func(network, address string, c syscall.RawConn) error) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control}).DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          256,
+			MaxIdleConnsPerHost:   64,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		CheckRedirect: checkRedirect,
+	}
+}
+
+// clientFor returns the HTTP client for cfg: connect_mcp servers get the
+// one that refuses blocked addresses.
+func clientFor(cfg serverConfig) *http.Client {
+	if cfg.Source == "connect_mcp" {
+		return connectMCPClient
+	}
+	return httpClient
+}
+
+// refuseBlockedAddress is a dialer control that refuses link-local and
+// metadata addresses, after name resolution.
+func refuseBlockedAddress(network, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", address, err)
+	}
+	ip := net.ParseIP(host)
+	for _, n := range blockedNets {
+		if ip != nil && n.Contains(ip) {
+			return fmt.Errorf("dial %s: a link-local or metadata address harnessd never connects to", address)
+		}
+	}
+	return nil
 }
 
 // checkRedirect allows at most 10 redirects, all to the origin of the first
@@ -172,7 +210,7 @@ func newStreamableTransport(cfg serverConfig, logger *slog.Logger) *streamableTr
 		header:     configuredHeader(cfg),
 		maxMessage: maxMessage(cfg),
 		logger:     logger,
-		client:     httpClient,
+		client:     clientFor(cfg),
 		ctx:        ctx,
 		cancel:     cancel,
 		recvCh:     make(chan []byte, recvBuffer),
@@ -645,7 +683,7 @@ func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger)
 		header:     configuredHeader(cfg),
 		maxMessage: maxMessage(cfg),
 		logger:     logger,
-		client:     httpClient,
+		client:     clientFor(cfg),
 		ctx:        lifetime,
 		cancel:     cancel,
 		recvCh:     make(chan []byte, recvBuffer),

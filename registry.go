@@ -195,6 +195,9 @@ type registryOptions struct {
 	Client clientOptions
 	// Restart turns on background reconnection of failed global servers.
 	Restart bool
+	// BackoffMin and BackoffMax bound the restart backoff; zero means
+	// backoffMin and backoffMax (tests shorten them).
+	BackoffMin, BackoffMax time.Duration
 }
 
 // A registry owns every global server's lifetime. It is safe for
@@ -218,6 +221,12 @@ type registry struct {
 func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.BackoffMin <= 0 {
+		opts.BackoffMin = backoffMin
+	}
+	if opts.BackoffMax <= 0 {
+		opts.BackoffMax = backoffMax
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &registry{
@@ -255,7 +264,7 @@ func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 // session to end, back off, connect again, until the registry closes.
 func (r *registry) supervise(s *managedServer, firstDone func()) {
 	defer r.wg.Done()
-	backoff := backoffMin
+	backoff := r.opts.BackoffMin
 	once := sync.OnceFunc(firstDone)
 	defer once()
 	for attempt := 0; ; attempt++ {
@@ -281,7 +290,7 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 			s.mu.Unlock()
 			s.logger.Warn("server connection lost", "err", err)
 			if time.Since(started) > backoffReset {
-				backoff = backoffMin
+				backoff = r.opts.BackoffMin
 			}
 		} else {
 			relist.stop()
@@ -303,7 +312,7 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 			return
 		case <-timer.C:
 		}
-		backoff = min(2*backoff, backoffMax)
+		backoff = min(2*backoff, r.opts.BackoffMax)
 		s.mu.Lock()
 		if s.status == statusFailed {
 			s.status = statusRestarting

@@ -186,9 +186,16 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte) error {
 
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
-	stop := context.AfterFunc(ctx, func() { t.stdin.SetWriteDeadline(time.Unix(1, 0)) })
+	expired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		t.stdin.SetWriteDeadline(time.Unix(1, 0))
+		close(expired)
+	})
 	n, err := t.stdin.Write(line)
 	if !stop() {
+		// The deadline must be cleared after it was set, not before:
+		// otherwise it stays in the past and fails every later write.
+		<-expired
 		if n > 0 && n < len(line) {
 			t.logger.Warn("server stopped reading stdin mid-message; stopping it")
 			// Owned by send; close is bounded.
@@ -211,14 +218,24 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte) error {
 // idPattern finds a JSON-RPC id in the head or tail of an oversized line.
 var idPattern = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")`)
 
-// readStdout frames stdout into messages. A line over maxMessage is
-// discarded without being buffered whole; if its id can be read from its
-// head or tail, the call it answers gets a "response too large" error.
-// Lines that are not JSON are logged and skipped.
+// readStdout frames stdout into messages and ends the transport at EOF.
 func (t *stdioTransport) readStdout() {
 	defer t.readers.Done()
 	defer close(t.msgs)
-	r := bufio.NewReaderSize(t.stdout, 64<<10)
+	if frameLines(t.stdout, 64<<10, t.maxMessage, t.deliver, t.rejectOversized) {
+		t.end()
+	}
+}
+
+// frameLines splits r into newline-delimited lines of at most maxMessage
+// bytes (plus the newline) and hands each to deliver, whose owned argument
+// says whether the line may be kept as is (a reader's buffer must be
+// copied). A longer line is discarded without being buffered whole: reject
+// gets its first and last bytes (for its id) and its size. bufSize is the
+// read buffer's size. frameLines returns false as soon as deliver does, and
+// true at the end of r.
+func frameLines(r io.Reader, bufSize, maxMessage int, deliver func(line []byte, owned bool) bool, reject func(head, tail []byte, size int)) bool {
+	br := bufio.NewReaderSize(r, bufSize)
 	var (
 		long      []byte // a line longer than the reader's buffer
 		oversized bool   // discarding the rest of the current line
@@ -227,11 +244,11 @@ func (t *stdioTransport) readStdout() {
 		dropped   int
 	)
 	for {
-		chunk, err := r.ReadSlice('\n')
+		chunk, err := br.ReadSlice('\n')
 		complete := err == nil
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			if len(chunk) == 0 && len(long) == 0 {
-				break
+			if len(chunk) == 0 && len(long) == 0 && !oversized {
+				return true
 			}
 			complete = true // the last line without a newline
 		}
@@ -239,7 +256,7 @@ func (t *stdioTransport) readStdout() {
 		case oversized:
 			dropped += len(chunk)
 			tail = keepTail(tail, chunk, 512)
-		case len(long)+len(chunk) > t.maxMessage+1:
+		case len(long)+len(chunk) > maxMessage+1:
 			oversized = true
 			head = append(head[:0], long...)
 			if len(head) == 0 {
@@ -257,25 +274,24 @@ func (t *stdioTransport) readStdout() {
 		if complete {
 			switch {
 			case oversized:
-				t.rejectOversized(head, tail, dropped)
+				reject(head, tail, dropped)
 				oversized, head, tail, dropped = false, head[:0], tail[:0], 0
 			case len(long) > 0:
 				line := append(long, chunk...)
 				long = nil
-				if !t.deliver(line, true) {
-					return
+				if !deliver(line, true) {
+					return false
 				}
 			default:
-				if !t.deliver(chunk, false) {
-					return
+				if !deliver(chunk, false) {
+					return false
 				}
 			}
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			break
+			return true
 		}
 	}
-	t.end()
 }
 
 // keepTail appends b to tail, keeping only its last n bytes.
