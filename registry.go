@@ -100,6 +100,13 @@ func (s *managedServer) snapshot() serverStatus {
 	if s.lastErr != nil {
 		st.Error = s.lastErr.Error()
 	}
+	// A session that ended with no supervisor to notice (a run's own
+	// server), or just before its supervisor did, is not ready.
+	if s.status == statusReady && s.client != nil {
+		if failure := s.client.failure(); failure != nil {
+			st.Status, st.Error = statusFailed, failure.Error()
+		}
+	}
 	if !s.nextRetry.IsZero() && s.status != statusReady {
 		next := s.nextRetry
 		st.NextRetry = &next
@@ -117,13 +124,21 @@ func (s *managedServer) snapshot() serverStatus {
 func (s *managedServer) current() (*client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.client != nil && s.client.failure() == nil {
-		return s.client, nil
+	status, lastErr := s.status, s.lastErr
+	if s.client != nil {
+		failure := s.client.failure()
+		if failure == nil {
+			return s.client, nil
+		}
+		// The session just ended and supervise has not recorded it yet.
+		if lastErr == nil {
+			status, lastErr = "down", failure
+		}
 	}
-	if s.lastErr != nil {
-		return nil, fmt.Errorf("server %q is %s: %w: %v", s.cfg.Name, s.status, errServerUnavailable, s.lastErr)
+	if lastErr != nil {
+		return nil, fmt.Errorf("server %q is %s: %w: %v", s.cfg.Name, status, errServerUnavailable, lastErr)
 	}
-	return nil, fmt.Errorf("server %q is %s: %w", s.cfg.Name, s.status, errServerUnavailable)
+	return nil, fmt.Errorf("server %q is %s: %w", s.cfg.Name, status, errServerUnavailable)
 }
 
 // toolSet returns the server's current tools (nil before the first list).
@@ -195,6 +210,9 @@ type registryOptions struct {
 	Client clientOptions
 	// Restart turns on background reconnection of failed global servers.
 	Restart bool
+	// BackoffMin and BackoffMax bound the restart backoff; zero means
+	// backoffMin and backoffMax.
+	BackoffMin, BackoffMax time.Duration
 }
 
 // A registry owns every global server's lifetime. It is safe for
@@ -218,6 +236,12 @@ type registry struct {
 func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.BackoffMin <= 0 {
+		opts.BackoffMin = backoffMin
+	}
+	if opts.BackoffMax <= 0 {
+		opts.BackoffMax = backoffMax
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &registry{
@@ -255,7 +279,7 @@ func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 // session to end, back off, connect again, until the registry closes.
 func (r *registry) supervise(s *managedServer, firstDone func()) {
 	defer r.wg.Done()
-	backoff := backoffMin
+	backoff := r.opts.BackoffMin
 	once := sync.OnceFunc(firstDone)
 	defer once()
 	for attempt := 0; ; attempt++ {
@@ -281,7 +305,7 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 			s.mu.Unlock()
 			s.logger.Warn("server connection lost", "err", err)
 			if time.Since(started) > backoffReset {
-				backoff = backoffMin
+				backoff = r.opts.BackoffMin
 			}
 		} else {
 			relist.stop()
@@ -303,7 +327,7 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 			return
 		case <-timer.C:
 		}
-		backoff = min(2*backoff, backoffMax)
+		backoff = min(2*backoff, r.opts.BackoffMax)
 		s.mu.Lock()
 		if s.status == statusFailed {
 			s.status = statusRestarting
