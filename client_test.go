@@ -593,7 +593,7 @@ func (s *scriptedMCP) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		writeRPCResult(w, msg.ID, map[string]any{
 			"protocolVersion": latestProtocolVersion,
-			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}},
+			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{}},
 			"serverInfo":      map[string]any{"name": "scripted", "version": "1"},
 		})
 	case len(msg.ID) == 0:
@@ -715,44 +715,57 @@ func TestClientSessionExpiry(t *testing.T) {
 	}
 }
 
-// TestClientPaginationLimits lists tools from servers whose cursors never
-// end: a repeated cursor stops at once, fresh cursors after maxPages.
+// TestClientPaginationLimits lists tools and resources from servers whose
+// cursors never end: a repeated cursor stops at once, fresh cursors after
+// maxPages.
 func TestClientPaginationLimits(t *testing.T) {
+	list := map[string]func(c *client, ctx context.Context) (int, error){
+		"tools/list": func(c *client, ctx context.Context) (int, error) {
+			tools, err := c.listTools(ctx)
+			return len(tools), err
+		},
+		"resources/list": func(c *client, ctx context.Context) (int, error) {
+			resources, err := c.listResources(ctx)
+			return len(resources), err
+		},
+	}
 	tests := []struct {
 		name      string
+		method    string
 		next      func(cursor string) string
 		wantPages int
 	}{
-		{"repeated cursor", func(string) string { return "same" }, 2},
-		{"endless cursors", func(cursor string) string { return cursor + "+" }, maxPages},
+		{"tools repeated cursor", "tools/list", func(string) string { return "same" }, 2},
+		{"tools endless cursors", "tools/list", func(cursor string) string { return cursor + "+" }, maxPages},
+		{"resources repeated cursor", "resources/list", func(string) string { return "same" }, 2},
+		{"resources endless cursors", "resources/list", func(cursor string) string { return cursor + "+" }, maxPages},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := newScriptedMCP(t, func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
-				if m.Method != "tools/list" {
+				if m.Method != tt.method {
 					return false
 				}
 				var p struct {
 					Cursor string `json:"cursor"`
 				}
 				json.Unmarshal(m.Params, &p)
-				writeRPCResult(w, m.ID, map[string]any{
-					"tools":      []any{map[string]any{"name": "tool" + p.Cursor}},
-					"nextCursor": tt.next(p.Cursor),
-				})
+				item := map[string]any{"name": "item" + p.Cursor, "uri": "test://item" + p.Cursor}
+				key := strings.TrimSuffix(tt.method, "/list")
+				writeRPCResult(w, m.ID, map[string]any{key: []any{item}, "nextCursor": tt.next(p.Cursor)})
 				return true
 			})
 			c := connectPeer(t, scriptedConfig("paging", s), clientOptions{})
-			tools, err := c.listTools(t.Context())
+			got, err := list[tt.method](c, t.Context())
 			if err != nil {
-				t.Fatalf("listTools() = %v", err)
+				t.Fatalf("%s = %v", tt.method, err)
 			}
-			if len(tools) != tt.wantPages {
-				t.Errorf("listTools() = %d tools, want %d (one per page)", len(tools), tt.wantPages)
+			if got != tt.wantPages {
+				t.Errorf("%s = %d items, want %d (one per page)", tt.method, got, tt.wantPages)
 			}
-			if got := len(s.received("tools/list")); got != tt.wantPages {
-				t.Errorf("tools/list requests = %d, want %d", got, tt.wantPages)
+			if got := len(s.received(tt.method)); got != tt.wantPages {
+				t.Errorf("%s requests = %d, want %d", tt.method, got, tt.wantPages)
 			}
 		})
 	}
