@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -712,6 +713,61 @@ func TestClientSessionExpiry(t *testing.T) {
 				t.Errorf("tools/call sessions = %q, want %q", called, tt.wantCalled)
 			}
 		})
+	}
+}
+
+// TestClientSessionExpiryConcurrentCall makes a call while another call's
+// re-initialize is under way: it must wait for the new session rather than
+// go out without one (which servers refuse with 400). The server answers
+// the re-initialize after 300ms, or at once when a request without a
+// session arrives.
+func TestClientSessionExpiryConcurrentCall(t *testing.T) {
+	t.Parallel()
+	var inits atomic.Int32
+	sessionless := make(chan struct{}, 1)
+	s := newScriptedMCP(t, func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
+		switch {
+		case m.Method == "initialize":
+			if inits.Add(1) > 1 {
+				timer := time.NewTimer(300 * time.Millisecond)
+				defer timer.Stop()
+				select {
+				case <-sessionless:
+				case <-timer.C:
+				case <-r.Context().Done():
+				}
+			}
+			return false
+		case m.SessionID == "":
+			select {
+			case sessionless <- struct{}{}:
+			default:
+			}
+			http.Error(w, "Bad Request: No valid session ID provided", http.StatusBadRequest)
+			return true
+		case m.SessionID == "session-1" && m.Method == "tools/call":
+			http.Error(w, "session not found", http.StatusNotFound)
+			return true
+		}
+		return false
+	})
+	c := connectPeer(t, scriptedConfig("expiring", s), clientOptions{})
+	first := make(chan error, 1)
+	// Owned by the test; ends when the call returns (bounded by the timeout).
+	go func() {
+		_, err := c.callTool(t.Context(), "echo", json.RawMessage(`{"message":"first"}`))
+		first <- err
+	}()
+	s.waitFor(t, "initialize", func(mcpExchange) bool { return inits.Load() == 2 })
+	res, err := c.callTool(t.Context(), "echo", json.RawMessage(`{"message":"second"}`))
+	if err != nil || resultText(t, res) != "second" {
+		t.Errorf("callTool(second) during re-initialize = %v, %v, want %q", res, err, "second")
+	}
+	if err := <-first; err != nil {
+		t.Errorf("callTool(first) = %v, want success after re-initializing", err)
+	}
+	if got := inits.Load(); got != 2 {
+		t.Errorf("initialize requests = %d, want 2", got)
 	}
 }
 
