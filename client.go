@@ -518,8 +518,14 @@ func (c *client) roundTrip(ctx context.Context, method string, params, result an
 	}()
 
 	if err := c.t.send(callCtx, msg); err != nil {
-		if cause := context.Cause(callCtx); errors.Is(cause, errTimeout) {
-			return fmt.Errorf("no answer within timeout %s: server did not accept the request", timeout)
+		// Over HTTP the request may have reached the server, which answers
+		// only when done (a JSON response): tell it to stop.
+		cause := context.Cause(callCtx)
+		if cause != nil && cancellable {
+			c.sendCancelled(id, cause)
+		}
+		if errors.Is(cause, errTimeout) {
+			return fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
 		}
 		if errors.Is(err, errTransportClosed) {
 			select {

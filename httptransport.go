@@ -188,10 +188,11 @@ type streamableTransport struct {
 	// the next successful POST (the initialized notification).
 	getWanted atomic.Bool
 
-	// guards closed, sessionID, protocolVersion and stopGet
+	// guards closed, sessionID, expired, protocolVersion and stopGet
 	mu              sync.Mutex
 	closed          bool
 	sessionID       string
+	expired         bool // the session expired and no new one was given yet
 	protocolVersion string
 	stopGet         context.CancelFunc // nil when no GET stream runs
 
@@ -253,6 +254,15 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 		t.mu.Unlock()
 		return errTransportClosed
 	}
+	// Until a new initialize gives a new session, a message would go out
+	// without one and be refused: the client re-initializes first.
+	initializing := false
+	if t.expired {
+		if initializing = isInitialize(msg); !initializing {
+			t.mu.Unlock()
+			return errSessionExpired
+		}
+	}
 	t.producers.Add(1)
 	sessionID, version := t.sessionID, t.protocolVersion
 	t.mu.Unlock()
@@ -282,6 +292,11 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 		return httpRequestError("post message", ctx, t.ctx, err)
 	}
 	t.captureSession(resp)
+	if initializing && resp.StatusCode/100 == 2 {
+		t.mu.Lock()
+		t.expired = false // even if the server gave no session this time
+		t.mu.Unlock()
+	}
 
 	switch {
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
@@ -366,7 +381,7 @@ func (t *streamableTransport) captureSession(resp *http.Response) {
 		}
 	}
 	t.mu.Lock()
-	t.sessionID = id
+	t.sessionID, t.expired = id, false
 	t.mu.Unlock()
 }
 
@@ -379,7 +394,7 @@ func (t *streamableTransport) expireSession(old string) {
 	if t.sessionID != old {
 		return
 	}
-	t.sessionID, t.protocolVersion = "", ""
+	t.sessionID, t.protocolVersion, t.expired = "", "", true
 	if t.stopGet != nil {
 		t.stopGet()
 		t.stopGet = nil
@@ -579,6 +594,14 @@ func (t *streamableTransport) readAnswerStream(ctx context.Context, resp *http.R
 			return
 		}
 	}
+}
+
+// isInitialize reports whether msg is an initialize request.
+func isInitialize(msg []byte) bool {
+	var m struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(msg, &m) == nil && m.Method == "initialize"
 }
 
 // isRequest reports whether msg is a JSON-RPC request (a method and an id).

@@ -100,6 +100,13 @@ func (s *managedServer) snapshot() serverStatus {
 	if s.lastErr != nil {
 		st.Error = s.lastErr.Error()
 	}
+	// A session that ended with no supervisor to notice (a run's own
+	// server), or just before its supervisor did, is not ready.
+	if s.status == statusReady && s.client != nil {
+		if failure := s.client.failure(); failure != nil {
+			st.Status, st.Error = statusFailed, failure.Error()
+		}
+	}
 	if !s.nextRetry.IsZero() && s.status != statusReady {
 		next := s.nextRetry
 		st.NextRetry = &next
@@ -117,13 +124,21 @@ func (s *managedServer) snapshot() serverStatus {
 func (s *managedServer) current() (*client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.client != nil && s.client.failure() == nil {
-		return s.client, nil
+	status, lastErr := s.status, s.lastErr
+	if s.client != nil {
+		failure := s.client.failure()
+		if failure == nil {
+			return s.client, nil
+		}
+		// The session just ended and supervise has not recorded it yet.
+		if lastErr == nil {
+			status, lastErr = "down", failure
+		}
 	}
-	if s.lastErr != nil {
-		return nil, fmt.Errorf("server %q is %s: %w: %v", s.cfg.Name, s.status, errServerUnavailable, s.lastErr)
+	if lastErr != nil {
+		return nil, fmt.Errorf("server %q is %s: %w: %v", s.cfg.Name, status, errServerUnavailable, lastErr)
 	}
-	return nil, fmt.Errorf("server %q is %s: %w", s.cfg.Name, s.status, errServerUnavailable)
+	return nil, fmt.Errorf("server %q is %s: %w", s.cfg.Name, status, errServerUnavailable)
 }
 
 // toolSet returns the server's current tools (nil before the first list).
