@@ -26,11 +26,13 @@ import (
 // This file tests the HTTP API through httptest: routes, auth, error
 // shapes, event streams, metrics and the redaction of server secrets.
 
-// An apiTest is an API over a run manager with a fake model.
+// An apiTest is a client of an API: one served by httptest over a run
+// manager with a fake model (api and runs set), or a real harnessd.
 type apiTest struct {
-	srv  *httptest.Server
-	api  *api
-	runs *runManager
+	url    string
+	client *http.Client
+	api    *api
+	runs   *runManager
 }
 
 // newAPITest serves the API over newTestRuns(t, f, globals...) with keys
@@ -41,7 +43,7 @@ func newAPITest(t *testing.T, f *fakeModel, keys []authKey, globals ...serverCon
 	a := newAPI(runs, runs.opts.Registry, keys, runs.opts.Metrics, nil, nil)
 	srv := httptest.NewServer(a)
 	t.Cleanup(srv.Close)
-	return &apiTest{srv: srv, api: a, runs: runs}
+	return &apiTest{url: srv.URL, client: srv.Client(), api: a, runs: runs}
 }
 
 // testKey returns an API key for token with scopes.
@@ -57,7 +59,7 @@ func (at *apiTest) do(t *testing.T, method, path, auth, body string, header ...s
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), method, at.srv.URL+path, rd)
+	req, err := http.NewRequestWithContext(t.Context(), method, at.url+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +69,7 @@ func (at *apiTest) do(t *testing.T, method, path, auth, body string, header ...s
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := at.srv.Client().Do(req)
+	resp, err := at.client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -79,11 +81,11 @@ func (at *apiTest) do(t *testing.T, method, path, auth, body string, header ...s
 	return resp, data
 }
 
-// startRun posts a run request and returns the run, failing the test
-// unless the answer is 202.
-func (at *apiTest) startRun(t *testing.T, body string) *run {
+// postRun posts a run request as auth and returns the run's id, failing
+// the test unless the answer is 202 with {run_id, status} and a Location.
+func (at *apiTest) postRun(t *testing.T, auth, body string) string {
 	t.Helper()
-	resp, data := at.do(t, http.MethodPost, "/v1/runs", "", body)
+	resp, data := at.do(t, http.MethodPost, "/v1/runs", auth, body)
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST /v1/runs %s = %d %s, want 202", body, resp.StatusCode, data)
 	}
@@ -97,9 +99,16 @@ func (at *apiTest) startRun(t *testing.T, body string) *run {
 	if got := resp.Header.Get("Location"); got != "/v1/runs/"+out.RunID {
 		t.Errorf("POST /v1/runs Location = %q, want /v1/runs/%s", got, out.RunID)
 	}
-	r := at.runs.get(out.RunID)
+	return out.RunID
+}
+
+// startRun posts a run request without auth and returns the run.
+func (at *apiTest) startRun(t *testing.T, body string) *run {
+	t.Helper()
+	id := at.postRun(t, "", body)
+	r := at.runs.get(id)
 	if r == nil {
-		t.Fatalf("run %s is not known to the run manager", out.RunID)
+		t.Fatalf("run %s is not known to the run manager", id)
 	}
 	return r
 }
@@ -188,25 +197,47 @@ func checkEvent(t *testing.T, ev sseEvent) runEvent {
 	return data
 }
 
-// readEvents reads a whole stream and returns its events' ids and types.
-func readEvents(t *testing.T, body io.Reader) (ids []string, types []string) {
+// readEvents reads a whole stream and returns its events.
+func readEvents(t *testing.T, body io.Reader) []runEvent {
 	t.Helper()
+	events, err := readEventStream(body, func(ev sseEvent) (runEvent, error) { return checkEvent(t, ev), nil })
+	if err != nil {
+		t.Fatalf("read event stream: %v", err)
+	}
+	return events
+}
+
+// readEventStream reads a stream to its end, decoding each event with
+// decode; comments are skipped.
+func readEventStream(body io.Reader, decode func(sseEvent) (runEvent, error)) ([]runEvent, error) {
 	s := &sseReader{r: bufio.NewReader(body)}
+	var events []runEvent
 	for {
 		ev, comment, err := s.next()
 		if err == io.EOF {
-			return ids, types
+			return events, nil
 		}
 		if err != nil {
-			t.Fatalf("read event stream: %v", err)
+			return events, err
 		}
 		if comment != "" {
 			continue
 		}
-		checkEvent(t, ev)
-		ids = append(ids, ev.ID)
-		types = append(types, ev.Event)
+		data, err := decode(ev)
+		if err != nil {
+			return events, err
+		}
+		events = append(events, data)
 	}
+}
+
+// idsAndTypes returns the ids and types of events.
+func idsAndTypes(events []runEvent) (ids, types []string) {
+	for _, ev := range events {
+		ids = append(ids, strconv.Itoa(ev.Seq))
+		types = append(types, ev.Type)
+	}
+	return ids, types
 }
 
 // findThenEcho is a model script: find_tool, then mcp_fake_echo, then an
@@ -271,7 +302,7 @@ func TestAPIRoutes(t *testing.T) {
 			}
 		}},
 		{name: "run events", method: "GET", path: "/v1/runs/" + r.id + "/events", wantStatus: 200, wantType: "text/event-stream", check: func(t *testing.T, data []byte) {
-			_, types := readEvents(t, bytes.NewReader(data))
+			_, types := idsAndTypes(readEvents(t, bytes.NewReader(data)))
 			if len(types) == 0 || types[0] != "run.started" || types[len(types)-1] != "run.completed" {
 				t.Errorf("events = %v, want run.started ... run.completed", types)
 			}
@@ -333,7 +364,7 @@ func TestAPIReadyzWhileConnecting(t *testing.T) {
 	t.Cleanup(reg.close)
 	srv := httptest.NewServer(newAPI(nil, reg, nil, nil, nil, nil))
 	t.Cleanup(srv.Close)
-	at := &apiTest{srv: srv}
+	at := &apiTest{url: srv.URL, client: srv.Client()}
 	resp, data := at.do(t, http.MethodGet, "/readyz", "", "")
 	e, err := decodeAPIError(data)
 	if resp.StatusCode != http.StatusServiceUnavailable || err != nil || e.Error.Code != "not_ready" || !strings.Contains(e.Error.Message, "slow") {
@@ -537,11 +568,11 @@ func TestAPIRunEvents(t *testing.T) {
 	wantTypes := []string{"run.started", "model.response", "tool.call.started", "tool.call.completed", "model.response", "run.completed"}
 
 	t.Run("live", func(t *testing.T) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, at.srv.URL+"/v1/runs/"+r.id+"/events", nil)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, at.url+"/v1/runs/"+r.id+"/events", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := at.srv.Client().Do(req)
+		resp, err := at.client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -605,7 +636,7 @@ func TestAPIRunEvents(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("GET events%s = %d %s, want 200", tt.query, resp.StatusCode, data)
 			}
-			ids, types := readEvents(t, bytes.NewReader(data))
+			ids, types := idsAndTypes(readEvents(t, bytes.NewReader(data)))
 			var wantIDs []string
 			var want []string
 			if tt.wantFirst > 0 {
@@ -640,7 +671,7 @@ func TestAPICancelRun(t *testing.T) {
 		t.Errorf("run = %s ended %v, want cancelled with an end time", v.Status, v.EndedAt)
 	}
 	_, events := at.do(t, http.MethodGet, "/v1/runs/"+r.id+"/events", "", "")
-	if _, types := readEvents(t, bytes.NewReader(events)); len(types) == 0 || types[len(types)-1] != "run.cancelled" {
+	if _, types := idsAndTypes(readEvents(t, bytes.NewReader(events))); len(types) == 0 || types[len(types)-1] != "run.cancelled" {
 		t.Errorf("events = %v, want them to end with run.cancelled", types)
 	}
 	if resp, data := at.do(t, http.MethodPost, "/v1/runs/"+r.id+"/cancel", "", ""); resp.StatusCode != http.StatusConflict {
