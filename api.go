@@ -282,6 +282,10 @@ func decodeStrictJSON(body io.Reader, v any) error {
 	return fmt.Errorf("request body: %v", strings.TrimPrefix(err.Error(), "json: "))
 }
 
+// createRun answers POST /v1/runs: 202 with {run_id, status} once the
+// request is validated (synchronously) and the run started in the
+// background; 400 for what the caller got wrong, 403 for a per-run server
+// with a command without the admin scope.
 func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	var req runRequest
 	if err := decodeBody(w, r, &req); err != nil {
@@ -321,6 +325,7 @@ type runSummary struct {
 // runStatuses are the values GET /v1/runs?status= accepts.
 var runStatuses = []string{runQueued, runRunning, runCompleted, runFailed, runCancelled}
 
+// listRuns answers GET /v1/runs[?status=S]: the kept runs, newest first.
 func (a *api) listRuns(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	status := r.URL.Query().Get("status")
 	if status != "" && !slices.Contains(runStatuses, status) {
@@ -356,6 +361,7 @@ func (a *api) runSecrets(run *run) redactor {
 	return a.globalSecrets.with(run.profile, run.perRun)
 }
 
+// getRun answers GET /v1/runs/{id} with the run as one flat object.
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	if run := a.findRun(w, r); run != nil {
 		writeBody(w, http.StatusOK, a.runSecrets(run).marshal(run.view(), true))
@@ -468,10 +474,13 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	}
 }
 
+// listServers answers GET /v1/mcp/servers: every global server's status
+// and tools, never its env or header values.
 func (a *api) listServers(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	writeBody(w, http.StatusOK, a.globalSecrets.marshal(map[string]any{"servers": a.reg.statuses()}, true))
 }
 
+// healthz answers 200 while the process serves.
 func (a *api) healthz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
@@ -492,6 +501,7 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// serveMetrics answers GET /metrics in the Prometheus text format.
 func (a *api) serveMetrics(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -553,20 +563,24 @@ func (rd redactor) marshal(v any, indent bool) []byte {
 	return out.Bytes()
 }
 
-// encodeCompact encodes v on one line. Our answer types always encode.
+// encodeCompact encodes v on one line, leaving <, > and & as they are
+// (answers are read with curl, not embedded in HTML). Our answer types
+// always encode.
 func encodeCompact(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return []byte(`{"error":{"code":"internal","message":"encode answer failed"}}`)
 	}
-	return b
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // occurs reports whether a secret appears in encoded JSON, in the escaped
-// form json.Marshal gives it inside a string.
+// form encodeCompact gives it inside a string.
 func (rd redactor) occurs(encoded []byte) bool {
 	for _, s := range rd.secrets {
-		esc, _ := json.Marshal(s)
+		esc := encodeCompact(s)
 		if bytes.Contains(encoded, esc[1:len(esc)-1]) {
 			return true
 		}
