@@ -388,8 +388,15 @@ func (m *runManager) shutdown(ctx context.Context) error {
 	}
 }
 
-// finish records the terminal status once.
+// finish closes the run's servers, then records the terminal status once,
+// so that a run seen ended has no server left running.
 func (m *runManager) finish(r *run, status, output, errMsg string) {
+	r.mu.Lock()
+	scope := r.scope
+	r.mu.Unlock()
+	if scope != nil {
+		scope.close()
+	}
 	r.mu.Lock()
 	r.status = status
 	r.output = output
