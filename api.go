@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +19,7 @@ import (
 )
 
 // This file holds the HTTP API: routes, auth scopes, JSON errors, run event
-// streams (SSE) and the Prometheus metrics.
+// streams (SSE), the redaction of server secrets and the Prometheus metrics.
 
 // Auth scopes. admin implies every scope; runs:write implies runs:read.
 const (
@@ -32,6 +34,16 @@ const (
 	sseHeartbeat      = 15 * time.Second
 	readHeaderTimeout = 10 * time.Second
 	idleTimeout       = 120 * time.Second
+	// bodyReadTimeout bounds reading a request body (the server has no
+	// ReadTimeout: it would cut event streams).
+	bodyReadTimeout = 30 * time.Second
+	// cancelWait is how long POST /v1/runs/{id}/cancel waits for the run
+	// to end before answering 202 with the status it still has.
+	cancelWait = 5 * time.Second
+	// minSecretLength is the shortest env or header value redacted from
+	// API answers; shorter values ("1", "true") are not secrets and would
+	// blank out ordinary words.
+	minSecretLength = 8
 )
 
 // An api serves harnessd's HTTP routes. Safe for concurrent use.
@@ -43,11 +55,28 @@ type api struct {
 	logger  *slog.Logger
 	// stopping is closed at shutdown so event streams end.
 	stopping <-chan struct{}
-	mux      *http.ServeMux
+	// heartbeat is the interval of SSE keep-alive comments.
+	heartbeat time.Duration
+	// globalSecrets hides the global servers' env and header values.
+	globalSecrets redactor
+	mux           *http.ServeMux
 }
 
+// newAPI returns the handler of every route. keys empty turns auth off. A
+// nil logger discards logs; a nil m counts into a fresh metrics.
 func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger *slog.Logger, stopping <-chan struct{}) *api {
-	a := &api{runs: runs, reg: reg, keys: keys, metrics: m, logger: logger, stopping: stopping, mux: http.NewServeMux()}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if m == nil {
+		m = newMetrics()
+	}
+	globals := make([]serverConfig, 0, len(reg.servers))
+	for _, s := range reg.servers {
+		globals = append(globals, s.cfg)
+	}
+	a := &api{runs: runs, reg: reg, keys: keys, metrics: m, logger: logger, stopping: stopping,
+		heartbeat: sseHeartbeat, globalSecrets: newRedactor(globals), mux: http.NewServeMux()}
 	a.route("/v1/runs", map[string]route{
 		http.MethodPost: {scopeRunsWrite, a.createRun},
 		http.MethodGet:  {scopeRunsRead, a.listRuns},
@@ -60,14 +89,32 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/readyz", map[string]route{http.MethodGet: {"", a.readyz}})
 	a.route("/metrics", map[string]route{http.MethodGet: {scopeRunsRead, a.serveMetrics}})
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s: the API lives under /v1/runs and /v1/mcp/servers", r.Method, r.URL.Path))
 	})
 	return a
 }
 
+// ServeHTTP routes the request and logs it at debug level.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	a.mux.ServeHTTP(w, r)
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	a.mux.ServeHTTP(rec, r)
+	a.logger.Debug("http request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
 }
+
+// A statusRecorder remembers the status a handler wrote. Unwrap lets
+// http.ResponseController reach the connection's Flush.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(status int) {
+	s.status = status
+	s.ResponseWriter.WriteHeader(status)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // A route is one method's handler and the scope it needs ("" for none).
 type route struct {
@@ -87,17 +134,15 @@ func (a *api) route(pattern string, methods map[string]route) {
 		rt, ok := methods[r.Method]
 		if !ok {
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
-			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(allowed, " or ")))
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s %s: method not allowed: use %s", r.Method, r.URL.Path, strings.Join(allowed, " or ")))
 			return
 		}
 		info, status, err := a.authenticate(r, rt.scope)
 		if err != nil {
+			code := "forbidden"
 			if status == http.StatusUnauthorized {
+				code = "unauthorized"
 				w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd"`)
-			}
-			code := "unauthorized"
-			if status == http.StatusForbidden {
-				code = "forbidden"
 			}
 			writeError(w, status, code, err.Error())
 			return
@@ -126,9 +171,11 @@ func (i authInfo) has(scope string) bool {
 	return false
 }
 
-// authenticate checks the bearer token against the configured keys in
-// constant time and the key's scopes against need. With no keys
-// configured, auth is off.
+// authenticate checks the bearer token against the configured keys and
+// the key's scopes against need ("" needs no token). It returns the
+// status to answer (401 or 403) with an error saying what is missing, or
+// 0 and a nil error. With no keys configured, auth is off. Tokens are
+// compared on their SHA-256, in constant time, against every key.
 func (a *api) authenticate(r *http.Request, need string) (authInfo, int, error) {
 	if len(a.keys) == 0 {
 		return authInfo{}, 0, nil
@@ -136,12 +183,12 @@ func (a *api) authenticate(r *http.Request, need string) (authInfo, int, error) 
 	if need == "" {
 		return authInfo{authOn: true}, 0, nil
 	}
-	header := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(header, "Bearer ")
-	if !ok || token == "" {
-		return authInfo{}, http.StatusUnauthorized, errors.New("missing bearer token: send Authorization: Bearer <token>")
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return authInfo{}, http.StatusUnauthorized, fmt.Errorf("authorization: missing bearer token: this route needs the %s scope; send Authorization: Bearer <token>", need)
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	sum := sha256.Sum256([]byte(token))
 	match := -1
 	for i := range a.keys {
 		if subtle.ConstantTimeCompare(sum[:], a.keys[i].TokenSHA256[:]) == 1 {
@@ -149,61 +196,96 @@ func (a *api) authenticate(r *http.Request, need string) (authInfo, int, error) 
 		}
 	}
 	if match < 0 {
-		return authInfo{}, http.StatusUnauthorized, errors.New("invalid bearer token")
+		return authInfo{}, http.StatusUnauthorized, errors.New("authorization: invalid bearer token: it matches no configured API key")
 	}
 	info := authInfo{key: a.keys[match].Name, scopes: a.keys[match].Scopes, authOn: true}
 	if !info.has(need) {
-		return info, http.StatusForbidden, fmt.Errorf("key %q lacks the %s scope", info.key, need)
+		return info, http.StatusForbidden, fmt.Errorf("authorization: key %q lacks the %s scope this route needs (it has %s); grant %s or admin in [[auth.keys]] or HARNESS_API_KEYS",
+			info.key, need, strings.Join(info.scopes, ", "), need)
 	}
 	return info, 0, nil
 }
 
 // apiError is the body of every error answer.
 type apiError struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Error apiErrorBody `json:"error"`
 }
 
+// apiErrorBody is the inside of an apiError.
+type apiErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// writeError answers {"error":{"code","message"}} with status.
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	var body apiError
-	body.Error.Code = code
-	body.Error.Message = msg
-	writeJSON(w, status, body)
+	writeJSON(w, status, apiError{Error: apiErrorBody{Code: code, Message: msg}})
 }
 
+// writeJSON answers v as indented JSON (for curl) with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeBody(w, status, redactor{}.marshal(v, true))
+}
+
+// writeBody answers a JSON body with status.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
+	w.Write(body)
 }
 
-// decodeBody decodes a JSON body strictly: at most maxRequestBody bytes,
-// no unknown fields, one value.
+// runRequestFields lists the fields of POST /v1/runs, for error hints.
+const runRequestFields = "prompt, profile, model, system_prompt, max_steps, mcp_servers"
+
+// decodeBody decodes a JSON body strictly into v: at most maxRequestBody
+// bytes, no unknown fields, exactly one value. Its errors are for the
+// caller and start with "request body".
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	body := http.MaxBytesReader(w, r.Body, maxRequestBody)
+	// Unsupported by some writers (tests' recorders): then only the
+	// server's own limits apply.
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	return decodeStrictJSON(http.MaxBytesReader(w, r.Body, maxRequestBody), v)
+}
+
+// decodeStrictJSON decodes exactly one JSON value from body into v,
+// refusing unknown fields and trailing data.
+func decodeStrictJSON(body io.Reader, v any) error {
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooBig):
-			return fmt.Errorf("request body is over %d bytes", maxRequestBody)
-		case errors.Is(err, io.EOF):
-			return errors.New("request body is empty: send a JSON object")
+	err := dec.Decode(v)
+	if err == nil {
+		if _, tailErr := dec.Token(); tailErr != io.EOF {
+			err = tailErr
+			if err == nil {
+				err = errors.New("more than one JSON value: send one object")
+			}
 		}
-		return fmt.Errorf("request body: %v", err)
 	}
-	if dec.More() {
-		return errors.New("request body: more than one JSON value")
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tooBig):
+		return fmt.Errorf("request body: over the %d byte limit (1 MiB): send a smaller request", maxRequestBody)
+	case errors.Is(err, io.EOF):
+		return errors.New("request body: empty: send a JSON object")
 	}
-	return nil
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		kind, _, _ := strings.Cut(typeErr.Value, " ")
+		return fmt.Errorf("request body: field %q: a JSON %s is not allowed here; write %s", typeErr.Field, kind, jsonKind(typeErr.Type))
+	}
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("request body: unknown field %s: the fields are %s", field, runRequestFields)
+	}
+	return fmt.Errorf("request body: %v", strings.TrimPrefix(err.Error(), "json: "))
 }
 
+// createRun answers POST /v1/runs: 202 with {run_id, status} once the
+// request is validated (synchronously) and the run started in the
+// background; 400 for what the caller got wrong, 403 for a per-run server
+// with a command without the admin scope.
 func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	var req runRequest
 	if err := decodeBody(w, r, &req); err != nil {
@@ -213,17 +295,18 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	run, err := a.runs.start(req, info.has(scopeAdmin))
 	if err != nil {
 		var reqErr *requestError
-		if errors.As(err, &reqErr) {
-			if reqErr.forbidden {
-				writeError(w, http.StatusForbidden, "forbidden", err.Error())
-				return
-			}
+		switch {
+		case errors.As(err, &reqErr) && reqErr.forbidden:
+			writeError(w, http.StatusForbidden, "forbidden", err.Error())
+		case errors.As(err, &reqErr):
 			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
-			return
+		default:
+			a.logger.Error("starting a run failed", "err", err)
+			writeError(w, http.StatusInternalServerError, "internal", "start run: "+err.Error())
 		}
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
 		return
 	}
+	a.logger.Info("run started", "run", run.id, "key", info.key)
 	w.Header().Set("Location", "/v1/runs/"+run.id)
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.id, "status": run.view().Status})
 }
@@ -239,102 +322,150 @@ type runSummary struct {
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
 }
 
+// runStatuses are the values GET /v1/runs?status= accepts.
+var runStatuses = []string{runQueued, runRunning, runCompleted, runFailed, runCancelled}
+
+// listRuns answers GET /v1/runs[?status=S]: the kept runs, newest first.
 func (a *api) listRuns(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	status := r.URL.Query().Get("status")
+	if status != "" && !slices.Contains(runStatuses, status) {
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q: want one of %s", status, strings.Join(runStatuses, ", ")))
+		return
+	}
 	out := []runSummary{}
+	secrets := a.globalSecrets
 	for _, run := range a.runs.list() {
 		v := run.view()
 		if status != "" && v.Status != status {
 			continue
 		}
+		secrets = secrets.with(run.profile, run.perRun)
 		out = append(out, runSummary{ID: v.ID, Status: v.Status, Model: v.Model, Steps: v.Steps, Error: v.Error, CreatedAt: v.CreatedAt, EndedAt: v.EndedAt})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"runs": out})
+	writeBody(w, http.StatusOK, secrets.marshal(map[string]any{"runs": out}, true))
 }
 
-// findRun returns the run named in the path or answers 404.
+// findRun returns the run named in the path or answers 404 and returns nil.
 func (a *api) findRun(w http.ResponseWriter, r *http.Request) *run {
 	id := r.PathValue("id")
 	run := a.runs.get(id)
 	if run == nil {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no run %q (runs are listed at GET /v1/runs)", id))
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: not found (runs are listed at GET /v1/runs)", id))
 	}
 	return run
 }
 
+// runSecrets hides the env and header values of the global servers and
+// of the run's own servers.
+func (a *api) runSecrets(run *run) redactor {
+	return a.globalSecrets.with(run.profile, run.perRun)
+}
+
+// getRun answers GET /v1/runs/{id} with the run as one flat object.
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	if run := a.findRun(w, r); run != nil {
-		writeJSON(w, http.StatusOK, run.view())
+		writeBody(w, http.StatusOK, a.runSecrets(run).marshal(run.view(), true))
 	}
 }
 
-func (a *api) cancelRun(w http.ResponseWriter, r *http.Request, _ authInfo) {
+// cancelRun cancels a queued or running run and waits up to cancelWait
+// for it to end: 200 with the final status, or 202 while it still ends.
+// A run that has already ended is a 409.
+func (a *api) cancelRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	run := a.findRun(w, r)
 	if run == nil {
 		return
 	}
+	if status := run.view().Status; isTerminal(status) {
+		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %q: already %s; only queued or running runs can be cancelled", run.id, status))
+		return
+	}
+	a.logger.Info("run cancel requested", "run", run.id, "key", info.key)
 	run.cancel()
-	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.id, "status": run.view().Status})
+	timer := time.NewTimer(cancelWait)
+	defer timer.Stop()
+	select {
+	case <-run.done:
+	case <-timer.C:
+	case <-r.Context().Done():
+	}
+	status := run.view().Status
+	code := http.StatusOK
+	if !isTerminal(status) {
+		code = http.StatusAccepted
+	}
+	writeJSON(w, code, map[string]string{"run_id": run.id, "status": status})
 }
 
-// runEvents streams a run's events as SSE: the history after
-// Last-Event-ID (or ?after=N) first, then live events, with heartbeat
-// comments, ending after the terminal event.
+// eventCursor returns the sequence number a stream resumes after: the
+// Last-Event-ID header (sent by reconnecting EventSource clients, so it
+// wins), else ?after=, else 0.
+func eventCursor(r *http.Request) (int, error) {
+	v := r.Header.Get("Last-Event-ID")
+	name := "Last-Event-ID"
+	if v == "" {
+		v, name = r.URL.Query().Get("after"), "after"
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s %q: want the non-negative id of the last event received", name, v)
+	}
+	return n, nil
+}
+
+// runEvents streams a run's events as SSE: the history after the cursor
+// first, then live events, with heartbeat comments; it ends after the
+// terminal event, when the client goes away, or at shutdown.
 func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	run := a.findRun(w, r)
 	if run == nil {
 		return
 	}
-	after := 0
-	for _, v := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("after")} {
-		if v == "" {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("event id %q: want a non-negative number", v))
-			return
-		}
-		after = n
-	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+	after, err := eventCursor(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
+	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	heartbeat := time.NewTicker(sseHeartbeat)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	secrets := a.runSecrets(run)
+	heartbeat := time.NewTicker(a.heartbeat)
 	defer heartbeat.Stop()
 	for {
-		events, ended, changed := run.eventsAfter(after)
+		// done is closed after the terminal event is recorded: seen
+		// closed before reading the history, the history is complete.
+		ended := false
+		select {
+		case <-run.done:
+			ended = true
+		default:
+		}
+		events, _, changed := run.eventsAfter(after)
 		for _, ev := range events {
-			data, err := json.Marshal(ev)
-			if err != nil {
-				continue
-			}
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, data); err != nil {
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, secrets.marshal(ev, false)); err != nil {
 				return
 			}
 			after = ev.Seq
 		}
-		flusher.Flush()
-		if ended && len(events) == 0 {
+		if err := rc.Flush(); err != nil || ended {
 			return
-		}
-		if ended {
-			continue // deliver anything emitted with the terminal event, then end
 		}
 		select {
 		case <-changed:
+		case <-run.done:
 		case <-heartbeat.C:
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
 				return
 			}
-			flusher.Flush()
 		case <-r.Context().Done():
 			return
 		case <-a.stopping:
@@ -343,25 +474,141 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	}
 }
 
+// listServers answers GET /v1/mcp/servers: every global server's status
+// and tools, never its env or header values.
 func (a *api) listServers(w http.ResponseWriter, r *http.Request, _ authInfo) {
-	writeJSON(w, http.StatusOK, map[string]any{"servers": a.reg.statuses()})
+	writeBody(w, http.StatusOK, a.globalSecrets.marshal(map[string]any{"servers": a.reg.statuses()}, true))
 }
 
+// healthz answers 200 while the process serves.
 func (a *api) healthz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// readyz answers 200 once every global server finished its first
+// connection attempt (whatever its outcome), 503 before.
 func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	if !a.reg.isReady() {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting", "message": "global MCP servers are still connecting"})
+		var pending []string
+		for _, s := range a.reg.statuses() {
+			if s.Status == statusConnecting {
+				pending = append(pending, s.Name)
+			}
+		}
+		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("global MCP servers still connecting: %s", strings.Join(pending, ", ")))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// serveMetrics answers GET /metrics in the Prometheus text format.
 func (a *api) serveMetrics(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
 	a.metrics.write(w, a.reg.statuses())
+}
+
+// A redactor hides server secrets (env and header values) from API
+// answers: status errors and stderr tails may quote them. A zero
+// redactor hides nothing. Safe for concurrent use (never modified).
+type redactor struct {
+	secrets []string // distinct values, at least minSecretLength long
+}
+
+// newRedactor returns a redactor for the env and header values of servers.
+func newRedactor(servers ...[]serverConfig) redactor {
+	return redactor{}.with(servers...)
+}
+
+// with returns a redactor that also hides the values of servers.
+func (rd redactor) with(servers ...[]serverConfig) redactor {
+	out := redactor{secrets: slices.Clone(rd.secrets)}
+	for _, list := range servers {
+		for _, s := range list {
+			for _, m := range []map[string]string{s.Env, s.Headers} {
+				for _, v := range m {
+					if len(v) >= minSecretLength && !slices.Contains(out.secrets, v) {
+						out.secrets = append(out.secrets, v)
+					}
+				}
+			}
+		}
+	}
+	// Longest first, so a secret that contains another goes whole.
+	slices.SortFunc(out.secrets, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// marshal encodes v as JSON (indented or compact) with every secret
+// inside a string replaced by "[redacted]". The JSON is only rebuilt when
+// a secret occurs, so ordinary answers keep their field order.
+func (rd redactor) marshal(v any, indent bool) []byte {
+	b := encodeCompact(v)
+	if rd.occurs(b) {
+		var tree any
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if dec.Decode(&tree) == nil {
+			b = encodeCompact(rd.walk(tree))
+		}
+	}
+	if !indent {
+		return b
+	}
+	var out bytes.Buffer
+	if json.Indent(&out, b, "", "  ") != nil {
+		return append(b, '\n')
+	}
+	out.WriteByte('\n')
+	return out.Bytes()
+}
+
+// encodeCompact encodes v on one line, leaving <, > and & as they are
+// (answers are read with curl, not embedded in HTML). Our answer types
+// always encode.
+func encodeCompact(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return []byte(`{"error":{"code":"internal","message":"encode answer failed"}}`)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// occurs reports whether a secret appears in encoded JSON, in the escaped
+// form encodeCompact gives it inside a string.
+func (rd redactor) occurs(encoded []byte) bool {
+	for _, s := range rd.secrets {
+		esc := encodeCompact(s)
+		if bytes.Contains(encoded, esc[1:len(esc)-1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// walk returns tree with the secrets replaced in every string and key.
+func (rd redactor) walk(tree any) any {
+	switch t := tree.(type) {
+	case string:
+		for _, s := range rd.secrets {
+			t = strings.ReplaceAll(t, s, "[redacted]")
+		}
+		return t
+	case []any:
+		for i := range t {
+			t[i] = rd.walk(t[i])
+		}
+		return t
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, v := range t {
+			out[rd.walk(k).(string)] = rd.walk(v)
+		}
+		return out
+	}
+	return tree
 }
 
 // latencyBuckets are the tool-call histogram's upper bounds, in seconds.
@@ -379,16 +626,20 @@ type metrics struct {
 	runsActive  int64
 }
 
+// A histogram is one server's tool-call latencies; guarded by metrics.mu.
 type histogram struct {
 	counts []uint64 // per bucket, not cumulative
 	sum    float64
 	count  uint64
 }
 
+// newMetrics returns empty metrics.
 func newMetrics() *metrics {
 	return &metrics{toolCalls: map[[2]string]uint64{}, histograms: map[string]*histogram{}, runsEnded: map[string]uint64{}}
 }
 
+// toolCall counts one tool call of server ("" for built-in tools) with
+// outcome "ok" or "error" that took d.
 func (m *metrics) toolCall(server, outcome string, d time.Duration) {
 	if m == nil {
 		return
@@ -411,6 +662,7 @@ func (m *metrics) toolCall(server, outcome string, d time.Duration) {
 	h.count++
 }
 
+// runStarted counts a run that was accepted.
 func (m *metrics) runStarted() {
 	if m == nil {
 		return
@@ -421,6 +673,7 @@ func (m *metrics) runStarted() {
 	m.runsActive++
 }
 
+// runEnded counts a run that reached the terminal status.
 func (m *metrics) runEnded(status string) {
 	if m == nil {
 		return

@@ -570,16 +570,23 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	logger.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()
-	close(stopping)
+	// Stop accepting at once, but cancel the runs while their event
+	// streams are still open, so followers see each run end; then end the
+	// streams that are left.
 	httpCtx, httpCancel := context.WithTimeout(shutdownCtx, 2*time.Second)
 	defer httpCancel()
-	if err := srv.Shutdown(httpCtx); err != nil {
-		srv.Close()
-	}
+	httpDone := make(chan error, 1)
+	// Owned by serve; exits when every connection is closed or httpCtx is
+	// done.
+	go func() { httpDone <- srv.Shutdown(httpCtx) }()
 	runsCtx, runsCancel := context.WithTimeout(shutdownCtx, 2*time.Second)
 	defer runsCancel()
 	if err := runs.shutdown(runsCtx); err != nil {
 		logger.Warn("runs still ending at shutdown", "err", err)
+	}
+	close(stopping)
+	if err := <-httpDone; err != nil {
+		srv.Close()
 	}
 	closed := make(chan struct{})
 	// Owned by serve; exits when every server is closed (bounded by the

@@ -39,6 +39,10 @@ const (
 // closed or disabled). The error wrapping it carries the last failure.
 var errServerUnavailable = errors.New("server is not available")
 
+// statusStderrTail is how much of a failed stdio server's stderr its
+// status shows.
+const statusStderrTail = 2 << 10
+
 // A serverStatus is a point-in-time view of one server for the API and
 // the mcp commands. It never holds env or header values.
 type serverStatus struct {
@@ -49,7 +53,7 @@ type serverStatus struct {
 	ProtocolVersion string          `json:"protocol_version,omitempty"`
 	ServerInfo      *implementation `json:"server_info,omitempty"`
 	Error           string          `json:"error,omitempty"`
-	StderrTail      string          `json:"stderr_tail,omitempty"`
+	StderrTail      string          `json:"stderr_tail,omitempty"` // stdio, not ready: the end of its stderr
 	Restarts        int             `json:"restarts"`
 	NextRetry       *time.Time      `json:"next_retry,omitempty"`
 	Tools           []statusTool    `json:"tools"`
@@ -105,6 +109,11 @@ func (s *managedServer) snapshot() serverStatus {
 	if s.status == statusReady && s.client != nil {
 		if failure := s.client.failure(); failure != nil {
 			st.Status, st.Error = statusFailed, failure.Error()
+		}
+	}
+	if st.Status != statusReady && s.client != nil {
+		if t, ok := s.client.t.(*stdioTransport); ok {
+			st.StderrTail = t.stderrTail(statusStderrTail)
 		}
 	}
 	if !s.nextRetry.IsZero() && s.status != statusReady {

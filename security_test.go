@@ -339,7 +339,10 @@ func (refusingModel) complete(ctx context.Context, req modelRequest) (*modelResp
 	return nil, errors.New("model fake: refusing")
 }
 
-func FuzzRunRequest(f *testing.F) {
+// FuzzRunStart feeds request bodies through decodeBody and the run
+// manager's synchronous validation: every refusal is a *requestError and
+// no program starts without the admin scope.
+func FuzzRunStart(f *testing.F) {
 	for _, seed := range []string{
 		`{"prompt":"hello"}`,
 		`{"prompt":"x","max_steps":3,"system_prompt":"be brief","model":"openai/gpt-4o"}`,
