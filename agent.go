@@ -90,6 +90,9 @@ type run struct {
 	createdAt time.Time
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the run reached a terminal status
+	// connectMu serializes connect_mcp calls, so that two of one step
+	// cannot both pass the name check before either is added.
+	connectMu sync.Mutex
 
 	mu sync.Mutex
 	// guards everything below
@@ -590,6 +593,8 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("connect_mcp: url %q: must be an http or https URL with a host", a.URL)
 	}
+	r.connectMu.Lock()
+	defer r.connectMu.Unlock()
 	name := a.ServerName
 	if name == "" {
 		name = strings.NewReplacer(".", "-", ":", "-").Replace(u.Hostname())
