@@ -37,10 +37,11 @@ func stdioPeerConfig(name string, peer peerCommand) serverConfig {
 		Command:         peer.Command,
 		Args:            peer.Args,
 		Env:             peer.Env,
-		Timeout:         peerStartTimeout,
+		Timeout:         defaultTimeout,
 		StartupTimeout:  peerStartTimeout,
 		Enabled:         true,
 		MaxMessageBytes: defaultMaxMessageBytes,
+		Source:          "test",
 	}
 }
 
@@ -51,10 +52,11 @@ func httpPeerConfig(name, transport, endpoint string) serverConfig {
 		Name:            name,
 		Transport:       transport,
 		URL:             endpoint,
-		Timeout:         peerStartTimeout,
+		Timeout:         defaultTimeout,
 		StartupTimeout:  peerStartTimeout,
 		Enabled:         true,
 		MaxMessageBytes: defaultMaxMessageBytes,
+		Source:          "test",
 	}
 }
 
