@@ -254,7 +254,7 @@ func TestAPIRequestLimits(t *testing.T) {
 		wantStatus int
 		want       string
 	}{
-		{name: "body over 1 MiB", method: http.MethodPost, path: "/v1/runs", body: `{"prompt":"` + strings.Repeat("a", maxRequestBody) + `"}`, wantStatus: 400, want: "over 1048576 bytes"},
+		{name: "body over 1 MiB", method: http.MethodPost, path: "/v1/runs", body: `{"prompt":"` + strings.Repeat("a", maxRequestBody) + `"}`, wantStatus: 400, want: "over the 1048576 byte limit"},
 		{name: "unknown field", method: http.MethodPost, path: "/v1/runs", body: `{"prompt":"x","promt":"y"}`, wantStatus: 400, want: `unknown field \"promt\"`},
 		{name: "two values", method: http.MethodPost, path: "/v1/runs", body: `{"prompt":"x"}{"prompt":"y"}`, wantStatus: 400, want: "more than one JSON value"},
 		{name: "empty body", method: http.MethodPost, path: "/v1/runs", body: ``, wantStatus: 400, want: "empty"},
