@@ -235,7 +235,12 @@ type requestError struct {
 	forbidden bool
 }
 
-func (e *requestError) Error() string { return e.field + ": " + e.msg }
+func (e *requestError) Error() string {
+	if strings.HasPrefix(e.msg, e.field) {
+		return e.msg // already names the field, like mcp_servers[2]: ...
+	}
+	return e.field + ": " + e.msg
+}
 
 func badRequest(field, format string, args ...any) error {
 	return &requestError{field: field, msg: fmt.Sprintf(format, args...)}
@@ -621,7 +626,7 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 		MaxMessageBytes:   defaultMaxMessageBytes,
 		Source:            "connect_mcp",
 	}
-	if err := scope.add(ctx, cfg, true); err != nil {
+	if err := scope.add(ctx, cfg, true, false); err != nil {
 		r.emit("mcp.server.failed", map[string]any{"server": name, "source": "connect_mcp", "error": err.Error()})
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}

@@ -197,9 +197,9 @@ func TestRunRequestValidation(t *testing.T) {
 	}{
 		{name: "empty prompt", req: runRequest{}, want: "prompt: is empty"},
 		{name: "bad max_steps", req: runRequest{Prompt: "x", MaxSteps: -1}, want: "max_steps: -1 is out of range"},
-		{name: "bad profile", req: runRequest{Prompt: "x", Profile: "../etc"}, want: "profile:"},
-		{name: "bad model", req: runRequest{Prompt: "x", Model: "nonsense"}, want: "model:"},
-		{name: "collision with global", req: runRequest{Prompt: "x", MCPServers: json.RawMessage(`[{"name":"fake","url":"http://127.0.0.1:1/mcp"}]`)}, want: `mcp_servers:`},
+		{name: "bad profile", req: runRequest{Prompt: "x", Profile: "../etc"}, want: `profile "../etc": invalid profile name`},
+		{name: "bad model", req: runRequest{Prompt: "x", Model: "nonsense"}, want: `model "nonsense": want provider/model`},
+		{name: "collision with global", req: runRequest{Prompt: "x", MCPServers: json.RawMessage(`[{"name":"fake","url":"http://127.0.0.1:1/mcp"}]`)}, want: `mcp_servers[0]: server "fake"`},
 		{name: "command needs admin", req: runRequest{Prompt: "x", MCPServers: json.RawMessage(`[{"name":"local","command":"true"}]`)}, want: "needs the admin scope"},
 	}
 	for _, tt := range tests {

@@ -527,11 +527,15 @@ func (c *client) roundTrip(ctx context.Context, method string, params, result an
 		if errors.Is(cause, errTimeout) {
 			return fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
 		}
-		if errors.Is(err, errTransportClosed) {
+		if errors.Is(err, errTransportClosed) && !c.closing.Load() {
+			// The server went away under the call: its reason (exit status,
+			// stderr tail) is known once the read loop has drained.
+			timer := time.NewTimer(stopGrace)
+			defer timer.Stop()
 			select {
 			case <-c.done:
 				return c.lostErr()
-			default:
+			case <-timer.C:
 			}
 		}
 		return err

@@ -98,8 +98,8 @@ type modelRequest struct {
 // A modelUsage counts the tokens of one or more model calls. InputTokens
 // includes tokens read from or written to a prompt cache.
 type modelUsage struct {
-	InputTokens  int
-	OutputTokens int
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
 }
 
 // add adds v to u, to total the usage of a run.

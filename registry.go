@@ -201,11 +201,14 @@ func (s *managedServer) relist(ctx context.Context, c *client) error {
 	return nil
 }
 
-// stop closes the server's session; the status becomes closed.
+// stop closes the server's session; the status becomes closed, except for
+// a server that never connected, which stays failed.
 func (s *managedServer) stop() {
 	s.mu.Lock()
 	c := s.client
-	s.status = statusClosed
+	if c != nil || s.status != statusFailed {
+		s.status = statusClosed // one that never connected stays failed
+	}
 	s.mu.Unlock()
 	if c != nil {
 		c.close()
@@ -298,7 +301,9 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 		once()
 		if err == nil {
 			s.logger.Info("server ready", "tools", len(s.toolSet().entries))
-			c, _ := s.current()
+			s.mu.Lock()
+			c := s.client // set by open; current() would refuse one that already died
+			s.mu.Unlock()
 			select {
 			case <-r.ctx.Done():
 				relist.stop()
@@ -324,6 +329,9 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 			s.logger.Error("server failed to start", "err", err)
 		}
 		if !r.opts.Restart {
+			s.mu.Lock()
+			s.status = statusFailed
+			s.mu.Unlock()
 			return
 		}
 		s.mu.Lock()
@@ -503,7 +511,7 @@ func (s *runScope) open(ctx context.Context, servers []serverConfig, dynamic boo
 		// Owned by open; ends when the server connected or failed.
 		go func() {
 			defer wg.Done()
-			err := s.add(ctx, cfg, dynamic)
+			err := s.add(ctx, cfg, dynamic, true)
 			ev := scopeEvent{Server: cfg.Name, Source: cfg.Source, Err: err}
 			if err == nil {
 				if ms := s.lookupLocal(cfg.Name); ms != nil {
@@ -517,8 +525,11 @@ func (s *runScope) open(ctx context.Context, servers []serverConfig, dynamic boo
 }
 
 // add connects one run-local server and adds it to the scope. It fails if
-// the scope is closed or already has a local server of that name.
-func (s *runScope) add(ctx context.Context, cfg serverConfig, dynamic bool) error {
+// the scope is closed or already has a local server of that name. A server
+// that fails to connect stays in the scope, failed, when keepFailed is set
+// (profile and per-run servers); otherwise it is dropped (connect_mcp, so
+// the agent may try the name again).
+func (s *runScope) add(ctx context.Context, cfg serverConfig, dynamic, keepFailed bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -543,6 +554,12 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, dynamic bool) erro
 	err := ms.open(ctx, s.opts, relist.trigger)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err != nil && keepFailed && !s.closed {
+		// The failed server keeps its name in the run: calls to it fail
+		// with its error instead of reaching a global server it shadows.
+		relist.stop()
+		return err
+	}
 	if err != nil || s.closed {
 		relist.stop()
 		delete(s.local, cfg.Name)

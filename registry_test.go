@@ -306,7 +306,7 @@ func TestScopeServerCrash(t *testing.T) {
 	reg := startRegistry(t, nil, registryOptions{})
 	scope := reg.newScope(discardLogger())
 	t.Cleanup(scope.close)
-	if err := scope.add(t.Context(), namedFake(t, "mine", "normal"), true); err != nil {
+	if err := scope.add(t.Context(), namedFake(t, "mine", "normal"), true, true); err != nil {
 		t.Fatalf("add(mine) = %v", err)
 	}
 	if _, err := scope.callTool(t.Context(), "mine", "crash", nil); err == nil {
