@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -41,8 +42,12 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 	benchToolCall(b, connectTransport(b, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: benchHTTPClient}))
 }
 
+// benchCallers is how many goroutines the parallel benchmarks run, whatever
+// the number of cores, as harnessd's root benchmarks do.
+const benchCallers = 8
+
 // benchToolCall measures echo({"message":"hello"}) on one session, one call
-// at a time (seq) and from GOMAXPROCS goroutines at once (parallel).
+// at a time (seq) and from benchCallers goroutines at once (parallel).
 func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 	args := map[string]any{"message": "hello"}
 	call := func(ctx context.Context) error {
@@ -53,6 +58,7 @@ func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 		return err
 	}
 	b.Run("seq", func(b *testing.B) {
+		b.ReportAllocs()
 		ctx := b.Context()
 		for b.Loop() {
 			if err := call(ctx); err != nil {
@@ -61,6 +67,9 @@ func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		procs := runtime.GOMAXPROCS(0)
+		b.SetParallelism((benchCallers + procs - 1) / procs)
 		ctx := b.Context()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
