@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -173,6 +174,85 @@ func benchStartup(b *testing.B, n int) {
 		}
 		b.StartTimer()
 	}
+}
+
+func BenchmarkStartupFloor1Server(b *testing.B)   { benchStartupFloor(b, 1) }
+func BenchmarkStartupFloor10Servers(b *testing.B) { benchStartupFloor(b, 10) }
+
+// startupExchange is the least a client sends to make a server ready:
+// initialize, initialized and tools/list, written at once.
+const startupExchange = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"floor","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+`
+
+// benchStartupFloor measures the floor under benchStartup: n server
+// processes started in parallel, each sent startupExchange at once and read
+// until its tools/list answer, with no client logic at all. What the
+// machine needs for this is what harnessd's start-up cannot go below.
+// Stopping the servers is not measured.
+func benchStartupFloor(b *testing.B, n int) {
+	cfg := benchStdioConfig(b, "floor")
+	type started struct {
+		cmd   *exec.Cmd
+		stdin io.Closer
+		err   error
+	}
+	for b.Loop() {
+		servers := make(chan started, n)
+		for range n {
+			// Owned by the loop; exits once its server answered tools/list
+			// or failed.
+			go func() {
+				cmd, stdin, err := startupFloorOnce(cfg)
+				servers <- started{cmd, stdin, err}
+			}()
+		}
+		all := make([]started, 0, n)
+		for range n {
+			all = append(all, <-servers)
+		}
+		b.StopTimer()
+		for _, s := range all {
+			if s.err != nil {
+				b.Fatal(s.err)
+			}
+			s.stdin.Close()
+			s.cmd.Wait()
+		}
+		b.StartTimer()
+	}
+}
+
+// startupFloorOnce starts cfg's server, sends startupExchange and returns
+// once the answer to tools/list arrived. The caller closes stdin and waits
+// for the command; on error nothing is left running.
+func startupFloorOnce(cfg serverConfig) (*exec.Cmd, io.Closer, error) {
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	if _, err := io.WriteString(stdin, startupExchange); err == nil {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			if shape := scanMessage(scanner.Bytes()); string(shape.id) == "2" {
+				return cmd, stdin, nil
+			}
+		}
+		err = scanner.Err()
+	}
+	stdin.Close()
+	cmd.Process.Kill()
+	cmd.Wait()
+	return nil, nil, fmt.Errorf("start %s: no answer to tools/list (%v)", cfg.Command, err)
 }
 
 // BenchmarkHarnessOverhead measures what the agent adds to a tool call:

@@ -25,7 +25,7 @@ benchstat="$work/bin/benchstat"
 (cd "$root/interop" && go test -c -o "$work/sdk.test" .)
 
 calls='^Benchmark(Stdio|HTTP)ToolCall$'
-others='^Benchmark(Startup1Server|Startup10Servers|HarnessOverhead|FindTool|Offered|IdleRSS|BinarySize)$'
+others='^Benchmark(Startup1Server|Startup10Servers|StartupFloor1Server|StartupFloor10Servers|HarnessOverhead|FindTool|Offered|IdleRSS|BinarySize)$'
 
 i=0
 while [ "$i" -lt "$count" ]; do
@@ -95,6 +95,8 @@ echo "== harnessd's other benchmarks =="
 one=$(median "$work/other.txt" BenchmarkStartup1Server ns/op)
 ten=$(median "$work/other.txt" BenchmarkStartup10Servers ns/op)
 startup=$(awk -v a="$ten" -v b="$one" 'BEGIN { printf "%.2f", a / b }')
+floor1=$(median "$work/other.txt" BenchmarkStartupFloor1Server ns/op)
+floor10=$(median "$work/other.txt" BenchmarkStartupFloor10Servers ns/op)
 p99=$(median "$work/other.txt" BenchmarkFindTool p99-µs)
 overhead=$(median "$work/other.txt" BenchmarkHarnessOverhead overhead-ns/call)
 first200=$(median "$work/other.txt" BenchmarkOffered first-request-bytes-200)
@@ -106,6 +108,7 @@ echo
 echo "== targets (medians) =="
 printf '%-52s %-26s %s\n' \
 	"start-up, 10 stdio servers vs 1" "$(awk -v a="$ten" -v b="$one" 'BEGIN { printf "%.1f ms / %.1f ms", a / 1e6, b / 1e6 }') = ${startup}x" "<= 1.3x: $(verdict "$startup" '<=' 1.3)" \
+	"  floor: the bare servers, no client logic" "$(awk -v a="$floor10" -v b="$floor1" 'BEGIN { printf "%.1f ms / %.1f ms = %.2fx", a / 1e6, b / 1e6, a / b }')" "harnessd/floor, 10 servers: $(awk -v a="$ten" -v b="$floor10" 'BEGIN { printf "%.2fx", a / b }')" \
 	"find_tool over 10,000 tools, p99" "${p99} µs" "< 1000 µs: $(verdict "$p99" '<=' 999)" \
 	"harness overhead per tool call" "$(awk -v a="$overhead" 'BEGIN { printf "%.1f µs", a / 1e3 }')" "< 100 µs: $(verdict "$overhead" '<=' 99999)" \
 	"tool definitions in the first request, 200 tools" "${first200} bytes (10,000: ${first10k})" "a few KB, flat: $(verdict "$first200" '<=' 4096)" \
