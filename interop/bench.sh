@@ -69,13 +69,14 @@ echo "== Go SDK client (sdk) vs harnessd, same server; $count runs each =="
 "$benchstat" sdk="$work/sdk.txt" harnessd="$work/harnessd.txt"
 
 echo
-echo "== ratios harnessd/sdk (medians) =="
-printf '%-28s %14s %14s %8s %9s %10s  %s\n' benchmark "sdk ns/op" "harnessd ns/op" ratio "B/op" "allocs/op" target
+echo "== ratios harnessd/sdk (medians; cpu-ns/op is the client process's CPU time per call) =="
+printf '%-32s %10s %10s %7s %9s %7s %10s  %s\n' benchmark "sdk ns/op" "ours ns/op" ratio "cpu-ns/op" "B/op" "allocs/op" target
 for bench in BenchmarkStdioToolCall/seq BenchmarkHTTPToolCall/seq BenchmarkStdioToolCall/parallel BenchmarkHTTPToolCall/parallel; do
 	sdk=$(median "$work/sdk.txt" "$bench" ns/op)
 	ours=$(median "$work/harnessd.txt" "$bench" ns/op)
 	ratio=$(awk -v a="$ours" -v b="$sdk" 'BEGIN { printf "%.2f", a / b }')
 	bytes=$(awk -v a="$(median "$work/harnessd.txt" "$bench" B/op)" -v b="$(median "$work/sdk.txt" "$bench" B/op)" 'BEGIN { printf "%.2f", a / b }')
+	cpu=$(awk -v a="$(median "$work/harnessd.txt" "$bench" cpu-ns/op)" -v b="$(median "$work/sdk.txt" "$bench" cpu-ns/op)" 'BEGIN { printf "%.2f", a / b }')
 	allocs=$(awk -v a="$(median "$work/harnessd.txt" "$bench" allocs/op)" -v b="$(median "$work/sdk.txt" "$bench" allocs/op)" 'BEGIN { printf "%.2f", a / b }')
 	case $bench in
 	*Stdio*/seq) target="time <= 0.90x: $(verdict "$ratio" '<=' 0.9)" ;;
@@ -85,7 +86,7 @@ for bench in BenchmarkStdioToolCall/seq BenchmarkHTTPToolCall/seq BenchmarkStdio
 		target="throughput ${throughput}x >= 1.25x: $(verdict "$throughput" '>=' 1.25)"
 		;;
 	esac
-	printf '%-28s %14.0f %14.0f %7sx %8sx %9sx  %s\n' "$bench" "$sdk" "$ours" "$ratio" "$bytes" "$allocs" "$target"
+	printf '%-32s %10.0f %10.0f %6sx %8sx %6sx %9sx  %s\n' "$bench" "$sdk" "$ours" "$ratio" "$cpu" "$bytes" "$allocs" "$target"
 done
 
 echo

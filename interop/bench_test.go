@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -47,7 +49,8 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 const benchCallers = 8
 
 // benchToolCall measures echo({"message":"hello"}) on one session, one call
-// at a time (seq) and from benchCallers goroutines at once (parallel).
+// at a time (seq) and from benchCallers goroutines at once (parallel), with
+// the client process's CPU time per call (cpu-ns/op).
 func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 	args := map[string]any{"message": "hello"}
 	call := func(ctx context.Context) error {
@@ -60,17 +63,20 @@ func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 	b.Run("seq", func(b *testing.B) {
 		b.ReportAllocs()
 		ctx := b.Context()
+		cpu := processCPU()
 		for b.Loop() {
 			if err := call(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	})
 	b.Run("parallel", func(b *testing.B) {
 		b.ReportAllocs()
 		procs := runtime.GOMAXPROCS(0)
 		b.SetParallelism((benchCallers + procs - 1) / procs)
 		ctx := b.Context()
+		cpu := processCPU()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if err := call(ctx); err != nil {
@@ -79,5 +85,15 @@ func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 				}
 			}
 		})
+		b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	})
+}
+
+// processCPU returns the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		return 0
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
