@@ -171,6 +171,13 @@ type wireMessage struct {
 	Error   *rpcError       `json:"error,omitempty"`
 }
 
+// An rpcResponse is a response as the read loop hands it to the waiting
+// call: the raw result, which the caller decodes, or the error.
+type rpcResponse struct {
+	Result json.RawMessage
+	Error  *rpcError
+}
+
 // An outgoingRequest is the wire form of a request or notification the
 // client sends.
 type outgoingRequest struct {
@@ -266,7 +273,7 @@ type client struct {
 
 // A pendingCall is a request awaiting its response.
 type pendingCall struct {
-	ch chan wireMessage // buffered 1; receives the response once
+	ch chan rpcResponse // buffered 1; receives the response once
 	// extend pushes the call's deadline out on progress; nil when the
 	// call has no deadline.
 	extend func()
@@ -390,8 +397,12 @@ func (c *client) initializeWith(ctx context.Context, version string) (*initializ
 		"capabilities":    capabilities,
 		"clientInfo":      implementation{Name: "harnessd", Version: buildVersion},
 	}
+	raw, err := c.roundTrip(ctx, "initialize", params, false)
+	if err != nil {
+		return nil, err
+	}
 	var res initializeResult
-	if err := c.roundTrip(ctx, "initialize", params, &res, false); err != nil {
+	if err := decodeResult(raw, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -428,21 +439,41 @@ func (c *client) capabilities() serverCapabilities {
 }
 
 // request sends a request and decodes its result into result (which may be
-// nil). An expired HTTP session is initialized again once and the request
-// resent. Errors name the method; rpc errors are returned as *rpcError.
+// nil; a *json.RawMessage receives the result undecoded and unvalidated).
+// An expired HTTP session is initialized again once and the request resent.
+// Errors name the method; rpc errors are returned as *rpcError.
 func (c *client) request(ctx context.Context, method string, params, result any) error {
 	c.stateMu.RLock()
 	epoch := c.sessionEpoch
 	c.stateMu.RUnlock()
-	err := c.roundTrip(ctx, method, params, result, true)
+	raw, err := c.roundTrip(ctx, method, params, true)
 	if errors.Is(err, errSessionExpired) {
 		if rerr := c.reinitialize(ctx, epoch); rerr != nil {
 			return fmt.Errorf("%s: session expired and re-initialize failed: %w", method, rerr)
 		}
-		err = c.roundTrip(ctx, method, params, result, true)
+		raw, err = c.roundTrip(ctx, method, params, true)
+	}
+	if err == nil && result != nil {
+		err = decodeResult(raw, result)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", method, err)
+	}
+	return nil
+}
+
+// decodeResult decodes a response's raw result into result; a
+// *json.RawMessage takes it as is.
+func decodeResult(raw json.RawMessage, result any) error {
+	if len(raw) == 0 {
+		return errors.New("response has neither result nor error")
+	}
+	if dst, ok := result.(*json.RawMessage); ok {
+		*dst = raw
+		return nil
+	}
+	if err := json.Unmarshal(raw, result); err != nil {
+		return fmt.Errorf("decode result: %w", err)
 	}
 	return nil
 }
@@ -469,12 +500,13 @@ type progressParams interface {
 
 // roundTrip sends one request and waits for its response, bounded by ctx
 // and the server's timeout (pushed out by progress notifications, up to 10×
-// the timeout). On expiry or cancellation it sends notifications/cancelled
-// (except for initialize, which must not be cancelled).
-func (c *client) roundTrip(ctx context.Context, method string, params, result any, cancellable bool) error {
+// the timeout), and returns the raw result (empty when the response had
+// none). On expiry or cancellation it sends notifications/cancelled (except
+// for initialize, which must not be cancelled).
+func (c *client) roundTrip(ctx context.Context, method string, params any, cancellable bool) (json.RawMessage, error) {
 	select {
 	case <-c.done:
-		return c.lostErr()
+		return nil, c.lostErr()
 	default:
 	}
 	id := c.nextID.Add(1)
@@ -483,7 +515,7 @@ func (c *client) roundTrip(ctx context.Context, method string, params, result an
 	}
 	msg, err := json.Marshal(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
 	if err != nil {
-		return fmt.Errorf("encode request: %w", err)
+		return nil, fmt.Errorf("encode request: %w", err)
 	}
 
 	callCtx, cancel := context.WithCancelCause(ctx)
@@ -492,7 +524,7 @@ func (c *client) roundTrip(ctx context.Context, method string, params, result an
 	if timeout <= 0 {
 		timeout = defaultTimeout
 	}
-	pc := &pendingCall{ch: make(chan wireMessage, 1)}
+	pc := &pendingCall{ch: make(chan rpcResponse, 1)}
 	timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
 	defer timer.Stop()
 	if cancellable {
@@ -525,7 +557,7 @@ func (c *client) roundTrip(ctx context.Context, method string, params, result an
 			c.sendCancelled(id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
-			return fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
+			return nil, fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
 		}
 		if errors.Is(err, errTransportClosed) && !c.closing.Load() {
 			// The server went away under the call: its reason (exit status,
@@ -534,39 +566,30 @@ func (c *client) roundTrip(ctx context.Context, method string, params, result an
 			defer timer.Stop()
 			select {
 			case <-c.done:
-				return c.lostErr()
+				return nil, c.lostErr()
 			case <-timer.C:
 			}
 		}
-		return err
+		return nil, err
 	}
 
 	select {
 	case resp := <-pc.ch:
 		if resp.Error != nil {
-			return resp.Error
+			return nil, resp.Error
 		}
-		if result == nil {
-			return nil
-		}
-		if len(resp.Result) == 0 {
-			return errors.New("response has neither result nor error")
-		}
-		if err := json.Unmarshal(resp.Result, result); err != nil {
-			return fmt.Errorf("decode result: %w", err)
-		}
-		return nil
+		return resp.Result, nil
 	case <-callCtx.Done():
 		cause := context.Cause(callCtx)
 		if cancellable {
 			c.sendCancelled(id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
-			return fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
+			return nil, fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
 		}
-		return ctx.Err()
+		return nil, ctx.Err()
 	case <-c.done:
-		return c.lostErr()
+		return nil, c.lostErr()
 	}
 }
 
@@ -633,8 +656,23 @@ func (c *client) readLoop() {
 }
 
 // dispatch routes one message: a message with a method is a server request
-// or notification, never a response, whatever its id.
+// or notification, never a response, whatever its id. A well-formed
+// response is routed after a scan of its top level, its result left for
+// the waiting call to decode; anything else is decoded whole here.
 func (c *client) dispatch(raw []byte) {
+	if shape := scanMessage(raw); shape.complete && shape.method == nil && shape.id != nil {
+		resp := rpcResponse{Result: shape.result}
+		if len(shape.error) > 0 && string(shape.error) != "null" {
+			resp.Error = new(rpcError)
+			if json.Unmarshal(shape.error, resp.Error) == nil {
+				c.deliverResponse(shape.id, resp)
+				return
+			}
+		} else {
+			c.deliverResponse(shape.id, resp)
+			return
+		}
+	}
 	var msg wireMessage
 	if err := json.Unmarshal(raw, &msg); err != nil {
 		c.logger.Warn("ignoring malformed message from server", "err", err, "message", truncate(string(raw), 200))
@@ -647,23 +685,29 @@ func (c *client) dispatch(raw []byte) {
 	case msg.Method != "":
 		c.handleNotification(msg)
 	case len(msg.ID) > 0:
-		id, ok := parseID(msg.ID)
-		if !ok {
-			c.logger.Warn("ignoring response with unknown id", "id", string(msg.ID))
-			return
-		}
-		c.mu.Lock()
-		pc := c.pending[id]
-		delete(c.pending, id)
-		c.mu.Unlock()
-		if pc == nil {
-			c.logger.Debug("ignoring response to no pending request", "id", id)
-			return
-		}
-		pc.ch <- msg
+		c.deliverResponse(msg.ID, rpcResponse{Result: msg.Result, Error: msg.Error})
 	default:
 		c.logger.Warn("ignoring message that is neither request, notification nor response", "message", truncate(string(raw), 200))
 	}
+}
+
+// deliverResponse hands a response to the call waiting for its id; a
+// response to no pending call is logged and dropped.
+func (c *client) deliverResponse(rawID json.RawMessage, resp rpcResponse) {
+	id, ok := parseID(rawID)
+	if !ok {
+		c.logger.Warn("ignoring response with unknown id", "id", string(rawID))
+		return
+	}
+	c.mu.Lock()
+	pc := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if pc == nil {
+		c.logger.Debug("ignoring response to no pending request", "id", id)
+		return
+	}
+	pc.ch <- resp
 }
 
 // parseID reads a response id the client issued: a number, or a string

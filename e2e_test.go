@@ -30,17 +30,19 @@ import (
 // process that inherits it is one harnessd started for the test.
 const e2eMarkerEnv = "HARNESSD_E2E_MARKER"
 
-// buildHarnessd builds the harnessd binary into a temporary directory.
-func buildHarnessd(t *testing.T) string {
+// buildHarnessd builds the static release binary (CGO_ENABLED=0, -s -w)
+// into a temporary directory.
+func buildHarnessd(t testing.TB) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("build harnessd: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "harnessd")
-	cmd := exec.CommandContext(t.Context(), goTool, "build", "-o", bin, ".")
+	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build -o %s .: %v\n%s", bin, err, out)
+		t.Fatalf("CGO_ENABLED=0 go build -o %s .: %v\n%s", bin, err, out)
 	}
 	return bin
 }

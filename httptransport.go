@@ -1030,41 +1030,71 @@ func sleepContext(ctx context.Context, d time.Duration) bool {
 // reads only the top level and does not validate: on malformed input the
 // answer covers the members read before the fault.
 func jsonrpcShape(msg []byte) (hasMethod bool, id []byte) {
+	shape := scanMessage(msg)
+	return shape.method != nil, shape.id
+}
+
+// A messageShape is the raw text of the top-level members of a JSON-RPC
+// message that routing needs, each nil when absent. The slices alias the
+// scanned message.
+type messageShape struct {
+	method, id, result, error []byte
+	// complete is true when the scan reached the object's closing brace,
+	// so no member was missed (their values are still not validated).
+	complete bool
+}
+
+// scanMessage reads the top-level members of the JSON object msg without
+// decoding their values, so routing a message costs one pass over it. On
+// malformed input it returns the members read before the fault, with
+// complete false.
+func scanMessage(msg []byte) (shape messageShape) {
 	i := skipSpace(msg, 0)
 	if i >= len(msg) || msg[i] != '{' {
-		return false, nil
+		return shape
 	}
-	i++
+	i = skipSpace(msg, i+1)
+	if i < len(msg) && msg[i] == '}' {
+		shape.complete = true
+		return shape
+	}
 	for {
-		i = skipSpace(msg, i)
 		if i >= len(msg) || msg[i] != '"' {
-			return hasMethod, id
+			return shape
 		}
 		keyEnd := skipString(msg, i)
 		if keyEnd < 0 {
-			return hasMethod, id
+			return shape
 		}
 		key := msg[i+1 : keyEnd-1]
 		i = skipSpace(msg, keyEnd)
 		if i >= len(msg) || msg[i] != ':' {
-			return hasMethod, id
+			return shape
 		}
 		i = skipSpace(msg, i+1)
 		end := skipValue(msg, i)
 		if end < 0 {
-			return hasMethod, id
+			return shape
 		}
 		switch string(key) {
 		case "method":
-			hasMethod = true
+			shape.method = msg[i:end]
 		case "id":
-			id = msg[i:end]
+			shape.id = msg[i:end]
+		case "result":
+			shape.result = msg[i:end]
+		case "error":
+			shape.error = msg[i:end]
 		}
 		i = skipSpace(msg, end)
-		if i >= len(msg) || msg[i] != ',' {
-			return hasMethod, id
+		if i < len(msg) && msg[i] == '}' {
+			shape.complete = true
+			return shape
 		}
-		i++
+		if i >= len(msg) || msg[i] != ',' {
+			return shape
+		}
+		i = skipSpace(msg, i+1)
 	}
 }
 

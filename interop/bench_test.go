@@ -5,8 +5,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -41,8 +44,13 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 	benchToolCall(b, connectTransport(b, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: benchHTTPClient}))
 }
 
+// benchCallers is how many goroutines the parallel benchmarks run, whatever
+// the number of cores, as harnessd's root benchmarks do.
+const benchCallers = 8
+
 // benchToolCall measures echo({"message":"hello"}) on one session, one call
-// at a time (seq) and from GOMAXPROCS goroutines at once (parallel).
+// at a time (seq) and from benchCallers goroutines at once (parallel), with
+// the client process's CPU time per call (cpu-ns/op).
 func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 	args := map[string]any{"message": "hello"}
 	call := func(ctx context.Context) error {
@@ -53,15 +61,22 @@ func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 		return err
 	}
 	b.Run("seq", func(b *testing.B) {
+		b.ReportAllocs()
 		ctx := b.Context()
+		cpu := processCPU()
 		for b.Loop() {
 			if err := call(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
+		b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	})
 	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		procs := runtime.GOMAXPROCS(0)
+		b.SetParallelism((benchCallers + procs - 1) / procs)
 		ctx := b.Context()
+		cpu := processCPU()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				if err := call(ctx); err != nil {
@@ -70,5 +85,15 @@ func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 				}
 			}
 		})
+		b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	})
+}
+
+// processCPU returns the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		return 0
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
