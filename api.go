@@ -40,10 +40,6 @@ const (
 	// cancelWait is how long POST /v1/runs/{id}/cancel waits for the run
 	// to end before answering 202 with the status it still has.
 	cancelWait = 5 * time.Second
-	// minSecretLength is the shortest env or header value redacted from
-	// API answers; shorter values ("1", "true") are not secrets and would
-	// blank out ordinary words.
-	minSecretLength = 8
 )
 
 // An api serves harnessd's HTTP routes. Safe for concurrent use.
@@ -525,11 +521,9 @@ func (rd redactor) with(servers ...[]serverConfig) redactor {
 	out := redactor{secrets: slices.Clone(rd.secrets)}
 	for _, list := range servers {
 		for _, s := range list {
-			for _, m := range []map[string]string{s.Env, s.Headers} {
-				for _, v := range m {
-					if len(v) >= minSecretLength && !slices.Contains(out.secrets, v) {
-						out.secrets = append(out.secrets, v)
-					}
+			for _, v := range s.secretValues() {
+				if !slices.Contains(out.secrets, v) {
+					out.secrets = append(out.secrets, v)
 				}
 			}
 		}
@@ -592,10 +586,7 @@ func (rd redactor) occurs(encoded []byte) bool {
 func (rd redactor) walk(tree any) any {
 	switch t := tree.(type) {
 	case string:
-		for _, s := range rd.secrets {
-			t = strings.ReplaceAll(t, s, "[redacted]")
-		}
-		return t
+		return redactSecrets(t, rd.secrets)
 	case []any:
 		for i := range t {
 			t[i] = rd.walk(t[i])

@@ -252,7 +252,10 @@ type client struct {
 	logger *slog.Logger
 	t      transport
 	kind   string // the transport in use: the configured one, or sse after fallback
-	nextID atomic.Int64
+	// secrets are the server's env and header values, redacted from what
+	// it logs through notifications/message.
+	secrets []string
+	nextID  atomic.Int64
 
 	mu sync.Mutex
 	// guards pending
@@ -351,6 +354,7 @@ func newClient(cfg serverConfig, opts clientOptions, logger *slog.Logger, t tran
 		logger:  logger,
 		t:       t,
 		pending: make(map[int64]*pendingCall),
+		secrets: cfg.secretValues(),
 		done:    make(chan struct{}),
 	}
 	// Owned by the client; exits when the transport closes its recv channel.
@@ -758,7 +762,7 @@ func (c *client) handleNotification(msg wireMessage) {
 		if json.Unmarshal(msg.Params, &p) != nil {
 			return
 		}
-		c.logger.Log(context.Background(), mcpLogLevel(p.Level), "server log", "level", p.Level, "logger", p.Logger, "data", truncate(string(p.Data), 1000))
+		c.logger.Log(context.Background(), mcpLogLevel(p.Level), "server log", "level", p.Level, "logger", p.Logger, "data", truncate(redactSecrets(string(p.Data), c.secrets), 1000))
 	default:
 		c.logger.Debug("server notification", "method", msg.Method)
 	}

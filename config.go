@@ -52,6 +52,11 @@ const (
 	minTokenLength = 16
 )
 
+// minSecretLength is the shortest env or header value treated as a secret;
+// shorter values ("1", "true") are not secrets and would blank out
+// ordinary words.
+const minSecretLength = 8
+
 // A serverConfig is one validated MCP server definition, whatever its source.
 // Every field is resolved: Transport is one of the transport constants, the
 // durations and limits are positive. It is a value type: copies share only
@@ -77,6 +82,32 @@ type serverConfig struct {
 	// Source says where the definition came from: a file path,
 	// "HARNESS_MCP_SERVERS", "profile <name>", "run", "connect_mcp" or "command line".
 	Source string
+}
+
+// secretValues returns the env and header values of cfg that are at least
+// minSecretLength long, longest first (so a secret containing another is
+// redacted whole), without duplicates. Nil when there are none.
+func (cfg serverConfig) secretValues() []string {
+	var secrets []string
+	for _, m := range []map[string]string{cfg.Env, cfg.Headers} {
+		for _, v := range m {
+			if len(v) >= minSecretLength && !slices.Contains(secrets, v) {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	return secrets
+}
+
+// redactSecrets returns s with every one of secrets replaced by
+// "[redacted]": what a server prints or answers may quote the values it
+// was configured with.
+func redactSecrets(s string, secrets []string) string {
+	for _, secret := range secrets {
+		s = strings.ReplaceAll(s, secret, "[redacted]")
+	}
+	return s
 }
 
 // A config is everything harnessd reads at startup. Servers holds the

@@ -172,6 +172,7 @@ func maxMessage(cfg serverConfig) int {
 type streamableTransport struct {
 	url        string
 	header     http.Header // configured headers; read-only
+	secrets    []string    // header values, redacted from error bodies
 	maxMessage int
 	logger     *slog.Logger
 	client     *http.Client
@@ -209,6 +210,7 @@ func newStreamableTransport(cfg serverConfig, logger *slog.Logger) *streamableTr
 	return &streamableTransport{
 		url:        cfg.URL,
 		header:     configuredHeader(cfg),
+		secrets:    cfg.secretValues(),
 		maxMessage: maxMessage(cfg),
 		logger:     logger,
 		client:     clientFor(cfg),
@@ -337,7 +339,7 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 		t.expireSession(sessionID)
 		return errSessionExpired
 	default:
-		return statusError("post message", resp)
+		return statusError("post message", resp, t.secrets)
 	}
 	if t.getWanted.Load() {
 		t.startGetStream()
@@ -451,7 +453,7 @@ func (t *streamableTransport) openStream(ctx context.Context, lastID string) (*h
 		drainClose(resp.Body)
 		return nil, errNoGetStream
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return nil, statusError("get event stream", resp)
+		return nil, statusError("get event stream", resp, t.secrets)
 	case !isEventStream(resp.Header):
 		drainClose(resp.Body)
 		return nil, fmt.Errorf("get event stream: content type %q is not text/event-stream", resp.Header.Get(headerContentType))
@@ -677,6 +679,7 @@ func (t *streamableTransport) deleteSession(sessionID, version string) {
 type sseTransport struct {
 	endpoint   string      // absolute POST URL, same origin as the configured url
 	header     http.Header // configured headers; read-only
+	secrets    []string    // header values, redacted from error bodies
 	maxMessage int
 	logger     *slog.Logger
 	client     *http.Client
@@ -704,6 +707,7 @@ func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger)
 	lifetime, cancel := context.WithCancel(context.Background())
 	t := &sseTransport{
 		header:     configuredHeader(cfg),
+		secrets:    cfg.secretValues(),
 		maxMessage: maxMessage(cfg),
 		logger:     logger,
 		client:     clientFor(cfg),
@@ -729,7 +733,7 @@ func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		cancel()
-		return nil, statusError("sse connect", resp)
+		return nil, statusError("sse connect", resp, t.secrets)
 	}
 	if !isEventStream(resp.Header) {
 		drainClose(resp.Body)
@@ -860,7 +864,7 @@ func (t *sseTransport) send(ctx context.Context, msg []byte) error {
 		return httpRequestError("post message", ctx, t.ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return statusError("post message", resp)
+		return statusError("post message", resp, t.secrets)
 	}
 	drainClose(resp.Body)
 	return nil
@@ -941,7 +945,7 @@ func httpRequestError(op string, ctx, lifetime context.Context, err error) error
 // statusError turns a non-success answer into an error and closes its body.
 // 401 and 403 get distinct messages; every status is an *httpStatusError
 // underneath. The body prefix is at most statusBodyLimit bytes.
-func statusError(op string, resp *http.Response) error {
+func statusError(op string, resp *http.Response, secrets []string) error {
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
@@ -950,7 +954,7 @@ func statusError(op string, resp *http.Response) error {
 		return fmt.Errorf("%s: access forbidden (%w): the server refused these credentials; check the \"headers\" configured for this server and the token's permissions", op, &httpStatusError{StatusCode: resp.StatusCode})
 	}
 	prefix, _ := io.ReadAll(io.LimitReader(resp.Body, statusBodyLimit))
-	return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: printable(prefix)})
+	return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: redactSecrets(printable(prefix), secrets)})
 }
 
 // printable returns b as one line of valid UTF-8 without control characters.

@@ -399,3 +399,46 @@ func FuzzRunStart(f *testing.F) {
 		}
 	})
 }
+
+// TestServerOutputIsRedactedAtTheSource checks that what servers print or
+// answer is scrubbed of their configured env and header values before it
+// reaches errors, statuses and logs (at debug level).
+func TestServerOutputIsRedactedAtTheSource(t *testing.T) {
+	const secret = "tok-3f9a1c77e2"
+	echoing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad credentials: "+r.Header.Get("Authorization"), http.StatusBadRequest)
+	}))
+	t.Cleanup(echoing.Close)
+	servers := []serverConfig{
+		{
+			Name: "printer", Transport: transportStdio, Command: "/bin/sh",
+			Args:    []string{"-c", `echo "starting with token $SECRET_TOKEN" >&2; exit 3`},
+			Env:     map[string]string{"SECRET_TOKEN": secret},
+			Timeout: 5 * time.Second, StartupTimeout: 5 * time.Second, Enabled: true,
+		},
+		{
+			Name: "echoing", Transport: transportHTTP, URL: echoing.URL,
+			Headers: map[string]string{"Authorization": "Bearer " + secret},
+			Timeout: 5 * time.Second, StartupTimeout: 5 * time.Second, Enabled: true,
+		},
+	}
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	reg := newRegistry(servers, registryOptions{Logger: logger})
+	t.Cleanup(reg.close)
+	if err := reg.waitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	statuses, err := json.Marshal(reg.statuses())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []struct{ name, text string }{{"statuses", string(statuses)}, {"logs", logs.String()}} {
+		if strings.Contains(out.text, secret) {
+			t.Errorf("%s contain the secret:\n%s", out.name, out.text)
+		}
+		if !strings.Contains(out.text, "[redacted]") {
+			t.Errorf("%s lack the redacted marker, so the test saw no server output:\n%s", out.name, out.text)
+		}
+	}
+}

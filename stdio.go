@@ -38,6 +38,7 @@ type stdioTransport struct {
 	logger     *slog.Logger
 	cmd        *exec.Cmd
 	maxMessage int
+	secrets    []string // the server's env values, redacted from its stderr
 
 	// writeMu guards writes to stdin, so messages never interleave.
 	writeMu sync.Mutex
@@ -117,6 +118,7 @@ func startStdio(cfg serverConfig, env []string, logger *slog.Logger) (*stdioTran
 		logger:     logger,
 		cmd:        cmd,
 		maxMessage: maxMessage,
+		secrets:    cfg.secretValues(),
 		stdin:      stdinW,
 		stdout:     stdoutR,
 		stderr:     stderrR,
@@ -378,7 +380,7 @@ func (t *stdioTransport) readStderr() {
 		if len(line) > 0 {
 			t.tail.Write(line)
 			if t.logger.Enabled(context.Background(), slog.LevelDebug) {
-				t.logger.Debug("server stderr", "line", truncate(string(bytes.TrimRight(line, "\r\n")), 500))
+				t.logger.Debug("server stderr", "line", truncate(redactSecrets(string(bytes.TrimRight(line, "\r\n")), t.secrets), 500))
 			}
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
@@ -420,7 +422,7 @@ func (t *stdioTransport) stderrTail(n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]
 	}
-	return strings.TrimSpace(string(b))
+	return redactSecrets(strings.TrimSpace(string(b)), t.secrets)
 }
 
 func (t *stdioTransport) err() error {
