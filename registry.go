@@ -294,7 +294,12 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 	backoff := r.opts.BackoffMin
 	once := sync.OnceFunc(firstDone)
 	defer once()
-	for attempt := 0; ; attempt++ {
+	// dead is the session that ended last. Its transport may still run (a
+	// server that closed its stdout and lives on): it is closed before the
+	// next attempt, after the backoff, so calls that were in flight still
+	// report why it ended; registry.close stops it otherwise.
+	var dead *client
+	for {
 		started := time.Now()
 		relist := newDebouncer(listDebounce, func() { r.refreshTools(s) })
 		err := s.open(r.ctx, r.opts.Client, relist.trigger)
@@ -312,6 +317,7 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 			}
 			relist.stop()
 			err = c.failure()
+			dead = c
 			s.mu.Lock()
 			s.status = statusRestarting
 			s.lastErr = err
@@ -343,6 +349,10 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 			timer.Stop()
 			return
 		case <-timer.C:
+		}
+		if dead != nil {
+			dead.close()
+			dead = nil
 		}
 		backoff = min(2*backoff, r.opts.BackoffMax)
 		s.mu.Lock()
