@@ -478,8 +478,7 @@ func (m *runManager) execute(ctx context.Context, r *run) {
 		}
 		r.mu.Lock()
 		r.steps = step
-		r.usage.InputTokens += resp.Usage.InputTokens
-		r.usage.OutputTokens += resp.Usage.OutputTokens
+		r.usage.add(resp.Usage)
 		r.mu.Unlock()
 		calls := make([]string, 0, len(resp.ToolCalls))
 		for _, tc := range resp.ToolCalls {
