@@ -295,6 +295,11 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 		if err != nil {
 			return nil, badRequest("profile", "%v", err)
 		}
+		// A profile server may shadow a global of its own name, never take
+		// the tool names of a global with another name.
+		if _, err := profileScope(m.opts.Globals, servers); err != nil {
+			return nil, badRequest("profile", "%v", err)
+		}
 		r.profile = servers
 		r.profileFound = &found
 	}
