@@ -246,9 +246,13 @@ func badRequest(field, format string, args ...any) error {
 	return &requestError{field: field, msg: fmt.Sprintf(format, args...)}
 }
 
+// errShuttingDown is start's error once shutdown has begun.
+var errShuttingDown = errors.New("start run: harnessd is shutting down; retry against another instance or after it restarts")
+
 // start validates req synchronously and starts the run in the background.
 // allowCommand says whether the caller may start per-run stdio servers.
-// Errors are *requestError for what the caller got wrong.
+// Errors are *requestError for what the caller got wrong, or
+// errShuttingDown.
 func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	if strings.TrimSpace(req.Prompt) == "" {
 		return nil, badRequest("prompt", "is empty: say what the agent should do")
@@ -320,14 +324,21 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	r.cancel = cancel
 
+	// Under mu, so that no run is added to wg once shutdown has stopped
+	// the manager and may be waiting on it.
 	m.mu.Lock()
+	if m.ctx.Err() != nil {
+		m.mu.Unlock()
+		cancel()
+		return nil, errShuttingDown
+	}
 	m.runs[r.id] = r
 	m.order = append(m.order, r.id)
 	m.pruneLocked()
+	m.wg.Add(1)
 	m.mu.Unlock()
 	m.opts.Metrics.runStarted()
 
-	m.wg.Add(1)
 	// Owned by the run manager; exits when the run reaches a terminal
 	// status (cancel and shutdown make it end promptly).
 	go func() {
@@ -384,9 +395,12 @@ func (m *runManager) list() []*run {
 	return out
 }
 
-// shutdown cancels every run and waits for them to end or ctx to be done.
+// shutdown cancels every run, refuses new ones (start returns
+// errShuttingDown) and waits for the runs to end or ctx to be done.
 func (m *runManager) shutdown(ctx context.Context) error {
+	m.mu.Lock()
 	m.stop()
+	m.mu.Unlock()
 	done := make(chan struct{})
 	// Owned by shutdown; exits when every run goroutine has.
 	go func() {
