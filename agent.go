@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"path"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -767,9 +766,7 @@ func readResourceTool(ctx context.Context, scope *runScope, args json.RawMessage
 func scopeClient(scope *runScope, name string) (*client, error) {
 	ms := scope.server(name)
 	if ms == nil {
-		names := scope.serverNames()
-		sort.Strings(names)
-		return nil, fmt.Errorf("no server %q in this run; servers: %s", name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("no server %q in this run; servers: %s", name, strings.Join(scope.serverNames(), ", "))
 	}
 	return ms.current()
 }
