@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"path"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -246,9 +245,13 @@ func badRequest(field, format string, args ...any) error {
 	return &requestError{field: field, msg: fmt.Sprintf(format, args...)}
 }
 
+// errShuttingDown is start's error once shutdown has begun.
+var errShuttingDown = errors.New("start run: harnessd is shutting down; retry against another instance or after it restarts")
+
 // start validates req synchronously and starts the run in the background.
 // allowCommand says whether the caller may start per-run stdio servers.
-// Errors are *requestError for what the caller got wrong.
+// Errors are *requestError for what the caller got wrong, or
+// errShuttingDown.
 func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	if strings.TrimSpace(req.Prompt) == "" {
 		return nil, badRequest("prompt", "is empty: say what the agent should do")
@@ -295,6 +298,11 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 		if err != nil {
 			return nil, badRequest("profile", "%v", err)
 		}
+		// A profile server may shadow a global of its own name, never take
+		// the tool names of a global with another name.
+		if _, err := profileScope(m.opts.Globals, servers); err != nil {
+			return nil, badRequest("profile", "%v", err)
+		}
 		r.profile = servers
 		r.profileFound = &found
 	}
@@ -315,14 +323,21 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	ctx, cancel := context.WithCancel(m.ctx)
 	r.cancel = cancel
 
+	// Under mu, so that no run is added to wg once shutdown has stopped
+	// the manager and may be waiting on it.
 	m.mu.Lock()
+	if m.ctx.Err() != nil {
+		m.mu.Unlock()
+		cancel()
+		return nil, errShuttingDown
+	}
 	m.runs[r.id] = r
 	m.order = append(m.order, r.id)
 	m.pruneLocked()
+	m.wg.Add(1)
 	m.mu.Unlock()
 	m.opts.Metrics.runStarted()
 
-	m.wg.Add(1)
 	// Owned by the run manager; exits when the run reaches a terminal
 	// status (cancel and shutdown make it end promptly).
 	go func() {
@@ -379,9 +394,12 @@ func (m *runManager) list() []*run {
 	return out
 }
 
-// shutdown cancels every run and waits for them to end or ctx to be done.
+// shutdown cancels every run, refuses new ones (start returns
+// errShuttingDown) and waits for the runs to end or ctx to be done.
 func (m *runManager) shutdown(ctx context.Context) error {
+	m.mu.Lock()
 	m.stop()
+	m.mu.Unlock()
 	done := make(chan struct{})
 	// Owned by shutdown; exits when every run goroutine has.
 	go func() {
@@ -478,8 +496,7 @@ func (m *runManager) execute(ctx context.Context, r *run) {
 		}
 		r.mu.Lock()
 		r.steps = step
-		r.usage.InputTokens += resp.Usage.InputTokens
-		r.usage.OutputTokens += resp.Usage.OutputTokens
+		r.usage.add(resp.Usage)
 		r.mu.Unlock()
 		calls := make([]string, 0, len(resp.ToolCalls))
 		for _, tc := range resp.ToolCalls {
@@ -749,9 +766,7 @@ func readResourceTool(ctx context.Context, scope *runScope, args json.RawMessage
 func scopeClient(scope *runScope, name string) (*client, error) {
 	ms := scope.server(name)
 	if ms == nil {
-		names := scope.serverNames()
-		sort.Strings(names)
-		return nil, fmt.Errorf("no server %q in this run; servers: %s", name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("no server %q in this run; servers: %s", name, strings.Join(scope.serverNames(), ", "))
 	}
 	return ms.current()
 }

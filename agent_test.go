@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -242,5 +243,19 @@ func TestRunsWithSameNamedPerRunServersAreIsolated(t *testing.T) {
 		if len(v.Servers) != 1 || v.Servers[0].Status != statusClosed {
 			t.Errorf("run %d servers = %+v, want mine closed", i, v.Servers)
 		}
+	}
+}
+
+func TestStartAfterShutdownIsRefused(t *testing.T) {
+	f := newFakeModel(t, "openai")
+	m := newTestRuns(t, f)
+	if err := m.shutdown(t.Context()); err != nil {
+		t.Fatalf("shutdown() = %v, want nil", err)
+	}
+	if r, err := m.start(runRequest{Prompt: "late"}, false); !errors.Is(err, errShuttingDown) {
+		t.Errorf("start(late) = %v, %v, want errShuttingDown", r, err)
+	}
+	if got := len(m.list()); got != 0 {
+		t.Errorf("list() after a refused start has %d runs, want 0", got)
 	}
 }

@@ -281,7 +281,7 @@ func decodeStrictJSON(body io.Reader, v any) error {
 // createRun answers POST /v1/runs: 202 with {run_id, status} once the
 // request is validated (synchronously) and the run started in the
 // background; 400 for what the caller got wrong, 403 for a per-run server
-// with a command without the admin scope.
+// with a command without the admin scope, 503 once shutdown has begun.
 func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	var req runRequest
 	if err := decodeBody(w, r, &req); err != nil {
@@ -296,6 +296,8 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 			writeError(w, http.StatusForbidden, "forbidden", err.Error())
 		case errors.As(err, &reqErr):
 			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		case errors.Is(err, errShuttingDown):
+			writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
 		default:
 			a.logger.Error("starting a run failed", "err", err)
 			writeError(w, http.StatusInternalServerError, "internal", "start run: "+err.Error())

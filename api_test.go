@@ -470,6 +470,9 @@ func TestAPIErrorShapes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(profiles, "ops.toml"), []byte("[mcp_servers.prof]\nurl = \"http://127.0.0.1:1/mcp\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(profiles, "clash.toml"), []byte("[mcp_servers.FAKE]\nurl = \"http://127.0.0.1:1/mcp\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	existing, err := at.runs.start(runRequest{Prompt: "setup"}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -508,6 +511,7 @@ func TestAPIErrorShapes(t *testing.T) {
 		{name: "bad max_steps", method: "POST", path: "/v1/runs", auth: auth, body: `{"prompt":"x","max_steps":-1}`, wantStatus: 400, wantCode: "invalid_request", wantMessage: "max_steps: -1 is out of range"},
 		{name: "collides with global", method: "POST", path: "/v1/runs", auth: auth, body: `{"prompt":"x","mcp_servers":[{"name":"fake","url":"http://127.0.0.1:1/mcp"}]}`, wantStatus: 400, wantCode: "invalid_request", wantMessage: `collides with global server "fake"`},
 		{name: "collides with profile", method: "POST", path: "/v1/runs", auth: auth, body: `{"prompt":"x","profile":"ops","mcp_servers":[{"name":"prof","url":"http://127.0.0.1:1/mcp"}]}`, wantStatus: 400, wantCode: "invalid_request", wantMessage: `collides with server of the run's profile "prof"`},
+		{name: "profile collides with global", method: "POST", path: "/v1/runs", auth: auth, body: `{"prompt":"x","profile":"clash"}`, wantStatus: 400, wantCode: "invalid_request", wantMessage: `profile server "FAKE" (profile clash) and global server "fake"`},
 		{name: "collides with entry", method: "POST", path: "/v1/runs", auth: auth, body: `{"prompt":"x","mcp_servers":[{"name":"a-b","url":"http://127.0.0.1:1/mcp"},{"name":"a_b","url":"http://127.0.0.1:2/mcp"}]}`, wantStatus: 400, wantCode: "invalid_request", wantMessage: `collides with mcp_servers entry "a-b"`},
 		{name: "bad status filter", method: "GET", path: "/v1/runs?status=done", auth: auth, wantStatus: 400, wantCode: "invalid_request", wantMessage: `status "done": want one of queued`},
 		{name: "bad Last-Event-ID", method: "GET", path: "/v1/runs/" + existing.id + "/events", auth: auth, header: []string{"Last-Event-ID", "abc"}, wantStatus: 400, wantCode: "invalid_request", wantMessage: `Last-Event-ID "abc"`},

@@ -539,12 +539,9 @@ func decodeServers(label, source string, data []byte, getenv func(string) (strin
 	if len(data) == 0 {
 		return nil, nil
 	}
-	var entries []json.RawMessage
-	if data[0] != '[' {
-		return nil, fmt.Errorf("%s: not a JSON array; write [{\"name\": ..., \"command\": ...}, ...]", label)
-	}
-	if err := json.Unmarshal(data, &entries); err != nil {
-		return nil, fmt.Errorf("%s: invalid JSON: %v", label, err)
+	entries, err := decodeJSONArray(label, `[{"name": ..., "command": ...}, ...]`, data)
+	if err != nil {
+		return nil, err
 	}
 	var servers []serverConfig
 	var errs []error
@@ -563,6 +560,21 @@ func decodeServers(label, source string, data []byte, getenv func(string) (strin
 		servers = append(servers, s)
 	}
 	return servers, errors.Join(errs...)
+}
+
+// decodeJSONArray splits the JSON array data into its elements, undecoded,
+// so each can be checked on its own. label names the source in errors and
+// example shows what to write instead of anything but an array.
+func decodeJSONArray(label, example string, data []byte) ([]json.RawMessage, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '[' {
+		return nil, fmt.Errorf("%s: not a JSON array; write %s", label, example)
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return nil, fmt.Errorf("%s: invalid JSON: %v", label, err)
+	}
+	return entries, nil
 }
 
 // decodeStrict decodes one JSON object into v, rejecting unknown fields and
@@ -1038,13 +1050,9 @@ func adhocServer(name, rawURL string, command []string) (serverConfig, error) {
 // at once. It returns the valid keys and an error joining every problem.
 func parseAuthKeysJSON(data []byte) ([]authKey, error) {
 	const label = "HARNESS_API_KEYS"
-	data = bytes.TrimSpace(data)
-	var entries []json.RawMessage
-	if len(data) == 0 || data[0] != '[' {
-		return nil, fmt.Errorf("%s: not a JSON array; write [{\"name\": ..., \"token\": ..., \"scopes\": [...]}]", label)
-	}
-	if err := json.Unmarshal(data, &entries); err != nil {
-		return nil, fmt.Errorf("%s: invalid JSON: %v", label, err)
+	entries, err := decodeJSONArray(label, `[{"name": ..., "token": ..., "scopes": [...]}]`, data)
+	if err != nil {
+		return nil, err
 	}
 	var keys []authKey
 	var errs []error

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -294,7 +295,12 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 	backoff := r.opts.BackoffMin
 	once := sync.OnceFunc(firstDone)
 	defer once()
-	for attempt := 0; ; attempt++ {
+	// dead is the session that ended last. Its transport may still run (a
+	// server that closed its stdout and lives on): it is closed before the
+	// next attempt, after the backoff, so calls that were in flight still
+	// report why it ended; registry.close stops it otherwise.
+	var dead *client
+	for {
 		started := time.Now()
 		relist := newDebouncer(listDebounce, func() { r.refreshTools(s) })
 		err := s.open(r.ctx, r.opts.Client, relist.trigger)
@@ -312,6 +318,7 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 			}
 			relist.stop()
 			err = c.failure()
+			dead = c
 			s.mu.Lock()
 			s.status = statusRestarting
 			s.lastErr = err
@@ -343,6 +350,10 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 			timer.Stop()
 			return
 		case <-timer.C:
+		}
+		if dead != nil {
+			dead.close()
+			dead = nil
 		}
 		backoff = min(2*backoff, r.opts.BackoffMax)
 		s.mu.Lock()
@@ -443,10 +454,14 @@ type debouncer struct {
 	stopped bool
 }
 
+// newDebouncer returns a debouncer that runs fn, on a timer goroutine of
+// its own, delay after the last trigger.
 func newDebouncer(delay time.Duration, fn func()) *debouncer {
 	return &debouncer{delay: delay, fn: fn}
 }
 
+// trigger (re)starts the quiet period; after stop it does nothing. It
+// never blocks and never runs fn itself.
 func (d *debouncer) trigger() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -460,6 +475,8 @@ func (d *debouncer) trigger() {
 	d.timer.Reset(d.delay)
 }
 
+// stop cancels a pending run of fn and ignores later triggers. A run
+// already started is not waited for.
 func (d *debouncer) stop() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -563,7 +580,7 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, dynamic, keepFaile
 	if err != nil || s.closed {
 		relist.stop()
 		delete(s.local, cfg.Name)
-		s.order = removeString(s.order, cfg.Name)
+		s.order = slices.DeleteFunc(s.order, func(n string) bool { return n == cfg.Name })
 		if err == nil {
 			ms.stop()
 			err = fmt.Errorf("server %q: run has ended", cfg.Name)
@@ -573,16 +590,8 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, dynamic, keepFaile
 	return nil
 }
 
-func removeString(list []string, v string) []string {
-	out := list[:0]
-	for _, x := range list {
-		if x != v {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
+// lookupLocal returns the scope's own server named name (profile, per-run
+// or connect_mcp), or nil.
 func (s *runScope) lookupLocal(name string) *managedServer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
