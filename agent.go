@@ -134,6 +134,7 @@ func (r *run) eventsAfter(seq int) ([]runEvent, bool, <-chan struct{}) {
 	return out, isTerminal(r.status), r.changed
 }
 
+// isTerminal reports whether a run with status has ended.
 func isTerminal(status string) bool {
 	return status == runCompleted || status == runFailed || status == runCancelled
 }
@@ -212,6 +213,8 @@ type runManager struct {
 	order []string // creation order
 }
 
+// newRunManager returns a manager with no runs; zero options take their
+// defaults (slog.Default, newModelProvider, defaultMaxSteps).
 func newRunManager(opts runManagerOptions) *runManager {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -241,6 +244,7 @@ func (e *requestError) Error() string {
 	return e.field + ": " + e.msg
 }
 
+// badRequest returns a *requestError (a 400) about field.
 func badRequest(field, format string, args ...any) error {
 	return &requestError{field: field, msg: fmt.Sprintf(format, args...)}
 }
@@ -370,6 +374,7 @@ func (m *runManager) pruneLocked() {
 	}
 }
 
+// newRunID returns a random, unguessable run id.
 func newRunID() string {
 	var b [12]byte
 	rand.Read(b[:])

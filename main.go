@@ -127,6 +127,8 @@ Usage:
                                            connect every configured server and list its tools
   harnessd mcp call [flags] TOOL [JSON-ARGS] [-- COMMAND ARGS...]
                                            call one tool by its mcp_<server>_<tool> name
+  harnessd mcp conformance URL             the client side of the official MCP conformance
+                                           suite (a test aid; see ./test.sh)
   harnessd version
 
 Run "harnessd COMMAND --help" for a command's flags.
@@ -139,6 +141,7 @@ type commonFlags struct {
 	logLevel  string
 }
 
+// register adds the shared flags to fs; defaults come from the environment.
 func (c *commonFlags) register(fs *flag.FlagSet, getenv func(string) (string, bool)) {
 	ws, _ := getenv("HARNESS_WORKSPACE")
 	fs.StringVar(&c.workspace, "workspace", ws, "workspace directory: its .harness/config.toml is read and it is the servers' root (env HARNESS_WORKSPACE; default the current directory)")
@@ -184,7 +187,7 @@ func absDir(dir string) (string, error) {
 	if !info.IsDir() {
 		return "", errors.New("not a directory")
 	}
-	return absPath(dir)
+	return filepath.Abs(dir)
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.
@@ -209,9 +212,6 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// absPath returns p made absolute.
-func absPath(p string) (string, error) { return filepath.Abs(p) }
-
 // mcpFlags are the flags of the mcp commands.
 type mcpFlags struct {
 	commonFlags
@@ -220,6 +220,8 @@ type mcpFlags struct {
 	name string
 }
 
+// mcpFlagSet returns the flag set of an mcp subcommand, bound to f, with
+// logging quiet (warn) by default so the output is the command's own.
 func (a *app) mcpFlagSet(name, usage string, f *mcpFlags) *flag.FlagSet {
 	fs := newFlagSet(name, a.stderr, usage)
 	f.register(fs, a.getenv)
@@ -564,6 +566,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
+		runsCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		runs.shutdown(runsCtx)
 		reg.close()
 		return fmt.Errorf("serve: %w", err)
 	}

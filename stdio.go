@@ -169,6 +169,7 @@ func (t *stdioTransport) killGroup(sig syscall.Signal) {
 	}
 }
 
+// recv returns the server's messages; closed when stdout ends or close runs.
 func (t *stdioTransport) recv() <-chan []byte { return t.msgs }
 
 // send writes msg and a newline to the server's stdin. A write the server
@@ -425,6 +426,8 @@ func (t *stdioTransport) stderrTail(n int) string {
 	return redactSecrets(strings.TrimSpace(string(b)), t.secrets)
 }
 
+// err returns why the server went away (exit status and stderr tail), or
+// nil while it runs or after close stopped it on purpose.
 func (t *stdioTransport) err() error {
 	if t.closing.Load() {
 		return nil
@@ -483,8 +486,10 @@ type tailBuffer struct {
 	max int
 }
 
+// newTailBuffer returns a buffer keeping the last n bytes written.
 func newTailBuffer(n int) *tailBuffer { return &tailBuffer{max: n} }
 
+// Write keeps the end of p; it never fails.
 func (b *tailBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
