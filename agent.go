@@ -149,7 +149,7 @@ func (r *run) view() runView {
 		Prompt:       r.req.Prompt,
 		Profile:      r.req.Profile,
 		ProfileFound: r.profileFound,
-		Model:        r.model.Provider + "/" + r.model.Model,
+		Model:        r.provider.name(),
 		Output:       r.output,
 		Error:        r.errMsg,
 		Steps:        r.steps,
@@ -458,7 +458,7 @@ func (m *runManager) execute(ctx context.Context, r *run) {
 	r.scope = scope
 	r.catalog = cat
 	r.mu.Unlock()
-	r.emit("run.started", map[string]any{"model": r.model.Provider + "/" + r.model.Model, "max_steps": r.maxSteps})
+	r.emit("run.started", map[string]any{"model": r.provider.name(), "max_steps": r.maxSteps})
 	if r.profileFound != nil && !*r.profileFound {
 		r.emit("profile.missing", map[string]any{"profile": r.req.Profile, "message": "no profile file found; running without profile servers"})
 	}

@@ -341,70 +341,37 @@ func newBuiltinTools() (findTool toolEntry, deferred *serverTools) {
 var coreFindTool, deferredBuiltins = newBuiltinTools()
 
 // A catalog is the set of tools one run can reach and the subset it has
-// activated. The global servers' snapshots come from a function the
-// registry supplies, called on every use, so a re-listed or restarted
-// global server shows up at once in every run without copying entries; the
-// run's own servers (profile, per-run, connect_mcp) are set on the catalog
-// and shadow a global server of the same name in this run only.
-// A catalog is safe for concurrent use; no method blocks.
+// activated. The servers' snapshots come from a function the run's scope
+// supplies (the global servers it does not shadow, then its own), called on
+// every use, so a re-listed or restarted server shows up at once without
+// copying entries. A catalog is safe for concurrent use; no method blocks.
 type catalog struct {
-	// global returns the current snapshots of the global servers. It must
+	// sources returns the current snapshots of the run's servers. It must
 	// be cheap and non-blocking; it may be nil.
-	global func() []*serverTools
+	sources func() []*serverTools
 
 	mu sync.Mutex
-	// guards local, activated and isActivated
-	local       []*serverTools // in the order first set
-	activated   []string       // in activation order
+	// guards activated and isActivated
+	activated   []string // in activation order
 	isActivated map[string]bool
 }
 
-// newCatalog returns an empty catalog over the given global servers (nil
-// for none).
-func newCatalog(global func() []*serverTools) *catalog {
-	return &catalog{global: global, isActivated: map[string]bool{}}
-}
-
-// setServer adds the run's own server st, or replaces its previous
-// snapshot; it hides a global server of the same name in this run.
-func (c *catalog) setServer(st *serverTools) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, old := range c.local {
-		if old.server == st.server {
-			c.local[i] = st
-			return
-		}
-	}
-	c.local = append(c.local, st)
-}
-
-// removeServer drops the run's own server of that name, if any; a global
-// server it hid becomes visible again.
-func (c *catalog) removeServer(server string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.local = slices.DeleteFunc(c.local, func(st *serverTools) bool { return st.server == server })
+// newCatalog returns a catalog with nothing activated over the servers
+// sources returns (nil for none).
+func newCatalog(sources func() []*serverTools) *catalog {
+	return &catalog{sources: sources, isActivated: map[string]bool{}}
 }
 
 // view returns the snapshots the run reaches now: the deferred built-ins,
-// the run's own servers, then the global servers they do not shadow.
+// then the servers' tools.
 func (c *catalog) view() []*serverTools {
-	var global []*serverTools
-	if c.global != nil {
-		global = c.global()
+	var sets []*serverTools
+	if c.sources != nil {
+		sets = c.sources()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*serverTools, 0, 1+len(c.local)+len(global))
+	out := make([]*serverTools, 0, 1+len(sets))
 	out = append(out, deferredBuiltins)
-	out = append(out, c.local...)
-	for _, st := range global {
-		if !slices.ContainsFunc(c.local, func(l *serverTools) bool { return l.server == st.server }) {
-			out = append(out, st)
-		}
-	}
-	return out
+	return append(out, sets...)
 }
 
 // lookup returns the tool the run reaches under name, built-ins included,

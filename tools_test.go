@@ -279,42 +279,6 @@ func TestCatalogLookup(t *testing.T) {
 	}
 }
 
-func TestCatalogShadowing(t *testing.T) {
-	global := mustServerTools(t, "fs", false, "read")
-	run1, run2 := newCatalog(staticGlobal(global)), newCatalog(staticGlobal(global))
-	run1.setServer(mustServerTools(t, "fs", false, "write"))
-	run1.setServer(mustServerTools(t, "extra", true, "ping"))
-
-	tests := []struct {
-		name      string
-		c         *catalog
-		tool      string
-		wantFound bool
-	}{
-		{"profile server hides the global one", run1, "mcp_fs_read", false},
-		{"profile server's tool", run1, "mcp_fs_write", true},
-		{"per-run server", run1, "mcp_extra_ping", true},
-		{"other run still sees the global", run2, "mcp_fs_read", true},
-		{"other run does not see the profile server", run2, "mcp_fs_write", false},
-		{"other run does not see the per-run server", run2, "mcp_extra_ping", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, ok := tt.c.lookup(tt.tool); ok != tt.wantFound {
-				t.Errorf("lookup(%q) found = %v, want %v", tt.tool, ok, tt.wantFound)
-			}
-		})
-	}
-
-	run1.removeServer("fs")
-	if _, ok := run1.lookup("mcp_fs_read"); !ok {
-		t.Errorf("lookup(%q) after removeServer(fs) found nothing, want the global tool back", "mcp_fs_read")
-	}
-	if _, ok := run1.lookup("mcp_fs_write"); ok {
-		t.Errorf("lookup(%q) after removeServer(fs) found the removed tool", "mcp_fs_write")
-	}
-}
-
 func TestCatalogOfferedFollowsLiveUpdates(t *testing.T) {
 	var current atomic.Pointer[[]*serverTools]
 	set := func(sets ...*serverTools) { current.Store(&sets) }
@@ -378,8 +342,7 @@ func TestFindToolSearch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
-			c := newCatalog(staticGlobal(global...))
-			c.setServer(dynamicServer)
+			c := newCatalog(staticGlobal(append([]*serverTools{dynamicServer}, global...)...))
 			args, _ := json.Marshal(map[string]string{"query": tt.query})
 			text, err := c.findTool(args)
 			if err != nil {
@@ -509,7 +472,7 @@ func TestFindToolArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			run := newCatalog(c.global)
+			run := newCatalog(c.sources)
 			text, err := run.findTool(json.RawMessage(tt.args))
 			switch {
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
