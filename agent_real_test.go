@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -52,41 +51,6 @@ func newPeerRegistry(t *testing.T, workspace string, globals ...serverConfig) *r
 		}
 	}
 	return reg
-}
-
-// newPeerRuns returns a run manager over reg whose default model is f and
-// whose HARNESS_HOME is home (a fresh directory when empty). It shuts down
-// when the test ends, before reg closes.
-func newPeerRuns(t *testing.T, reg *registry, f *fakeModel, home string) *runManager {
-	t.Helper()
-	if home == "" {
-		home = t.TempDir()
-	}
-	var globals []serverConfig
-	for _, s := range reg.servers {
-		globals = append(globals, s.cfg)
-	}
-	provider := f.provider(t)
-	m := newRunManager(runManagerOptions{
-		Registry: reg,
-		Logger:   discardLogger(),
-		Home:     home,
-		Getenv:   f.getenv,
-		Model:    f.wire + "/fake-model",
-		Globals:  globals,
-		Metrics:  newMetrics(),
-		newProvider: func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error) {
-			return provider, nil
-		},
-	})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := m.shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return m
 }
 
 // startRun starts a run and fails the test if the request is refused.
@@ -210,7 +174,7 @@ func TestRealFindToolActivatesAndCalls(t *testing.T) {
 				},
 				answerWithResults,
 			)
-			m := newPeerRuns(t, reg, f, "")
+			m := newRunsOver(t, reg, f, "", nil)
 			v := waitRun(t, startRun(t, m, runRequest{Prompt: "echo something"}))
 			requireCompleted(t, v)
 			if want := "ok: Echo: " + message; v.Output != want {
@@ -382,7 +346,7 @@ func TestRealConnectMCP(t *testing.T) {
 				)},
 				answerWithResults,
 			)
-			m := newPeerRuns(t, reg, f, "")
+			m := newRunsOver(t, reg, f, "", nil)
 			r := startRun(t, m, runRequest{Prompt: "connect and echo"})
 			v := waitRun(t, r)
 			requireCompleted(t, v)
@@ -477,7 +441,7 @@ func TestRealResources(t *testing.T) {
 		)},
 		answerWithResults,
 	)
-	m := newPeerRuns(t, reg, f, "")
+	m := newRunsOver(t, reg, f, "", nil)
 	requireCompleted(t, waitRun(t, startRun(t, m, runRequest{Prompt: "look at the resources"})))
 
 	results := resultsByID(f.requests()[2])
@@ -535,7 +499,7 @@ func TestRealToolErrorGoesBackToTheModel(t *testing.T) {
 				}},
 				answerWithResults,
 			)
-			m := newPeerRuns(t, reg, f, "")
+			m := newRunsOver(t, reg, f, "", nil)
 			r := startRun(t, m, runRequest{Prompt: "read files"})
 			v := waitRun(t, r)
 			requireCompleted(t, v)
@@ -598,7 +562,7 @@ func TestRealPerRunServer(t *testing.T) {
 		fakeTurn{ToolCalls: calls("mcp_mem_open_nodes", `{"names":["harnessd"]}`)},
 		answerWithResults,
 	)
-	m := newPeerRuns(t, reg, f, "")
+	m := newRunsOver(t, reg, f, "", nil)
 	r, err := m.start(runRequest{Prompt: "remember harnessd", MCPServers: body}, true)
 	if err != nil {
 		t.Fatalf("start with mcp_servers %s = %v", body, err)
@@ -677,7 +641,7 @@ func TestRealProfileShadowsGlobal(t *testing.T) {
 		return fakeTurn{Text: strings.Join(req.toolNames(), ",") + "\n" + res[0].Content}
 	}}
 	f := newFakeModel(t, providerOpenAI, turn, turn, turn, turn, turn, turn)
-	m := newPeerRuns(t, reg, f, home)
+	m := newRunsOver(t, reg, f, home, nil)
 	withProfile := startRun(t, m, runRequest{Prompt: "read the graph", Profile: "graph"})
 	without := startRun(t, m, runRequest{Prompt: "echo"})
 
@@ -751,7 +715,7 @@ func TestRealFindToolRanking(t *testing.T) {
 						return nil
 					}, Text: "done"},
 				)
-				m := newPeerRuns(t, reg, f, "")
+				m := newRunsOver(t, reg, f, "", nil)
 				requireCompleted(t, waitRun(t, startRun(t, m, runRequest{Prompt: tt.query})))
 			})
 		}
@@ -773,7 +737,7 @@ func TestRealRunLimits(t *testing.T) {
 	t.Run("max_steps", func(t *testing.T) {
 		echo := fakeTurn{ToolCalls: calls("mcp_local_echo", `{"message":"again"}`)}
 		f := newFakeModel(t, providerOpenAI, echo, echo)
-		m := newPeerRuns(t, reg, f, "")
+		m := newRunsOver(t, reg, f, "", nil)
 		v := waitRun(t, startRun(t, m, runRequest{Prompt: "loop", MaxSteps: 2}))
 		if v.Status != runFailed || !strings.Contains(v.Error, "max_steps (2) reached") {
 			t.Errorf("run = %s %q, want failed on max_steps", v.Status, v.Error)
@@ -802,7 +766,7 @@ func TestRealRunLimits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tool := mcpToolName(tt.server, "trigger-long-running-operation")
 			f := newFakeModel(t, providerAnthropic, fakeTurn{ToolCalls: calls(tool, longCall)})
-			m := newPeerRuns(t, reg, f, "")
+			m := newRunsOver(t, reg, f, "", nil)
 			r := startRun(t, m, runRequest{Prompt: "wait"})
 			waitEvent(t, r, "tool.call.started")
 			var call proxiedRequest
@@ -924,7 +888,7 @@ func TestRealResultContent(t *testing.T) {
 				fakeTurn{Check: offers(append([]string{"find_tool"}, names...)...), ToolCalls: calls(callArgs...)},
 				answerWithResults,
 			)
-			m := newPeerRuns(t, reg, f, "")
+			m := newRunsOver(t, reg, f, "", nil)
 			requireCompleted(t, waitRun(t, startRun(t, m, runRequest{Prompt: "show me content"})))
 			results := resultsByID(f.requests()[2])
 			for _, tt := range tests {
@@ -950,7 +914,7 @@ func TestRealConnectMCPSameNameAtOnce(t *testing.T) {
 		)},
 		answerWithResults,
 	)
-	m := newPeerRuns(t, reg, f, "")
+	m := newRunsOver(t, reg, f, "", nil)
 	v := waitRun(t, startRun(t, m, runRequest{Prompt: "connect twice"}))
 	requireCompleted(t, v)
 	lines := strings.Split(v.Output, "\n")

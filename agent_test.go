@@ -21,19 +21,39 @@ func newTestRuns(t *testing.T, f *fakeModel, globals ...serverConfig) *runManage
 	if err := reg.waitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	return newRunsOver(t, reg, f, "", nil)
+}
+
+// newRunsOver returns a run manager over reg's servers whose model is the
+// fake f, shut down at cleanup. home "" means a fresh directory; a nil
+// logger discards.
+func newRunsOver(t *testing.T, reg *registry, f *fakeModel, home string, logger *slog.Logger) *runManager {
+	t.Helper()
+	if home == "" {
+		home = t.TempDir()
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var globals []serverConfig
+	for _, s := range reg.servers {
+		globals = append(globals, s.cfg)
+	}
+	provider := f.provider(t)
 	m := newRunManager(runManagerOptions{
 		Registry: reg,
-		Home:     t.TempDir(),
+		Logger:   logger,
+		Home:     home,
 		Getenv:   f.getenv,
-		Model:    "openai/fake-model",
+		Model:    f.wire + "/fake-model",
 		Globals:  globals,
 		Metrics:  newMetrics(),
 		newProvider: func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error) {
-			return f.provider(t), nil
+			return provider, nil
 		},
 	})
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		if err := m.shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)

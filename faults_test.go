@@ -147,25 +147,7 @@ func runsOver(t *testing.T, f *fakeModel, opts registryOptions, globals ...serve
 	if err := reg.waitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	m := newRunManager(runManagerOptions{
-		Registry: reg,
-		Logger:   opts.Logger,
-		Home:     t.TempDir(),
-		Getenv:   f.getenv,
-		Model:    "openai/fake-model",
-		Globals:  globals,
-		Metrics:  newMetrics(),
-		newProvider: func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error) {
-			return f.provider(t), nil
-		},
-	})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := m.shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	m := newRunsOver(t, reg, f, "", opts.Logger)
 	return m, reg
 }
 

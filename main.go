@@ -165,6 +165,20 @@ func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, usageError("--log-format %q: want text or json", c.logFormat)
 }
 
+// resolve returns the logger (writing to w) and the absolute workspace
+// directory the flags ask for, or a usage error.
+func (c *commonFlags) resolve(w io.Writer) (*slog.Logger, string, error) {
+	logger, err := c.logger(w)
+	if err != nil {
+		return nil, "", err
+	}
+	workspace, err := c.resolveWorkspace()
+	if err != nil {
+		return nil, "", err
+	}
+	return logger, workspace, nil
+}
+
 // resolveWorkspace returns the absolute workspace directory.
 func (c *commonFlags) resolveWorkspace() (string, error) {
 	ws := c.workspace
@@ -304,11 +318,7 @@ func (a *app) mcpList(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("mcp list: unexpected argument %q (a server command goes after --)", fs.Arg(0))
 	}
-	logger, err := f.logger(a.stderr)
-	if err != nil {
-		return err
-	}
-	workspace, err := f.resolveWorkspace()
+	logger, workspace, err := f.resolve(a.stderr)
 	if err != nil {
 		return err
 	}
@@ -403,11 +413,7 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 			return usageError("mcp call: JSON-ARGS must be a JSON object, like '{\"message\":\"hi\"}'")
 		}
 	}
-	logger, err := f.logger(a.stderr)
-	if err != nil {
-		return err
-	}
-	workspace, err := f.resolveWorkspace()
+	logger, workspace, err := f.resolve(a.stderr)
 	if err != nil {
 		return err
 	}
@@ -506,11 +512,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("serve: unexpected argument %q", fs.Arg(0))
 	}
-	logger, err := f.logger(a.stderr)
-	if err != nil {
-		return err
-	}
-	workspace, err := f.resolveWorkspace()
+	logger, workspace, err := f.resolve(a.stderr)
 	if err != nil {
 		return err
 	}
