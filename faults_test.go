@@ -151,6 +151,31 @@ func runsOver(t *testing.T, f *fakeModel, opts registryOptions, globals ...serve
 	return m, reg
 }
 
+// runBesideHealthy runs faulty and, at the same time, a run calling the
+// healthy server "good"; it checks that the faulty run's transcript holds
+// every want and that the healthy run completed with its own token.
+func runBesideHealthy(t *testing.T, m *runManager, faulty runRequest, want []string) {
+	t.Helper()
+	bad, err := m.start(faulty, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthy, err := m.start(runRequest{Prompt: callPrompt("mcp_good_echo", `{"message":"token-healthy"}`)}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitRun(t, bad)
+	got := runTranscript(bad)
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("faulty run = %s\nwant it to contain %q", got, w)
+		}
+	}
+	if v := waitRun(t, healthy); v.Status != runCompleted || v.Output != "token-healthy" {
+		t.Errorf("healthy run = %s %q %q, want completed %q", v.Status, v.Output, v.Error, "token-healthy")
+	}
+}
+
 // promptedCall is a model turn for runs whose prompt is a JSON tool call
 // {"name":..., "arguments":...}: the first turn makes that call, the next
 // answers with the call's result, prefixed "error: " when it failed. Runs
@@ -228,24 +253,7 @@ func TestFaultsStdioServers(t *testing.T) {
 			m, reg := runsOver(t, f, registryOptions{}, globals...)
 
 			args := cmpOr(tt.args, "{}")
-			faulty, err := m.start(runRequest{Prompt: callPrompt("mcp_bad_"+sanitizeName(tt.tool), args), MCPServers: perRun}, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			healthy, err := m.start(runRequest{Prompt: callPrompt("mcp_good_echo", `{"message":"token-healthy"}`)}, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitRun(t, faulty)
-			got := runTranscript(faulty)
-			for _, want := range tt.want {
-				if !strings.Contains(got, want) {
-					t.Errorf("faulty run = %s\nwant it to contain %q", got, want)
-				}
-			}
-			if v := waitRun(t, healthy); v.Status != runCompleted || v.Output != "token-healthy" {
-				t.Errorf("healthy run = %s %q %q, want completed %q", v.Status, v.Output, v.Error, "token-healthy")
-			}
+			runBesideHealthy(t, m, runRequest{Prompt: callPrompt("mcp_bad_"+sanitizeName(tt.tool), args), MCPServers: perRun}, tt.want)
 			if tt.perRun {
 				// The run's servers are closed before its terminal status;
 				// a SIGKILL takes effect when the kernel next runs the
@@ -544,24 +552,7 @@ func TestFaultsHTTPServers(t *testing.T) {
 			good := taggedServer(t, "good", "normal", tag)
 			f := newFakeModel(t, providerOpenAI, slices.Repeat([]fakeTurn{promptedCall}, 6)...)
 			m, reg := runsOver(t, f, registryOptions{}, good, bad)
-			faulty, err := m.start(runRequest{Prompt: callPrompt("mcp_bad_"+tt.tool, "{}")}, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			healthy, err := m.start(runRequest{Prompt: callPrompt("mcp_good_echo", `{"message":"token-healthy"}`)}, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			waitRun(t, faulty)
-			got := runTranscript(faulty)
-			for _, want := range tt.want {
-				if !strings.Contains(got, want) {
-					t.Errorf("faulty run = %s\nwant it to contain %q", got, want)
-				}
-			}
-			if v := waitRun(t, healthy); v.Status != runCompleted || v.Output != "token-healthy" {
-				t.Errorf("healthy run = %s %q %q, want completed %q", v.Status, v.Output, v.Error, "token-healthy")
-			}
+			runBesideHealthy(t, m, runRequest{Prompt: callPrompt("mcp_bad_"+tt.tool, "{}")}, tt.want)
 			// The faulty server still serves its well-behaved tool.
 			echo, err := m.start(runRequest{Prompt: callPrompt("mcp_bad_echo", `{"message":"still up"}`)}, true)
 			if err != nil {
