@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // This file holds one MCP session over any transport: JSON-RPC ids and
@@ -268,8 +269,11 @@ type client struct {
 	initResult   initializeResult
 	sessionEpoch int
 
-	done      chan struct{} // closed when the read loop has exited
-	doneErr   error         // why the session ended; set before done is closed
+	done     chan struct{} // closed when the read loop has exited
+	closeErr error         // the transport's close error; set under closeOnce
+	// answering bounds the server requests being answered at once.
+	answering chan struct{}
+	doneErr   error // why the session ended; set before done is closed
 	closeOnce sync.Once
 	closing   atomic.Bool
 }
@@ -356,6 +360,8 @@ func newClient(cfg serverConfig, opts clientOptions, logger *slog.Logger, t tran
 		pending: make(map[int64]*pendingCall),
 		secrets: cfg.secretValues(),
 		done:    make(chan struct{}),
+		// ping and roots/list answer at once: 16 in flight is a flood.
+		answering: make(chan struct{}, 16),
 	}
 	// Owned by the client; exits when the transport closes its recv channel.
 	go c.readLoop()
@@ -561,7 +567,7 @@ func (c *client) roundTrip(ctx context.Context, method string, params any, cance
 			c.sendCancelled(id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
-			return nil, fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
+			return nil, timeoutError(timeout)
 		}
 		if errors.Is(err, errTransportClosed) && !c.closing.Load() {
 			// The server went away under the call: its reason (exit status,
@@ -589,12 +595,17 @@ func (c *client) roundTrip(ctx context.Context, method string, params any, cance
 			c.sendCancelled(id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
-			return nil, fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
+			return nil, timeoutError(timeout)
 		}
 		return nil, ctx.Err()
 	case <-c.done:
 		return nil, c.lostErr()
 	}
+}
+
+// timeoutError is the error of a call the server did not answer in time.
+func timeoutError(timeout time.Duration) error {
+	return fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
 }
 
 // sendCancelled tells the server a request is abandoned. It never blocks
@@ -684,8 +695,19 @@ func (c *client) dispatch(raw []byte) {
 	}
 	switch {
 	case msg.Method != "" && len(msg.ID) > 0 && string(msg.ID) != "null":
-		// Owned by the client; ends when the answer is sent or the session ends.
-		go c.answerServerRequest(msg)
+		select {
+		case c.answering <- struct{}{}:
+			// Owned by the client; ends when the answer is sent or the
+			// session ends.
+			go func() {
+				defer func() { <-c.answering }()
+				c.answerServerRequest(msg)
+			}()
+		default:
+			// A server that floods requests without reading the answers
+			// gets no more goroutines: it times the request out itself.
+			c.logger.Warn("dropping server request: too many unanswered", "method", msg.Method, "limit", cap(c.answering))
+		}
 	case msg.Method != "":
 		c.handleNotification(msg)
 	case len(msg.ID) > 0:
@@ -960,19 +982,22 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 // transport's close) and every pending call fails. It is idempotent and
 // safe to call concurrently; it returns once the read loop has exited.
 func (c *client) close() error {
-	var err error
 	c.closeOnce.Do(func() {
 		c.closing.Store(true)
-		err = c.t.close()
+		c.closeErr = c.t.close()
 	})
-	<-c.done
-	return err
+	<-c.done // the transport's close is bounded and ends recv, so the read loop
+	return c.closeErr
 }
 
-// truncate shortens s to at most n bytes, marking the cut.
+// truncate shortens s to at most n bytes, marking the cut, without
+// splitting a UTF-8 character.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -189,9 +189,10 @@ type streamableTransport struct {
 	// the next successful POST (the initialized notification).
 	getWanted atomic.Bool
 
-	// guards closed, sessionID, expired, protocolVersion and stopGet
+	// guards closed, failure, sessionID, expired, protocolVersion and stopGet
 	mu              sync.Mutex
 	closed          bool
+	failure         error // why the transport ended by itself; see fail
 	sessionID       string
 	expired         bool // the session expired and no new one was given yet
 	protocolVersion string
@@ -230,9 +231,40 @@ func (t *streamableTransport) getStreamSettled() <-chan struct{} { return t.getS
 // once close has stopped every reader.
 func (t *streamableTransport) recv() <-chan []byte { return t.recvCh }
 
-// err returns nil: a Streamable HTTP transport ends only through close, and
-// each failed request reports its own error from send.
-func (t *streamableTransport) err() error { return nil }
+// err returns why the transport ended by itself (the server could not be
+// reached), or nil while it runs and after a close. Other failed requests
+// report their own error from send and leave the transport running.
+func (t *streamableTransport) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failure
+}
+
+// isUnreachable reports whether err says no server listens at the
+// endpoint any more (the connection was refused, the host has no route, or
+// its name does not resolve): the server is down, not merely slow.
+func isUnreachable(err error) bool {
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	return (errors.As(err, &opErr) && opErr.Op == "dial") || errors.As(err, &dnsErr)
+}
+
+// fail ends the transport because the server cannot be reached: err is
+// kept for err(), and recv is closed, so the client's session ends and its
+// owner (the registry) reconnects with backoff. It closes asynchronously
+// since it runs on a goroutine that close waits for.
+func (t *streamableTransport) fail(err error) {
+	t.mu.Lock()
+	if t.closed || t.failure != nil {
+		t.mu.Unlock()
+		return
+	}
+	t.failure = fmt.Errorf("server unreachable: %w", err)
+	t.mu.Unlock()
+	t.logger.Warn("mcp http server unreachable; ending the session", "error", err)
+	// Owned by the transport; ends when close returns (bounded).
+	go t.close()
+}
 
 // setProtocolVersion records the negotiated version, sent from now on as
 // MCP-Protocol-Version, and asks for the GET stream to be opened after the
@@ -291,7 +323,11 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 	req.Header[headerContentType] = contentTypeRPC
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return httpRequestError("post message", ctx, t.ctx, err)
+		err = httpRequestError("post message", ctx, t.ctx, err)
+		if isUnreachable(err) {
+			t.fail(err)
+		}
+		return err
 	}
 	t.captureSession(resp)
 	if initializing && resp.StatusCode/100 == 2 {
@@ -483,6 +519,9 @@ func (t *streamableTransport) runGetStream(ctx context.Context) {
 			return
 		case errors.As(err, &status) && status.StatusCode < 500 && status.StatusCode != http.StatusTooManyRequests:
 			t.logger.Warn("mcp http get stream refused; server-initiated messages arrive only with answers", "error", err)
+			return
+		case isUnreachable(err):
+			t.fail(err)
 			return
 		case err != nil:
 			t.logger.Debug("mcp http get stream failed; retrying", "error", err)
@@ -732,8 +771,9 @@ func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger)
 		return nil, httpRequestError("sse connect", ctx, ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		err := statusError("sse connect", resp, t.secrets) // reads the body: before cancel
 		cancel()
-		return nil, statusError("sse connect", resp, t.secrets)
+		return nil, err
 	}
 	if !isEventStream(resp.Header) {
 		drainClose(resp.Body)
@@ -1275,7 +1315,7 @@ func (p *sseParser) next() (sseEvent, error) {
 			p.data = append(p.data, '\n')
 		case "event":
 			if string(value) == "message" {
-				p.name = "message"
+				p.name = "message" // the common name, without allocating
 			} else {
 				p.name = string(value)
 			}

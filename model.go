@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // This file holds the model providers: the provider-neutral request and
@@ -437,14 +436,7 @@ func errorBodyMessage(body []byte) string {
 
 // shortText returns s on one line, cut to at most n bytes on a rune boundary.
 func shortText(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return truncate(strings.Join(strings.Fields(s), " "), n)
 }
 
 // delay returns how long to wait after the failed attempt number attempt:

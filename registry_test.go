@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -173,6 +174,61 @@ func TestRegistryRestartsCrashedServer(t *testing.T) {
 	res, err := scope.callTool(t.Context(), "crashy", "echo", json.RawMessage(`{"message":"back"}`))
 	if err != nil || resultText(t, res) != "back" {
 		t.Errorf("callTool(echo) after restart = %v, %v, want %q", res, err, "back")
+	}
+}
+
+// TestRegistryReconnectsHTTPServer stops a global Streamable HTTP server
+// (the Go SDK echoserver) and starts it again on the same address: the
+// session ends at the first refused connection, calls fail at once saying
+// the server is unreachable, and the registry reconnects by itself.
+func TestRegistryReconnectsHTTPServer(t *testing.T) {
+	t.Parallel()
+	bin := buildEchoServer(t)
+	start := func(addr string) (*exec.Cmd, string) {
+		cmd := exec.Command(bin, "http", "-addr", addr)
+		url := startHTTPPeer(t, "echoserver http", cmd, true, func(line string) (string, bool) {
+			return strings.CutPrefix(line, "listening ")
+		})
+		return cmd, url
+	}
+	first, endpoint := start("127.0.0.1:0")
+	logs := newLogRecorder()
+	reg := startRegistry(t, []serverConfig{httpPeerConfig("echo", transportHTTP, endpoint)}, registryOptions{
+		Logger:     logs.logger(),
+		Restart:    true,
+		BackoffMin: 100 * time.Millisecond,
+		BackoffMax: 200 * time.Millisecond,
+	})
+	waitRegistryReady(t, reg)
+	scope := reg.newScope(discardLogger())
+	t.Cleanup(scope.close)
+	if _, err := scope.callTool(t.Context(), "echo", "echo", json.RawMessage(`{"message":"up"}`)); err != nil {
+		t.Fatalf("callTool(echo) = %v", err)
+	}
+
+	if err := syscall.Kill(-first.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	_, err := scope.callTool(t.Context(), "echo", "echo", json.RawMessage(`{"message":"down"}`))
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("callTool(echo) with the server down = %v, want connection refused", err)
+	}
+	logs.waitFor(t, "the server marked down", func([]loggedRecord) bool {
+		st := statusOf(t, reg, "echo")
+		return st.Status != statusReady && strings.Contains(st.Error, "server unreachable")
+	})
+	if _, err := scope.callTool(t.Context(), "echo", "echo", nil); !errors.Is(err, errServerUnavailable) {
+		t.Errorf("callTool(echo) while down = %v, want errServerUnavailable at once", err)
+	}
+
+	start(strings.TrimSuffix(strings.TrimPrefix(endpoint, "http://"), "/mcp"))
+	logs.waitFor(t, "status ready again", func([]loggedRecord) bool {
+		return statusOf(t, reg, "echo").Status == statusReady
+	})
+	res, err := scope.callTool(t.Context(), "echo", "echo", json.RawMessage(`{"message":"back"}`))
+	if err != nil || resultText(t, res) != "back" {
+		t.Errorf("callTool(echo) after the restart = %v, %v, want %q", res, err, "back")
 	}
 }
 
