@@ -131,26 +131,6 @@ func (e *httpStatusError) Error() string {
 	return "http status " + strconv.Itoa(e.StatusCode) + ": " + e.Body
 }
 
-// An rpcError is a JSON-RPC error object, returned by a request the server
-// refused. Callers test its Code (for example the handshake fallback).
-type rpcError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *rpcError) Error() string {
-	return fmt.Sprintf("json-rpc error %d: %s", e.Code, e.Message)
-}
-
-// JSON-RPC error codes harnessd sends or inspects.
-const (
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-	codeInternalError  = -32603
-)
-
 // Errors callers of the client test.
 var (
 	// errTimeout: the server did not answer within the server's timeout.
@@ -160,41 +140,6 @@ var (
 	// errNoResources: the server does not declare the resources capability.
 	errNoResources = errors.New("server does not offer resources")
 )
-
-// A wireMessage is any JSON-RPC message: a request (ID and Method), a
-// notification (Method only) or a response (ID and Result or Error).
-type wireMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *rpcError       `json:"error,omitempty"`
-}
-
-// An rpcResponse is a response as the read loop hands it to the waiting
-// call: the raw result, which the caller decodes, or the error.
-type rpcResponse struct {
-	Result json.RawMessage
-	Error  *rpcError
-}
-
-// An outgoingRequest is the wire form of a request or notification the
-// client sends.
-type outgoingRequest struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      *int64 `json:"id,omitempty"`
-	Method  string `json:"method"`
-	Params  any    `json:"params,omitempty"`
-}
-
-// An outgoingResponse answers a request the server sent.
-type outgoingResponse struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Result  any             `json:"result,omitempty"`
-	Error   *rpcError       `json:"error,omitempty"`
-}
 
 // implementation names a client or server in the handshake.
 type implementation struct {
@@ -734,21 +679,6 @@ func (c *client) deliverResponse(rawID json.RawMessage, resp rpcResponse) {
 		return
 	}
 	pc.ch <- resp
-}
-
-// parseID reads a response id the client issued: a number, or a string
-// holding one (some servers stringify ids).
-func parseID(raw json.RawMessage) (int64, bool) {
-	s := string(raw)
-	if len(s) >= 2 && s[0] == '"' {
-		unq, err := strconv.Unquote(s)
-		if err != nil {
-			return 0, false
-		}
-		s = unq
-	}
-	id, err := strconv.ParseInt(s, 10, 64)
-	return id, err == nil
 }
 
 // handleNotification acts on a server notification.

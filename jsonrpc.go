@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// This file holds JSON-RPC 2.0 as harnessd speaks it: the message types,
+// error codes, and a scan of a message's top level that routes responses
+// without decoding them whole.
+
+// An rpcError is a JSON-RPC error object, returned by a request the server
+// refused. Callers test its Code (for example the handshake fallback).
+type rpcError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *rpcError) Error() string {
+	return fmt.Sprintf("json-rpc error %d: %s", e.Code, e.Message)
+}
+
+// JSON-RPC error codes harnessd sends or inspects.
+const (
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternalError  = -32603
+)
+
+// A wireMessage is any JSON-RPC message: a request (ID and Method), a
+// notification (Method only) or a response (ID and Result or Error).
+type wireMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+// An rpcResponse is a response as the read loop hands it to the waiting
+// call: the raw result, which the caller decodes, or the error.
+type rpcResponse struct {
+	Result json.RawMessage
+	Error  *rpcError
+}
+
+// An outgoingRequest is the wire form of a request or notification the
+// client sends.
+type outgoingRequest struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      *int64 `json:"id,omitempty"`
+	Method  string `json:"method"`
+	Params  any    `json:"params,omitempty"`
+}
+
+// An outgoingResponse answers a request the server sent.
+type outgoingResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+// parseID reads a response id the client issued: a number, or a string
+// holding one (some servers stringify ids).
+func parseID(raw json.RawMessage) (int64, bool) {
+	s := string(raw)
+	if len(s) >= 2 && s[0] == '"' {
+		unq, err := strconv.Unquote(s)
+		if err != nil {
+			return 0, false
+		}
+		s = unq
+	}
+	id, err := strconv.ParseInt(s, 10, 64)
+	return id, err == nil
+}
+
+// jsonrpcShape reports whether the JSON object msg has a top-level "method"
+// member and returns the raw text of its "id" member (nil when absent). It
+// reads only the top level and does not validate: on malformed input the
+// answer covers the members read before the fault.
+func jsonrpcShape(msg []byte) (hasMethod bool, id []byte) {
+	shape := scanMessage(msg)
+	return shape.method != nil, shape.id
+}
+
+// A messageShape is the raw text of the top-level members of a JSON-RPC
+// message that routing needs, each nil when absent. The slices alias the
+// scanned message.
+type messageShape struct {
+	method, id, result, error []byte
+	// complete is true when the scan reached the object's closing brace,
+	// so no member was missed (their values are still not validated).
+	complete bool
+}
+
+// scanMessage reads the top-level members of the JSON object msg without
+// decoding their values, so routing a message costs one pass over it. On
+// malformed input it returns the members read before the fault, with
+// complete false.
+func scanMessage(msg []byte) (shape messageShape) {
+	i := skipSpace(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return shape
+	}
+	i = skipSpace(msg, i+1)
+	if i < len(msg) && msg[i] == '}' {
+		shape.complete = true
+		return shape
+	}
+	for {
+		if i >= len(msg) || msg[i] != '"' {
+			return shape
+		}
+		keyEnd := skipString(msg, i)
+		if keyEnd < 0 {
+			return shape
+		}
+		key := msg[i+1 : keyEnd-1]
+		i = skipSpace(msg, keyEnd)
+		if i >= len(msg) || msg[i] != ':' {
+			return shape
+		}
+		i = skipSpace(msg, i+1)
+		end := skipValue(msg, i)
+		if end < 0 {
+			return shape
+		}
+		switch string(key) {
+		case "method":
+			shape.method = msg[i:end]
+		case "id":
+			shape.id = msg[i:end]
+		case "result":
+			shape.result = msg[i:end]
+		case "error":
+			shape.error = msg[i:end]
+		}
+		i = skipSpace(msg, end)
+		if i < len(msg) && msg[i] == '}' {
+			shape.complete = true
+			return shape
+		}
+		if i >= len(msg) || msg[i] != ',' {
+			return shape
+		}
+		i = skipSpace(msg, i+1)
+	}
+}
+
+// skipSpace returns the index of the first non-space byte of b from i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] (a
+// quote), or -1 if it does not end.
+func skipString(b []byte, i int) int {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		j += k
+		backslashes := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return j + 1
+		}
+		j++
+	}
+}
+
+// skipValue returns the index after the JSON value starting at b[i], or -1.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				k := skipString(b, j)
+				if k < 0 {
+					return -1
+				}
+				j = k - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
+}
