@@ -553,12 +553,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Metrics:    m,
 	})
 	stopping := make(chan struct{})
-	srv := &http.Server{
-		Handler:           newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping),
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping), logger)
 	serveErr := make(chan error, 1)
 	// Owned by serve; exits when the server is shut down below.
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -609,6 +604,18 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// newHTTPServer returns the API's server: a client must send its request
+// headers within readHeaderTimeout, and idle connections close after
+// idleTimeout. No overall read or write timeout: event streams are long.
+func newHTTPServer(handler http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }
 
 // isLoopbackAddr reports whether a listen address only binds loopback.

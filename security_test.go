@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -440,5 +441,39 @@ func TestServerOutputIsRedactedAtTheSource(t *testing.T) {
 		if !strings.Contains(out.text, "[redacted]") {
 			t.Errorf("%s lack the redacted marker, so the test saw no server output:\n%s", out.name, out.text)
 		}
+	}
+}
+
+// TestAPIDropsSlowHeaders opens a connection to the API's real server and
+// never finishes its request headers: the server closes it once
+// readHeaderTimeout has passed, not before.
+func TestAPIDropsSlowHeaders(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: harnessd\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(start.Add(readHeaderTimeout + 5*time.Second))
+	_, err = io.ReadAll(conn)
+	elapsed := time.Since(start)
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		t.Fatalf("connection still open %s after a partial header, want it closed after %s", elapsed, readHeaderTimeout)
+	}
+	if elapsed < readHeaderTimeout-time.Second {
+		t.Errorf("connection closed after %s, before readHeaderTimeout %s", elapsed, readHeaderTimeout)
 	}
 }
