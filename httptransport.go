@@ -366,7 +366,7 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 		if err != nil {
 			return fmt.Errorf("post message: read answer: %w", err)
 		}
-		if len(bytes.TrimSpace(body)) > 0 && !deliverMessages(reqCtx, t.recvCh, body, nil) {
+		if len(bytes.TrimSpace(body)) > 0 && !deliverMessages(reqCtx, t.recvCh, body, nil, nil) {
 			return httpRequestError("post message", ctx, t.ctx, reqCtx.Err())
 		}
 	case resp.StatusCode == http.StatusNotFound && sessionID != "":
@@ -578,13 +578,10 @@ func (t *streamableTransport) pump(ctx context.Context, body io.Reader, cur *str
 			if onAnswer != nil && !cur.answered {
 				answered = &cur.answered
 			}
-			if !deliverMessages(ctx, t.recvCh, ev.data, answered) {
+			if !deliverMessages(ctx, t.recvCh, ev.data, answered, onAnswer) {
 				return ctx.Err()
 			}
 			cur.delivered++
-			if answered != nil && cur.answered {
-				onAnswer()
-			}
 		}
 	}
 }
@@ -668,7 +665,7 @@ func (t *streamableTransport) failRequest(ctx context.Context, msg []byte, reaso
 	answer = append(answer, `,"message":`...)
 	answer = append(answer, quoted...)
 	answer = append(answer, "}}"...)
-	deliverMessages(ctx, t.recvCh, answer, nil)
+	deliverMessages(ctx, t.recvCh, answer, nil, nil)
 }
 
 // close deletes the session (bounded by 2s, errors logged), stops every
@@ -854,7 +851,7 @@ func (t *sseTransport) readStream(body io.ReadCloser, endpoints chan<- string) {
 				endpoints = nil
 			}
 		case ev.name == "message" && len(ev.data) > 0:
-			if !deliverMessages(t.ctx, t.recvCh, ev.data, nil) {
+			if !deliverMessages(t.ctx, t.recvCh, ev.data, nil, nil) {
 				return
 			}
 		}
@@ -932,28 +929,34 @@ func mergeContexts(ctx, lifetime context.Context) (context.Context, func()) {
 
 // deliverMessages puts data on recv: each element when it is a JSON array
 // (a batch), else data itself. It sets *answered (when non-nil) once a
-// response arrives. It returns false if ctx ended first.
-func deliverMessages(ctx context.Context, recv chan<- []byte, data []byte, answered *bool) bool {
+// response arrives, calling onAnswer (when non-nil) just before delivering
+// it. It returns false if ctx ended first.
+func deliverMessages(ctx context.Context, recv chan<- []byte, data []byte, answered *bool, onAnswer func()) bool {
 	i := skipSpace(data, 0)
 	if i < len(data) && data[i] == '[' {
 		var batch []json.RawMessage
 		if json.Unmarshal(data, &batch) == nil {
 			for _, m := range batch {
-				if !deliverMessage(ctx, recv, m, answered) {
+				if !deliverMessage(ctx, recv, m, answered, onAnswer) {
 					return false
 				}
 			}
 			return true
 		}
 	}
-	return deliverMessage(ctx, recv, data, answered)
+	return deliverMessage(ctx, recv, data, answered, onAnswer)
 }
 
 // deliverMessage puts one message on recv unless ctx ends first.
-func deliverMessage(ctx context.Context, recv chan<- []byte, msg []byte, answered *bool) bool {
+func deliverMessage(ctx context.Context, recv chan<- []byte, msg []byte, answered *bool, onAnswer func()) bool {
 	if answered != nil && !*answered {
 		if hasMethod, id := jsonrpcShape(msg); !hasMethod && id != nil {
 			*answered = true
+			if onAnswer != nil {
+				// Before the caller can see the answer and cancel: the rest
+				// of the stream must not die with the caller's context.
+				onAnswer()
+			}
 		}
 	}
 	select {

@@ -239,8 +239,9 @@ type mcpFlags struct {
 func (a *app) mcpFlagSet(name, usage string, f *mcpFlags) *flag.FlagSet {
 	fs := newFlagSet(name, a.stderr, usage)
 	f.register(fs, a.getenv)
-	fs.Lookup("log-level").DefValue = "warn"
-	f.logLevel = "warn"
+	// The commands print every server's outcome themselves.
+	fs.Lookup("log-level").DefValue = "error"
+	f.logLevel = "error"
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	fs.StringVar(&f.url, "url", "", "use this one MCP endpoint (http or https) instead of the configuration")
 	fs.StringVar(&f.name, "name", "adhoc", "the name of the server given by --url or after --")

@@ -161,8 +161,7 @@ func (s *managedServer) toolSet() *serverTools {
 // open connects the server once and lists its tools. On success the
 // server is ready; on failure it records the error and returns it.
 func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange func()) error {
-	opts.Logger = s.logger
-	opts.OnToolsChanged = onChange
+	opts.OnToolsChanged = onChange // opts.Logger is the owner's: connect adds the server's name
 	c, err := connect(ctx, s.cfg, opts)
 	if err == nil {
 		err = s.relist(ctx, c)
@@ -256,6 +255,9 @@ func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 	if opts.BackoffMax <= 0 {
 		opts.BackoffMax = backoffMax
 	}
+	if opts.Client.Logger == nil {
+		opts.Client.Logger = opts.Logger
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &registry{
 		opts:   opts,
@@ -333,7 +335,11 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 			if r.ctx.Err() != nil {
 				return
 			}
-			s.logger.Error("server failed to start", "err", err)
+			level := slog.LevelError
+			if !r.opts.Restart {
+				level = slog.LevelWarn // the mcp commands report it themselves
+			}
+			s.logger.Log(r.ctx, level, "server failed to start", "err", err)
 		}
 		if !r.opts.Restart {
 			s.mu.Lock()
@@ -504,7 +510,9 @@ type runScope struct {
 
 // newScope returns an empty scope over the registry's global servers.
 func (r *registry) newScope(logger *slog.Logger) *runScope {
-	return &runScope{reg: r, logger: logger, opts: r.opts.Client, local: map[string]*managedServer{}}
+	opts := r.opts.Client
+	opts.Logger = logger
+	return &runScope{reg: r, logger: logger, opts: opts, local: map[string]*managedServer{}}
 }
 
 // A scopeEvent reports a run-local server connecting or failing.
