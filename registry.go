@@ -309,6 +309,7 @@ func (r *registry) supervise(s *managedServer, firstDone func()) {
 		once()
 		if err == nil {
 			s.logger.Info("server ready", "tools", len(s.toolSet().entries))
+			warnToolClashes(s.logger, s.toolSet(), r.toolSets())
 			s.mu.Lock()
 			c := s.client // set by open; current() would refuse one that already died
 			s.mu.Unlock()
@@ -381,6 +382,7 @@ func (r *registry) refreshTools(s *managedServer) {
 		return
 	}
 	s.logger.Info("tools changed", "tools", len(s.toolSet().entries))
+	warnToolClashes(s.logger, s.toolSet(), r.toolSets())
 }
 
 // waitReady blocks until every global server made its first attempt or
@@ -578,24 +580,60 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, dynamic, keepFaile
 	})
 	err := ms.open(ctx, s.opts, relist.trigger)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if err != nil && keepFailed && !s.closed {
 		// The failed server keeps its name in the run: calls to it fail
 		// with its error instead of reaching a global server it shadows.
+		s.mu.Unlock()
 		relist.stop()
 		return err
 	}
 	if err != nil || s.closed {
-		relist.stop()
 		delete(s.local, cfg.Name)
 		s.order = slices.DeleteFunc(s.order, func(n string) bool { return n == cfg.Name })
+		s.mu.Unlock()
+		relist.stop()
 		if err == nil {
 			ms.stop()
 			err = fmt.Errorf("server %q: run has ended", cfg.Name)
 		}
 		return err
 	}
+	s.mu.Unlock()
+	warnToolClashes(ms.logger, ms.toolSet(), s.toolSets())
 	return nil
+}
+
+// warnToolClashes logs every tool of ts whose mcp_ name a tool of another
+// server in sets already has (server "a_b" tool "c" and server "a" tool
+// "b_c" are both mcp_a_b_c): the call goes to the server listed first, so
+// the other's tool is unreachable and the operator should know.
+func warnToolClashes(logger *slog.Logger, ts *serverTools, sets []*serverTools) {
+	if ts == nil {
+		return
+	}
+	for _, other := range sets {
+		if other == ts || other.server == ts.server {
+			continue
+		}
+		for _, e := range ts.entries {
+			if _, taken := other.byName[e.Name]; taken {
+				logger.Warn("tool name also used by another server; calls go to the one listed first: rename a server or exclude the tool",
+					"tool", e.Name, "other_server", other.server)
+			}
+		}
+	}
+}
+
+// toolSets returns the current tools of every global server (nil entries
+// left out).
+func (r *registry) toolSets() []*serverTools {
+	sets := make([]*serverTools, 0, len(r.servers))
+	for _, s := range r.servers {
+		if ts := s.toolSet(); ts != nil {
+			sets = append(sets, ts)
+		}
+	}
+	return sets
 }
 
 // lookupLocal returns the scope's own server named name (profile, per-run

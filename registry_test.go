@@ -232,6 +232,33 @@ func TestRegistryReconnectsHTTPServer(t *testing.T) {
 	}
 }
 
+// TestRegistryWarnsOfToolNameClashes has two servers whose tools get the
+// same mcp_ name (server "a" tool "b_c", server "a_b" tool "c"): the
+// operator is told which tool is unreachable.
+func TestRegistryWarnsOfToolNameClashes(t *testing.T) {
+	t.Parallel()
+	offering := func(tool string) *scriptedMCP {
+		return newScriptedMCP(t, func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
+			if m.Method != "tools/list" {
+				return false
+			}
+			writeRPCResult(w, m.ID, map[string]any{"tools": []any{map[string]any{"name": tool, "inputSchema": map[string]any{"type": "object"}}}})
+			return true
+		})
+	}
+	logs := newLogRecorder()
+	reg := startRegistry(t, []serverConfig{scriptedConfig("a", offering("b_c")), scriptedConfig("a_b", offering("c"))}, registryOptions{Logger: logs.logger()})
+	waitRegistryReady(t, reg)
+	logs.waitFor(t, "a warning naming the clash", func(records []loggedRecord) bool {
+		for _, r := range records {
+			if strings.HasPrefix(r.Message, "tool name also used by another server") && r.Attrs["tool"] == "mcp_a_b_c" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // TestRegistryToolsListChanged has a server add a tool and announce it:
 // the registry re-lists and every scope sees the new tool.
 func TestRegistryToolsListChanged(t *testing.T) {
