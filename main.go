@@ -29,6 +29,10 @@ import (
 	"time"
 )
 
+// This file holds the command line: flags and subcommands (serve, mcp list,
+// mcp call, mcp conformance, version), the wiring of the daemon, signals
+// and graceful shutdown.
+
 // buildVersion is set at link time with -ldflags "-X main.buildVersion=...".
 var buildVersion = "dev"
 
