@@ -1,0 +1,164 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// This file holds the settings besides MCP servers that config.go loads
+// from the same sources: the model ([model], HARNESS_MODEL) and the API
+// keys ([[auth.keys]], HARNESS_API_KEYS).
+
+// A modelSettings is the model part of the config. Empty strings and zero
+// numbers mean "not configured": the agent applies its own defaults.
+type modelSettings struct {
+	Provider  string // "openai" or "anthropic"
+	Model     string // the provider's model name, may contain "/"
+	BaseURL   string
+	MaxTokens int
+	MaxSteps  int
+}
+
+// name returns the configured model as "provider/model", or "" when none.
+func (m modelSettings) name() string {
+	if m.Provider == "" {
+		return ""
+	}
+	return m.Provider + "/" + m.Model
+}
+
+// An authKey is one API key. The token itself is never kept, only its hash.
+type authKey struct {
+	Name        string
+	TokenSHA256 [sha256.Size]byte
+	// Scopes holds values of authScopes.
+	Scopes []string
+	Source string
+}
+
+// authScopes are the scopes an API key may hold.
+var authScopes = []string{"runs:read", "runs:write", "admin"}
+
+// modelProviders are the providers a model name may start with.
+var modelProviders = []string{"openai", "anthropic"}
+
+// A rawAuthKey is one API key as written in TOML or HARNESS_API_KEYS. A
+// plaintext token is accepted only from the environment.
+type rawAuthKey struct {
+	Name        string   `json:"name" toml:"name"`
+	Token       *string  `json:"token" toml:"-"`
+	TokenSHA256 *string  `json:"token_sha256" toml:"token_sha256"`
+	Scopes      []string `json:"scopes" toml:"scopes"`
+}
+
+// A tomlModel is the [model] table; nil fields were not set in that file.
+type tomlModel struct {
+	Name      *string `toml:"name"`
+	BaseURL   *string `toml:"base_url"`
+	MaxTokens *int    `toml:"max_tokens"`
+	MaxSteps  *int    `toml:"max_steps"`
+}
+
+// mergeModel sets in m every model field that layer's file set.
+func mergeModel(m *modelSettings, layer configLayer) {
+	if layer.modelSet.Name != nil {
+		m.Provider, m.Model = layer.model.Provider, layer.model.Model
+	}
+	if layer.modelSet.BaseURL != nil {
+		m.BaseURL = layer.model.BaseURL
+	}
+	if layer.modelSet.MaxTokens != nil {
+		m.MaxTokens = layer.model.MaxTokens
+	}
+	if layer.modelSet.MaxSteps != nil {
+		m.MaxSteps = layer.model.MaxSteps
+	}
+}
+
+// parseAuthKeysJSON parses HARNESS_API_KEYS: a JSON array of
+// {"name", "token" | "token_sha256", "scopes"}. Plaintext tokens are hashed
+// at once. It returns the valid keys and an error joining every problem.
+func parseAuthKeysJSON(data []byte) ([]authKey, error) {
+	const label = "HARNESS_API_KEYS"
+	entries, err := decodeJSONArray(label, `[{"name": ..., "token": ..., "scopes": [...]}]`, data)
+	if err != nil {
+		return nil, err
+	}
+	var keys []authKey
+	var errs []error
+	for i, entry := range entries {
+		entryLabel := fmt.Sprintf("%s[%d]", label, i)
+		var raw rawAuthKey
+		if err := decodeStrict(entry, &raw); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %v", entryLabel, err))
+			continue
+		}
+		key, err := buildAuthKey(entryLabel, label, raw)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		keys = append(keys, key)
+	}
+	return keys, errors.Join(errs...)
+}
+
+// buildAuthKey validates one key; exactly one of Token and TokenSHA256 must
+// be set. Errors never include the token or its hash.
+func buildAuthKey(label, source string, raw rawAuthKey) (authKey, error) {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: key %q: %s: %s", label, raw.Name, field, fmt.Sprintf(format, args...)))
+	}
+	key := authKey{Name: raw.Name, Scopes: raw.Scopes, Source: source}
+	if err := checkName(raw.Name, ".", "letters, digits, \"-\", \"_\" and \".\""); err != nil {
+		bad("name", "%v", err)
+	}
+	switch {
+	case raw.Token != nil && raw.TokenSHA256 != nil:
+		bad("token", "both token and token_sha256 are set; keep one")
+	case raw.Token != nil:
+		if len(*raw.Token) < minTokenLength {
+			bad("token", "shorter than %d characters; use a long random token (openssl rand -hex 32)", minTokenLength)
+		}
+		key.TokenSHA256 = sha256.Sum256([]byte(*raw.Token))
+	case raw.TokenSHA256 != nil:
+		h := *raw.TokenSHA256
+		_, err := hex.Decode(key.TokenSHA256[:], []byte(h[:min(len(h), 2*sha256.Size)]))
+		if err != nil || len(h) != 2*sha256.Size || strings.ToLower(h) != h {
+			bad("token_sha256", "not 64 lowercase hex characters; use the output of: printf %%s \"$TOKEN\" | sha256sum")
+		}
+	default:
+		bad("token_sha256", "missing; set token_sha256 to the SHA-256 of the token in lowercase hex")
+	}
+	if len(raw.Scopes) == 0 {
+		bad("scopes", "empty; list one or more of %s", strings.Join(authScopes, ", "))
+	}
+	for i, sc := range raw.Scopes {
+		if !slices.Contains(authScopes, sc) {
+			bad(fmt.Sprintf("scopes[%d]", i), "%q is not a scope; use %s", sc, strings.Join(authScopes, ", "))
+		}
+	}
+	return key, errors.Join(errs...)
+}
+
+// checkAuthKeys returns an error for two keys with the same name or the same
+// token, naming both keys, or nil.
+func checkAuthKeys(keys []authKey) error {
+	var errs []error
+	for i, k := range keys {
+		for _, o := range keys[:i] {
+			switch {
+			case o.Name == k.Name:
+				errs = append(errs, fmt.Errorf("auth key %q is defined twice (%s and %s); remove or rename one", k.Name, o.Source, k.Source))
+			case o.TokenSHA256 == k.TokenSHA256:
+				errs = append(errs, fmt.Errorf("auth keys %q (%s) and %q (%s) have the same token; give each its own token", o.Name, o.Source, k.Name, k.Source))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
