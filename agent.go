@@ -232,21 +232,22 @@ func newRunManager(opts runManagerOptions) *runManager {
 // A requestError is a run request the API answers with 400 (or 403 when
 // forbidden is set); its message names the field and says what to do.
 type requestError struct {
-	field     string
 	msg       string
 	forbidden bool
 }
 
-func (e *requestError) Error() string {
-	if strings.HasPrefix(e.msg, e.field) {
-		return e.msg // already names the field, like mcp_servers[2]: ...
-	}
-	return e.field + ": " + e.msg
-}
+func (e *requestError) Error() string { return e.msg }
 
 // badRequest returns a *requestError (a 400) about field.
 func badRequest(field, format string, args ...any) error {
-	return &requestError{field: field, msg: fmt.Sprintf(format, args...)}
+	return &requestError{msg: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// invalidRequest returns a *requestError (a 400) for err, which already
+// names the field it is about (model "x": ..., profile "x": ...,
+// mcp_servers[2]: ...).
+func invalidRequest(err error) error {
+	return &requestError{msg: err.Error()}
 }
 
 // errShuttingDown is start's error once shutdown has begun.
@@ -272,7 +273,7 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	}
 	spec, err := parseModelName(modelName)
 	if err != nil {
-		return nil, badRequest("model", "%v", err)
+		return nil, invalidRequest(err)
 	}
 	if spec.BaseURL == "" {
 		spec.BaseURL = m.opts.ModelBase
@@ -282,7 +283,7 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	}
 	provider, err := m.opts.newProvider(spec, m.opts.Getenv, m.logger)
 	if err != nil {
-		return nil, badRequest("model", "%v", err)
+		return nil, invalidRequest(err)
 	}
 	r := &run{
 		req:       req,
@@ -300,12 +301,12 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	if req.Profile != "" {
 		servers, found, err := loadProfile(m.opts.Home, req.Profile, m.opts.Getenv)
 		if err != nil {
-			return nil, badRequest("profile", "%v", err)
+			return nil, invalidRequest(err)
 		}
 		// A profile server may shadow a global of its own name, never take
 		// the tool names of a global with another name.
 		if _, err := profileScope(m.opts.Globals, servers); err != nil {
-			return nil, badRequest("profile", "%v", err)
+			return nil, invalidRequest(err)
 		}
 		r.profile = servers
 		r.profileFound = &found
@@ -313,12 +314,12 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	if len(req.MCPServers) > 0 {
 		servers, err := parseRunServers(req.MCPServers, m.opts.Globals, r.profile)
 		if err != nil {
-			return nil, badRequest("mcp_servers", "%v", err)
+			return nil, invalidRequest(err)
 		}
 		for _, s := range servers {
 			if s.Transport == transportStdio && !allowCommand {
-				return nil, &requestError{field: "mcp_servers", forbidden: true,
-					msg: fmt.Sprintf("server %q has a command: starting programs on the host needs the admin scope", s.Name)}
+				return nil, &requestError{forbidden: true,
+					msg: fmt.Sprintf("mcp_servers: server %q has a command: starting programs on the host needs the admin scope", s.Name)}
 			}
 		}
 		r.perRun = servers
