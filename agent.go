@@ -638,16 +638,9 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 	if err := checkConnectHost(ctx, u.Hostname(), m.opts.AllowHosts); err != nil {
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
-	cfg := serverConfig{
-		Name:              name,
-		Transport:         transportHTTP,
-		TransportInferred: true,
-		URL:               u.String(),
-		Timeout:           defaultTimeout,
-		StartupTimeout:    defaultStartupTimeout,
-		Enabled:           true,
-		MaxMessageBytes:   defaultMaxMessageBytes,
-		Source:            "connect_mcp",
+	cfg, err := connectServer(name, u.String())
+	if err != nil {
+		return "", err
 	}
 	if err := scope.add(ctx, cfg, true, false); err != nil {
 		r.emit("mcp.server.failed", map[string]any{"server": name, "source": "connect_mcp", "error": err.Error()})

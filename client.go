@@ -239,10 +239,7 @@ func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	startup := cfg.StartupTimeout
-	if startup <= 0 {
-		startup = defaultStartupTimeout
-	}
+	startup := cfg.startupTimeout()
 	ctx, cancel := context.WithTimeout(ctx, startup)
 	defer cancel()
 
@@ -475,10 +472,7 @@ func (c *client) roundTrip(ctx context.Context, method string, params any, cance
 
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	timeout := c.cfg.Timeout
-	if timeout <= 0 {
-		timeout = defaultTimeout
-	}
+	timeout := c.cfg.requestTimeout()
 	pc := &pendingCall{ch: make(chan rpcResponse, 1)}
 	timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
 	defer timer.Stop()
@@ -757,11 +751,7 @@ func (c *client) answerServerRequest(msg wireMessage) {
 	if err != nil {
 		return
 	}
-	timeout := c.cfg.Timeout
-	if timeout <= 0 {
-		timeout = defaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.requestTimeout())
 	defer cancel()
 	go func() {
 		// Owned by answerServerRequest; ends when the session ends or the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,6 +97,25 @@ func (cfg serverConfig) secretValues() []string {
 	}
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	return secrets
+}
+
+// requestTimeout returns the deadline of one request to the server. A
+// config built by this file always sets it; a zero one (a literal in a
+// test, say) means the default.
+func (cfg serverConfig) requestTimeout() time.Duration {
+	return cmp.Or(cfg.Timeout, defaultTimeout)
+}
+
+// startupTimeout returns the bound of start-up and the handshake, or the
+// default for a zero one.
+func (cfg serverConfig) startupTimeout() time.Duration {
+	return cmp.Or(cfg.StartupTimeout, defaultStartupTimeout)
+}
+
+// messageLimit returns the largest message accepted from the server, or
+// the default for a zero one.
+func (cfg serverConfig) messageLimit() int {
+	return cmp.Or(cfg.MaxMessageBytes, defaultMaxMessageBytes)
 }
 
 // redactSecrets returns s with every one of secrets replaced by
@@ -975,6 +995,14 @@ func adhocServer(name, rawURL string, command []string) (serverConfig, error) {
 		}
 	}
 	return buildServer("command line", "command line", raw, nil)
+}
+
+// connectServer returns the server the agent connects with connect_mcp:
+// the URL taken literally (never expanded: the model chose it), the
+// transport inferred like any other source's, Source "connect_mcp".
+func connectServer(name, rawURL string) (serverConfig, error) {
+	raw := rawServer{Name: name, URL: strings.ReplaceAll(rawURL, "$", "$$")}
+	return buildServer("connect_mcp", "connect_mcp", raw, nil)
 }
 
 // stdioEnv returns the environment of a stdio server's process, as

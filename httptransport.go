@@ -156,14 +156,6 @@ func configuredHeader(cfg serverConfig) http.Header {
 	return h
 }
 
-// maxMessage returns the per-message size limit of cfg.
-func maxMessage(cfg serverConfig) int {
-	if cfg.MaxMessageBytes > 0 {
-		return cfg.MaxMessageBytes
-	}
-	return defaultMaxMessageBytes
-}
-
 // A streamableTransport is the Streamable HTTP transport (protocol
 // 2025-03-26 and later): one POST per message, answers as JSON or SSE, an
 // optional GET stream for server-initiated messages, and a session id.
@@ -211,7 +203,7 @@ func newStreamableTransport(cfg serverConfig, logger *slog.Logger) *streamableTr
 		url:        cfg.URL,
 		header:     configuredHeader(cfg),
 		secrets:    cfg.secretValues(),
-		maxMessage: maxMessage(cfg),
+		maxMessage: cfg.messageLimit(),
 		logger:     logger,
 		client:     clientFor(cfg),
 		ctx:        ctx,
@@ -743,7 +735,7 @@ func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger)
 	t := &sseTransport{
 		header:     configuredHeader(cfg),
 		secrets:    cfg.secretValues(),
-		maxMessage: maxMessage(cfg),
+		maxMessage: cfg.messageLimit(),
 		logger:     logger,
 		client:     clientFor(cfg),
 		ctx:        lifetime,

@@ -185,7 +185,7 @@ func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange f
 
 // relist lists the tools of c and publishes them.
 func (s *managedServer) relist(ctx context.Context, c *client) error {
-	listCtx, cancel := context.WithTimeout(ctx, c.cfg.StartupTimeout)
+	listCtx, cancel := context.WithTimeout(ctx, c.cfg.startupTimeout())
 	defer cancel()
 	infos, err := c.listTools(listCtx)
 	if err != nil {

@@ -109,15 +109,11 @@ func startStdio(cfg serverConfig, env []string, logger *slog.Logger) (*stdioTran
 	stdoutW.Close()
 	stderrW.Close()
 
-	maxMessage := cfg.MaxMessageBytes
-	if maxMessage <= 0 {
-		maxMessage = defaultMaxMessageBytes
-	}
 	t := &stdioTransport{
 		name:       cfg.Name,
 		logger:     logger,
 		cmd:        cmd,
-		maxMessage: maxMessage,
+		maxMessage: cfg.messageLimit(),
 		secrets:    cfg.secretValues(),
 		stdin:      stdinW,
 		stdout:     stdoutR,
