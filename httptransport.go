@@ -156,17 +156,35 @@ func configuredHeader(cfg serverConfig) http.Header {
 	return h
 }
 
+// An httpEndpoint is what both HTTP transports know of their server: the
+// configured headers (and their values, redacted from error bodies), the
+// message size limit, the HTTP client and the logger. Read-only.
+type httpEndpoint struct {
+	header     http.Header // configured headers, canonical keys
+	secrets    []string
+	maxMessage int
+	logger     *slog.Logger
+	client     *http.Client
+}
+
+// newHTTPEndpoint returns the endpoint part of a transport for cfg.
+func newHTTPEndpoint(cfg serverConfig, logger *slog.Logger) httpEndpoint {
+	return httpEndpoint{
+		header:     configuredHeader(cfg),
+		secrets:    cfg.secretValues(),
+		maxMessage: cfg.messageLimit(),
+		logger:     logger,
+		client:     clientFor(cfg),
+	}
+}
+
 // A streamableTransport is the Streamable HTTP transport (protocol
 // 2025-03-26 and later): one POST per message, answers as JSON or SSE, an
 // optional GET stream for server-initiated messages, and a session id.
 // It is safe for concurrent use.
 type streamableTransport struct {
-	url        string
-	header     http.Header // configured headers; read-only
-	secrets    []string    // header values, redacted from error bodies
-	maxMessage int
-	logger     *slog.Logger
-	client     *http.Client
+	httpEndpoint
+	url string
 
 	// ctx is cancelled by close: it aborts every request and stream reader.
 	ctx    context.Context
@@ -200,16 +218,12 @@ type streamableTransport struct {
 func newStreamableTransport(cfg serverConfig, logger *slog.Logger) *streamableTransport {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &streamableTransport{
-		url:        cfg.URL,
-		header:     configuredHeader(cfg),
-		secrets:    cfg.secretValues(),
-		maxMessage: cfg.messageLimit(),
-		logger:     logger,
-		client:     clientFor(cfg),
-		ctx:        ctx,
-		cancel:     cancel,
-		recvCh:     make(chan []byte, recvBuffer),
-		getSettled: make(chan struct{}),
+		httpEndpoint: newHTTPEndpoint(cfg, logger),
+		url:          cfg.URL,
+		ctx:          ctx,
+		cancel:       cancel,
+		recvCh:       make(chan []byte, recvBuffer),
+		getSettled:   make(chan struct{}),
 	}
 }
 
@@ -704,12 +718,8 @@ func (t *streamableTransport) deleteSession(sessionID, version string) {
 // one long GET stream carries every server message, and messages are POSTed
 // to the endpoint the stream names first. It is safe for concurrent use.
 type sseTransport struct {
-	endpoint   string      // absolute POST URL, same origin as the configured url
-	header     http.Header // configured headers; read-only
-	secrets    []string    // header values, redacted from error bodies
-	maxMessage int
-	logger     *slog.Logger
-	client     *http.Client
+	httpEndpoint
+	endpoint string // absolute POST URL, same origin as the configured url
 
 	// ctx is cancelled by close: it aborts the stream and every POST.
 	ctx        context.Context
@@ -733,15 +743,11 @@ func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger)
 	}
 	lifetime, cancel := context.WithCancel(context.Background())
 	t := &sseTransport{
-		header:     configuredHeader(cfg),
-		secrets:    cfg.secretValues(),
-		maxMessage: cfg.messageLimit(),
-		logger:     logger,
-		client:     clientFor(cfg),
-		ctx:        lifetime,
-		cancel:     cancel,
-		recvCh:     make(chan []byte, recvBuffer),
-		readerDone: make(chan struct{}),
+		httpEndpoint: newHTTPEndpoint(cfg, logger),
+		ctx:          lifetime,
+		cancel:       cancel,
+		recvCh:       make(chan []byte, recvBuffer),
+		readerDone:   make(chan struct{}),
 	}
 	stopWatch := context.AfterFunc(ctx, cancel)
 	defer stopWatch()
