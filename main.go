@@ -169,9 +169,17 @@ func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, usageError("--log-format %q: want text or json", c.logFormat)
 }
 
-// resolve returns the logger (writing to w) and the absolute workspace
-// directory the flags ask for, or a usage error.
-func (c *commonFlags) resolve(w io.Writer) (*slog.Logger, string, error) {
+// parse parses args into fs (whose flags include c's) and returns the
+// logger (writing to w) and the absolute workspace directory the flags ask
+// for. A bad flag is a usage error (exit 2) whose message the flag package
+// has printed; -h gives flag.ErrHelp.
+func (c *commonFlags) parse(fs *flag.FlagSet, args []string, w io.Writer) (*slog.Logger, string, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, "", err
+		}
+		return nil, "", &exitError{code: 2}
+	}
 	logger, err := c.logger(w)
 	if err != nil {
 		return nil, "", err
@@ -217,17 +225,6 @@ func newFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
-}
-
-// parseFlags parses args, turning a flag error into a usage error.
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &exitError{code: 2} // the flag package printed the message
-	}
-	return nil
 }
 
 // mcpFlags are the flags of the mcp commands.
@@ -317,15 +314,12 @@ func (a *app) mcpList(ctx context.Context, args []string) error {
 	var f mcpFlags
 	flagArgs, command := splitCommand(args)
 	fs := a.mcpFlagSet("mcp list", mcpListUsage, &f)
-	if err := parseFlags(fs, flagArgs); err != nil {
+	logger, workspace, err := f.parse(fs, flagArgs, a.stderr)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("mcp list: unexpected argument %q (a server command goes after --)", fs.Arg(0))
-	}
-	logger, workspace, err := f.resolve(a.stderr)
-	if err != nil {
-		return err
 	}
 	servers, err := a.mcpServers(&f, command, logger, workspace)
 	if err != nil {
@@ -403,7 +397,8 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 	var f mcpFlags
 	flagArgs, command := splitCommand(args)
 	fs := a.mcpFlagSet("mcp call", mcpCallUsage, &f)
-	if err := parseFlags(fs, flagArgs); err != nil {
+	logger, workspace, err := f.parse(fs, flagArgs, a.stderr)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
@@ -417,10 +412,6 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 		if err := json.Unmarshal(toolArgs, &obj); err != nil || obj == nil {
 			return usageError("mcp call: JSON-ARGS must be a JSON object, like '{\"message\":\"hi\"}'")
 		}
-	}
-	logger, workspace, err := f.resolve(a.stderr)
-	if err != nil {
-		return err
 	}
 	servers, err := a.mcpServers(&f, command, logger, workspace)
 	if err != nil {
@@ -511,15 +502,12 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	}
 	fs.StringVar(&addr, "addr", defaultAddr, "address to listen on (env HARNESS_ADDR)")
 	fs.BoolVar(&insecure, "insecure", false, "allow a non-loopback --addr without API keys")
-	if err := parseFlags(fs, args); err != nil {
+	logger, workspace, err := f.parse(fs, args, a.stderr)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError("serve: unexpected argument %q", fs.Arg(0))
-	}
-	logger, workspace, err := f.resolve(a.stderr)
-	if err != nil {
-		return err
 	}
 	home, err := defaultHome(a.getenv)
 	if err != nil {
@@ -651,15 +639,12 @@ func (a *app) mcpConformance(ctx context.Context, args []string) error {
 	fs := newFlagSet("mcp conformance", a.stderr, mcpConformanceUsage)
 	var f commonFlags
 	f.register(fs, a.getenv)
-	if err := parseFlags(fs, args); err != nil {
+	logger, _, err := f.parse(fs, args, a.stderr)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageError("mcp conformance: want exactly one URL")
-	}
-	logger, err := f.logger(a.stderr)
-	if err != nil {
-		return err
 	}
 	scenario, _ := a.getenv("MCP_CONFORMANCE_SCENARIO")
 	server, err := adhocServer("conformance", fs.Arg(0), nil)
