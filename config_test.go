@@ -28,6 +28,21 @@ func fakeEnv(m map[string]string) func(string) (string, bool) {
 	}
 }
 
+// configDirs returns a fresh HARNESS_HOME holding homeTOML as config.toml
+// and a fresh workspace holding wsTOML as .harness/config.toml; an empty
+// text writes no file.
+func configDirs(t *testing.T, homeTOML, wsTOML string) (home, ws string) {
+	t.Helper()
+	home, ws = t.TempDir(), t.TempDir()
+	if homeTOML != "" {
+		writeFile(t, home, "config.toml", homeTOML)
+	}
+	if wsTOML != "" {
+		writeFile(t, ws, ".harness/config.toml", wsTOML)
+	}
+	return home, ws
+}
+
 // writeFile writes data to dir/name, creating directories.
 func writeFile(t *testing.T, dir, name, data string) {
 	t.Helper()
@@ -170,13 +185,7 @@ func TestPrecedence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			home, ws := t.TempDir(), t.TempDir()
-			if tt.home != "" {
-				writeFile(t, home, "config.toml", tt.home)
-			}
-			if tt.ws != "" {
-				writeFile(t, ws, ".harness/config.toml", tt.ws)
-			}
+			home, ws := configDirs(t, tt.home, tt.ws)
 			if tt.profile != "" {
 				writeFile(t, home, "profiles/p.toml", tt.profile)
 			}
@@ -231,9 +240,7 @@ func TestPrecedence(t *testing.T) {
 }
 
 func TestWorkspaceReplacesWhole(t *testing.T) {
-	home, ws := t.TempDir(), t.TempDir()
-	writeFile(t, home, "config.toml", tomlServer("a", "home")+"args = [\"-v\"]\ntimeout = \"5s\"\nenv = { K = \"v\" }\n")
-	writeFile(t, ws, ".harness/config.toml", tomlServer("a", "ws"))
+	home, ws := configDirs(t, tomlServer("a", "home")+"args = [\"-v\"]\ntimeout = \"5s\"\nenv = { K = \"v\" }\n", tomlServer("a", "ws"))
 	cfg, err := loadConfig(loadOptions{Home: home, Workspace: ws, Getenv: fakeEnv(nil)})
 	if err != nil {
 		t.Fatal(err)
@@ -508,9 +515,7 @@ func TestUnknownTOMLKeys(t *testing.T) {
 }
 
 func TestLoadConfigReportsEveryProblem(t *testing.T) {
-	home, ws := t.TempDir(), t.TempDir()
-	writeFile(t, home, "config.toml", tomlServer("a", "x")+"timeout = \"x\"\n[model]\nmax_steps = 0\n")
-	writeFile(t, ws, ".harness/config.toml", "[mcp_servers.b]\nurl = \"ftp://h\"\n")
+	home, ws := configDirs(t, tomlServer("a", "x")+"timeout = \"x\"\n[model]\nmax_steps = 0\n", "[mcp_servers.b]\nurl = \"ftp://h\"\n")
 	getenv := fakeEnv(map[string]string{"HARNESS_MCP_SERVERS": `[{"name":"c"}]`, "HARNESS_MODEL": "gpt", "HARNESS_API_KEYS": `[{"name":"k"}]`})
 	_, err := loadConfig(loadOptions{Home: home, Workspace: ws, Getenv: getenv})
 	got := strings.NewReplacer(home, "HOME", ws, "WS").Replace(errString(err))
@@ -721,13 +726,7 @@ func TestModelSettings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			home, ws := t.TempDir(), t.TempDir()
-			if tt.home != "" {
-				writeFile(t, home, "config.toml", tt.home)
-			}
-			if tt.ws != "" {
-				writeFile(t, ws, ".harness/config.toml", tt.ws)
-			}
+			home, ws := configDirs(t, tt.home, tt.ws)
 			cfg, err := loadConfig(loadOptions{Home: home, Workspace: ws, Getenv: fakeEnv(map[string]string{"HARNESS_MODEL": tt.env})})
 			if got := strings.ReplaceAll(errString(err), filepath.Join(home, "config.toml"), "H"); got != tt.wantErr {
 				t.Fatalf("loadConfig() error =\n%s\nwant\n%s", got, tt.wantErr)
@@ -756,13 +755,7 @@ func TestConnectAllowHosts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			home, ws := t.TempDir(), t.TempDir()
-			if tt.home != "" {
-				writeFile(t, home, "config.toml", tt.home)
-			}
-			if tt.ws != "" {
-				writeFile(t, ws, ".harness/config.toml", tt.ws)
-			}
+			home, ws := configDirs(t, tt.home, tt.ws)
 			cfg, err := loadConfig(loadOptions{Home: home, Workspace: ws, Getenv: fakeEnv(nil)})
 			if got := strings.ReplaceAll(errString(err), filepath.Join(home, "config.toml"), "H"); got != tt.wantErr {
 				t.Fatalf("loadConfig() error =\n%s\nwant\n%s", got, tt.wantErr)
