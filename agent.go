@@ -643,7 +643,7 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 		return "", err
 	}
 	if err := scope.add(ctx, cfg, true, false); err != nil {
-		r.emit("mcp.server.failed", map[string]any{"server": name, "source": "connect_mcp", "error": err.Error()})
+		r.emit("mcp.server.failed", map[string]any{"server": name, "source": toolConnectMCP, "error": err.Error()})
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
 	ms := scope.lookupLocal(name)
@@ -654,7 +654,7 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 		}
 	}
 	cat.activate(names...)
-	r.emit("mcp.server.connected", map[string]any{"server": name, "source": "connect_mcp", "tools": len(names)})
+	r.emit("mcp.server.connected", map[string]any{"server": name, "source": toolConnectMCP, "tools": len(names)})
 	if len(names) == 0 {
 		return fmt.Sprintf("Connected to %q; it offers no tools.", name), nil
 	}

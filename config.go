@@ -1002,7 +1002,7 @@ func adhocServer(name, rawURL string, command []string) (serverConfig, error) {
 // transport inferred like any other source's, Source "connect_mcp".
 func connectServer(name, rawURL string) (serverConfig, error) {
 	raw := rawServer{Name: name, URL: strings.ReplaceAll(rawURL, "$", "$$")}
-	return buildServer("connect_mcp", "connect_mcp", raw, nil)
+	return buildServer(toolConnectMCP, toolConnectMCP, raw, nil)
 }
 
 // stdioEnv returns the environment of a stdio server's process, as

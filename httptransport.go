@@ -94,7 +94,7 @@ func newHTTPClient(control func(network, address string, c syscall.RawConn) erro
 // clientFor returns the HTTP client for cfg: connect_mcp servers get the
 // one that refuses blocked addresses.
 func clientFor(cfg serverConfig) *http.Client {
-	if cfg.Source == "connect_mcp" {
+	if cfg.Source == toolConnectMCP {
 		return connectMCPClient
 	}
 	return httpClient
