@@ -2,131 +2,24 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"maps"
-	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/BurntSushi/toml"
 )
 
-// This file holds server configuration: the config type, the four sources,
-// validation, transport inference, ${VAR} expansion and profiles, plus the
-// other settings of the same TOML files ([model], [[auth.keys]],
-// [connect_mcp]) and their environment variables.
-
-// Transport names as they appear in configuration.
-const (
-	transportStdio = "stdio"
-	transportHTTP  = "http"
-	transportSSE   = "sse"
-)
-
-// Defaults for a server's limits.
-const (
-	defaultTimeout         = 30 * time.Second
-	defaultStartupTimeout  = 30 * time.Second
-	defaultMaxMessageBytes = 4 << 20
-)
-
-// Bounds on configuration values.
-const (
-	minMaxMessageBytes = 1 << 10
-	maxMaxMessageBytes = 1 << 30
-	maxNameLength      = 64
-	// maxRunServers bounds the mcp_servers of one run request.
-	maxRunServers = 32
-	// minTokenLength is the shortest plaintext API token accepted.
-	minTokenLength = 16
-)
-
-// minSecretLength is the shortest env or header value treated as a secret;
-// shorter values ("1", "true") are not secrets and would blank out
-// ordinary words.
-const minSecretLength = 8
-
-// A serverConfig is one validated MCP server definition, whatever its source.
-// Every field is resolved: Transport is one of the transport constants, the
-// durations and limits are positive. It is a value type: copies share only
-// the slices and maps, which are never modified after validation.
-type serverConfig struct {
-	Name      string
-	Transport string
-	// TransportInferred is true when the source did not name the transport;
-	// an inferred "http" server may fall back to legacy SSE.
-	TransportInferred bool
-	Command           string
-	Args              []string
-	URL               string
-	Env               map[string]string
-	Cwd               string
-	Headers           map[string]string
-	Timeout           time.Duration
-	StartupTimeout    time.Duration
-	Enabled           bool
-	IncludeTools      []string
-	ExcludeTools      []string
-	MaxMessageBytes   int
-	// Source says where the definition came from: a file path,
-	// "HARNESS_MCP_SERVERS", "profile <name>", "run", "connect_mcp" or "command line".
-	Source string
-}
-
-// secretValues returns the env and header values of cfg that are at least
-// minSecretLength long, longest first (so a secret containing another is
-// redacted whole), without duplicates. Nil when there are none.
-func (cfg serverConfig) secretValues() []string {
-	var secrets []string
-	for _, m := range []map[string]string{cfg.Env, cfg.Headers} {
-		for _, v := range m {
-			if len(v) >= minSecretLength && !slices.Contains(secrets, v) {
-				secrets = append(secrets, v)
-			}
-		}
-	}
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	return secrets
-}
-
-// requestTimeout returns the deadline of one request to the server. A
-// config built by this file always sets it; a zero one (a literal in a
-// test, say) means the default.
-func (cfg serverConfig) requestTimeout() time.Duration {
-	return cmp.Or(cfg.Timeout, defaultTimeout)
-}
-
-// startupTimeout returns the bound of start-up and the handshake, or the
-// default for a zero one.
-func (cfg serverConfig) startupTimeout() time.Duration {
-	return cmp.Or(cfg.StartupTimeout, defaultStartupTimeout)
-}
-
-// messageLimit returns the largest message accepted from the server, or
-// the default for a zero one.
-func (cfg serverConfig) messageLimit() int {
-	return cmp.Or(cfg.MaxMessageBytes, defaultMaxMessageBytes)
-}
-
-// redactSecrets returns s with every one of secrets replaced by
-// "[redacted]": what a server prints or answers may quote the values it
-// was configured with.
-func redactSecrets(s string, secrets []string) string {
-	for _, secret := range secrets {
-		s = strings.ReplaceAll(s, secret, "[redacted]")
-	}
-	return s
-}
+// This file holds configuration sources and layering: the TOML files, the
+// HARNESS_MCP_SERVERS variable, profiles and per-run servers, merged with
+// the seed's precedence and checked for name collisions.
 
 // A config is everything harnessd reads at startup. Servers holds the
 // global servers (TOML first, in file order, then HARNESS_MCP_SERVERS),
@@ -143,9 +36,6 @@ type config struct {
 	Files []string
 }
 
-// inheritedEnv lists the variables a stdio server inherits from harnessd.
-var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
-
 // errInvalidProfileName is wrapped by loadProfile's error for a name that
 // cannot be a profile; the API answers it with 400.
 var errInvalidProfileName = errors.New("invalid profile name")
@@ -158,28 +48,6 @@ type loadOptions struct {
 	Getenv          func(string) (string, bool)
 	Logger          *slog.Logger
 }
-
-// A rawServer is one server definition as written in TOML or JSON. Pointer
-// fields tell "absent" from "empty". In TOML the name is the table key.
-type rawServer struct {
-	Name            string            `json:"name" toml:"-"`
-	Transport       *string           `json:"transport" toml:"transport"`
-	Command         string            `json:"command" toml:"command"`
-	Args            []string          `json:"args" toml:"args"`
-	URL             string            `json:"url" toml:"url"`
-	Env             map[string]string `json:"env" toml:"env"`
-	Cwd             string            `json:"cwd" toml:"cwd"`
-	Headers         map[string]string `json:"headers" toml:"headers"`
-	Timeout         *string           `json:"timeout" toml:"timeout"`
-	StartupTimeout  *string           `json:"startup_timeout" toml:"startup_timeout"`
-	Enabled         *bool             `json:"enabled" toml:"enabled"`
-	IncludeTools    []string          `json:"include_tools" toml:"include_tools"`
-	ExcludeTools    []string          `json:"exclude_tools" toml:"exclude_tools"`
-	MaxMessageBytes *int              `json:"max_message_bytes" toml:"max_message_bytes"`
-}
-
-// serverFields lists the JSON fields of a server object, for error hints.
-const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes"
 
 // A tomlConfig is one config.toml file.
 type tomlConfig struct {
@@ -574,307 +442,6 @@ func jsonKind(t reflect.Type) string {
 	return "a JSON object"
 }
 
-// buildServer validates raw and resolves its defaults and transport. label
-// prefixes every error; the error joins all the entry's problems.
-func buildServer(label, source string, raw rawServer, getenv func(string) (string, bool)) (serverConfig, error) {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: server %q: %s: %s", label, raw.Name, field, fmt.Sprintf(format, args...)))
-	}
-	unexpanded := make(map[string]bool)
-	// expand returns s itself on error, so that inference still sees
-	// which of command and url is set and reports nothing more.
-	expand := func(field, s string) string {
-		v, err := expandVars(s, getenv)
-		if err != nil {
-			bad(field, "%v", err)
-			unexpanded[field] = true
-			return s
-		}
-		return v
-	}
-	if err := checkName(raw.Name, ".", "letters, digits, \"-\", \"_\" and \".\""); err != nil {
-		bad("name", "%v", err)
-	}
-	s := serverConfig{
-		Name:            raw.Name,
-		Command:         expand("command", raw.Command),
-		URL:             expand("url", raw.URL),
-		Cwd:             expand("cwd", raw.Cwd),
-		Timeout:         defaultTimeout,
-		StartupTimeout:  defaultStartupTimeout,
-		Enabled:         raw.Enabled == nil || *raw.Enabled,
-		IncludeTools:    raw.IncludeTools,
-		ExcludeTools:    raw.ExcludeTools,
-		MaxMessageBytes: defaultMaxMessageBytes,
-		Source:          source,
-	}
-	for i, a := range raw.Args {
-		s.Args = append(s.Args, expand(fmt.Sprintf("args[%d]", i), a))
-	}
-	for _, k := range slices.Sorted(maps.Keys(raw.Env)) {
-		field := "env." + k
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			bad(field, "invalid variable name; use a name without \"=\"")
-		}
-		v := expand(field, raw.Env[k])
-		if strings.ContainsRune(v, 0) {
-			bad(field, "value contains a NUL byte; remove it")
-		}
-		if s.Env == nil {
-			s.Env = make(map[string]string, len(raw.Env))
-		}
-		s.Env[k] = v
-	}
-	for _, k := range slices.Sorted(maps.Keys(raw.Headers)) {
-		field := "headers." + k
-		if !isHeaderName(k) {
-			bad(field, "invalid header name; use letters, digits and \"-\"")
-		}
-		v := expand(field, raw.Headers[k])
-		if strings.ContainsAny(v, "\r\n\x00") {
-			bad(field, "value contains a line break or NUL byte; remove it")
-		}
-		if s.Headers == nil {
-			s.Headers = make(map[string]string, len(raw.Headers))
-		}
-		s.Headers[k] = v
-	}
-
-	s.Transport, s.TransportInferred = resolveTransport(raw.Transport, s.Command, s.URL, bad)
-	if s.Transport == transportHTTP || s.Transport == transportSSE {
-		if err := checkHTTPURL(s.URL); err != nil && !unexpanded["url"] {
-			bad("url", "%v", err)
-		}
-		if len(raw.Args) > 0 || len(raw.Env) > 0 || raw.Cwd != "" {
-			bad("args/env/cwd", "only a stdio server takes them; remove them or use command instead of url")
-		}
-	}
-	if s.Transport == transportStdio && len(raw.Headers) > 0 {
-		bad("headers", "only an http or sse server takes headers; remove them or use url instead of command")
-	}
-	if s.Cwd != "" && !filepath.IsAbs(s.Cwd) && !unexpanded["cwd"] {
-		bad("cwd", "not an absolute path; write a full path (${HOME}/dir works)")
-	}
-	s.Timeout = parseDuration("timeout", raw.Timeout, defaultTimeout, bad)
-	s.StartupTimeout = parseDuration("startup_timeout", raw.StartupTimeout, defaultStartupTimeout, bad)
-	if n := raw.MaxMessageBytes; n != nil {
-		if *n < minMaxMessageBytes || *n > maxMaxMessageBytes {
-			bad("max_message_bytes", "%d is out of range; use %d (1 KiB) to %d (1 GiB)", *n, minMaxMessageBytes, maxMaxMessageBytes)
-		}
-		s.MaxMessageBytes = *n
-	}
-	for field, globs := range map[string][]string{"include_tools": raw.IncludeTools, "exclude_tools": raw.ExcludeTools} {
-		for i, g := range globs {
-			if _, err := path.Match(g, ""); g == "" || err != nil {
-				bad(fmt.Sprintf("%s[%d]", field, i), "%q is not a valid glob; use *, ? and [a-z] as in path.Match", g)
-			}
-		}
-	}
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	return s, errors.Join(errs...)
-}
-
-// resolveTransport applies the one inference rule of every source: command
-// alone means stdio, url alone means http; an explicit transport must agree.
-// It reports problems through bad and returns the transport ("" if none
-// fits) and whether it was inferred.
-func resolveTransport(explicit *string, command, rawURL string, bad func(field, format string, args ...any)) (string, bool) {
-	var inferred string
-	switch {
-	case command != "" && rawURL != "":
-		bad("command/url", "both are set; set command for a stdio server or url for an http server, not both")
-		return "", explicit == nil
-	case command != "":
-		inferred = transportStdio
-	case rawURL != "":
-		inferred = transportHTTP
-	default:
-		bad("command/url", "neither is set; set command for a stdio server or url for an http server")
-		return "", explicit == nil
-	}
-	if explicit == nil {
-		return inferred, true
-	}
-	t := *explicit
-	switch {
-	case t != transportStdio && t != transportHTTP && t != transportSSE:
-		bad("transport", "%q is not supported; use stdio, http or sse, or leave it out", t)
-		return "", false
-	case t == transportStdio && inferred != transportStdio:
-		bad("transport", "\"stdio\" needs command, not url; set command or change transport")
-		return "", false
-	case t != transportStdio && inferred == transportStdio:
-		bad("transport", "%q needs url, not command; set url or change transport", t)
-		return "", false
-	}
-	return t, false
-}
-
-// parseDuration parses an optional Go duration, reporting problems through
-// bad; it returns def when s is nil or invalid.
-func parseDuration(field string, s *string, def time.Duration, bad func(field, format string, args ...any)) time.Duration {
-	if s == nil {
-		return def
-	}
-	d, err := time.ParseDuration(*s)
-	switch {
-	case err != nil:
-		bad(field, "%q is not a duration; write one like \"30s\" or \"2m\"", *s)
-	case d <= 0:
-		bad(field, "%q is not positive; write a duration like \"30s\"", *s)
-	default:
-		return d
-	}
-	return def
-}
-
-// checkHTTPURL returns an error unless u is an absolute http or https URL
-// with a host. The error never repeats u, which may hold credentials.
-func checkHTTPURL(u string) error {
-	parsed, err := url.Parse(u)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return fmt.Errorf("cannot parse: %v; write a full URL like http://localhost:3001/mcp", err)
-	}
-	if parsed.Scheme != "http" && parsed.Scheme != "https" {
-		return fmt.Errorf("scheme %q is not supported; use http or https", parsed.Scheme)
-	}
-	if parsed.Hostname() == "" {
-		return errors.New("no host; write a full URL like http://localhost:3001/mcp")
-	}
-	return nil
-}
-
-// checkName returns an error unless name is 1 to maxNameLength ASCII
-// letters, digits, "-", "_" or one of extra; allowed describes them.
-func checkName(name, extra, allowed string) error {
-	if name == "" {
-		return errors.New("empty; give a name")
-	}
-	if len(name) > maxNameLength {
-		return fmt.Errorf("longer than %d characters; shorten it", maxNameLength)
-	}
-	for _, c := range name {
-		if !isAlnum(c) && c != '-' && c != '_' && !strings.ContainsRune(extra, c) {
-			return fmt.Errorf("%q has invalid characters; use only %s", name, allowed)
-		}
-	}
-	return nil
-}
-
-// isAlnum reports whether c is an ASCII letter or digit.
-func isAlnum(c rune) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
-}
-
-// isHeaderName reports whether k is a valid HTTP header field name.
-func isHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, c := range k {
-		if !isAlnum(c) && !strings.ContainsRune("!#$%&'*+-.^_`|~", c) {
-			return false
-		}
-	}
-	return true
-}
-
-// checkHostPattern returns an error unless h is a host name or a glob of
-// host names, such as "localhost" or "*.internal.example".
-func checkHostPattern(h string) error {
-	if h == "" {
-		return errors.New("empty; give a host name like \"localhost\" or a glob like \"*.example.com\"")
-	}
-	if strings.ContainsAny(h, "/ \t") {
-		return fmt.Errorf("%q is not a host name; give only the host, without scheme or path", h)
-	}
-	if _, err := path.Match(h, ""); err != nil {
-		return fmt.Errorf("%q is not a valid glob; use * and ? as in path.Match", h)
-	}
-	return nil
-}
-
-// expandVars replaces ${NAME} and ${NAME:-default} in s with values from
-// getenv; the default applies when NAME is unset or empty and is not itself
-// expanded. "$$" is a literal "$". A "$" before a letter or "_" is an error
-// (almost always a forgotten brace); any other "$" is literal. A nil getenv
-// forbids ${...}. Errors name variables but never values.
-func expandVars(s string, getenv func(string) (string, bool)) (string, error) {
-	if !strings.Contains(s, "$") {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 == len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		next := rune(s[i+1])
-		switch {
-		case next == '$':
-			b.WriteByte('$')
-			i++
-		case next == '{':
-			end := strings.IndexByte(s[i+2:], '}')
-			if end < 0 {
-				return "", errors.New("unterminated \"${\"; close it with \"}\" or write \"$$\" for a literal \"$\"")
-			}
-			name, def, hasDef := strings.Cut(s[i+2:i+2+end], ":-")
-			if !isVarName(name) {
-				return "", errors.New("invalid variable name in \"${...}\"; use letters, digits and \"_\", not starting with a digit")
-			}
-			if getenv == nil {
-				return "", fmt.Errorf("${%s}: a per-run server cannot read harnessd's environment; put the value itself in the request", name)
-			}
-			v, ok := getenv(name)
-			switch {
-			case ok && (v != "" || !hasDef):
-				b.WriteString(v)
-			case hasDef:
-				b.WriteString(def)
-			default:
-				return "", fmt.Errorf("variable %s is not set; set it in harnessd's environment or write ${%s:-default}", name, name)
-			}
-			i += 2 + end
-		case next == '_' || isAlnum(next) && !('0' <= next && next <= '9'):
-			return "", errors.New("\"$\" followed by a name is not expanded; write ${NAME} to expand a variable or \"$$\" for a literal \"$\"")
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String(), nil
-}
-
-// isVarName reports whether name is a valid environment variable name.
-func isVarName(name string) bool {
-	for i, c := range name {
-		if !isAlnum(c) && c != '_' || i == 0 && '0' <= c && c <= '9' {
-			return false
-		}
-	}
-	return name != ""
-}
-
-// sanitizeName maps a server or tool name to its form in tool names
-// (SPEC §5): ASCII letters lowercased, digits and "_" kept, every other
-// character (including "-", space, "/" and ".") replaced by "_".
-func sanitizeName(s string) string {
-	return strings.Map(func(c rune) rune {
-		switch {
-		case 'A' <= c && c <= 'Z':
-			return c + 'a' - 'A'
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '_':
-			return c
-		}
-		return '_'
-	}, s)
-}
-
 // validateServerNames returns an error naming both servers (and their
 // sources) for every pair in servers with the same name or the same
 // sanitized name, or nil.
@@ -1003,23 +570,4 @@ func adhocServer(name, rawURL string, command []string) (serverConfig, error) {
 func connectServer(name, rawURL string) (serverConfig, error) {
 	raw := rawServer{Name: name, URL: strings.ReplaceAll(rawURL, "$", "$$")}
 	return buildServer(toolConnectMCP, toolConnectMCP, raw, nil)
-}
-
-// stdioEnv returns the environment of a stdio server's process, as
-// "KEY=value" sorted by key: the inheritedEnv variables that harnessd has
-// (via getenv), overridden by cfg.Env. Nothing else of harnessd's
-// environment is passed on.
-func stdioEnv(cfg serverConfig, getenv func(string) (string, bool)) []string {
-	env := make(map[string]string, len(inheritedEnv)+len(cfg.Env))
-	for _, k := range inheritedEnv {
-		if v, ok := getenv(k); ok {
-			env[k] = v
-		}
-	}
-	maps.Copy(env, cfg.Env)
-	out := make([]string, 0, len(env))
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		out = append(out, k+"="+env[k])
-	}
-	return out
 }

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// This file holds API authentication: the bearer-token check against the
+// configured keys and the scopes a key grants.
+
+// Auth scopes. admin implies every scope; runs:write implies runs:read.
+const (
+	scopeRunsRead  = "runs:read"
+	scopeRunsWrite = "runs:write"
+	scopeAdmin     = "admin"
+)
+
+// authInfo is who made a request.
+type authInfo struct {
+	key    string // the key's name; "" with auth off
+	scopes []string
+	authOn bool
+}
+
+// has reports whether the caller holds scope (auth off holds everything).
+func (i authInfo) has(scope string) bool {
+	if !i.authOn {
+		return true
+	}
+	for _, s := range i.scopes {
+		if s == scopeAdmin || s == scope || (s == scopeRunsWrite && scope == scopeRunsRead) {
+			return true
+		}
+	}
+	return false
+}
+
+// authenticate checks the bearer token against the configured keys and
+// the key's scopes against need ("" needs no token). It returns the
+// status to answer (401 or 403) with an error saying what is missing, or
+// 0 and a nil error. With no keys configured, auth is off. Tokens are
+// compared on their SHA-256, in constant time, against every key.
+func (a *api) authenticate(r *http.Request, need string) (authInfo, int, error) {
+	if len(a.keys) == 0 {
+		return authInfo{}, 0, nil
+	}
+	if need == "" {
+		return authInfo{authOn: true}, 0, nil
+	}
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return authInfo{}, http.StatusUnauthorized, fmt.Errorf("authorization: missing bearer token: this route needs the %s scope; send Authorization: Bearer <token>", need)
+	}
+	sum := sha256.Sum256([]byte(token))
+	match := -1
+	for i := range a.keys {
+		if subtle.ConstantTimeCompare(sum[:], a.keys[i].TokenSHA256[:]) == 1 {
+			match = i
+		}
+	}
+	if match < 0 {
+		return authInfo{}, http.StatusUnauthorized, errors.New("authorization: invalid bearer token: it matches no configured API key")
+	}
+	info := authInfo{key: a.keys[match].Name, scopes: a.keys[match].Scopes, authOn: true}
+	if !info.has(need) {
+		return info, http.StatusForbidden, fmt.Errorf("authorization: key %q lacks the %s scope this route needs (it has %s); grant %s or admin in [[auth.keys]] or HARNESS_API_KEYS",
+			info.key, need, strings.Join(info.scopes, ", "), need)
+	}
+	return info, 0, nil
+}

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+)
+
+// This file holds the mcp subcommands that use servers without a model:
+// mcp list and mcp call, over the configured servers or one ad-hoc server.
+
+// mcpFlags are the flags of the mcp commands.
+type mcpFlags struct {
+	commonFlags
+	json bool
+	url  string
+	name string
+}
+
+// mcpFlagSet returns the flag set of an mcp subcommand, bound to f, with
+// logging quiet (warn) by default so the output is the command's own.
+func (a *app) mcpFlagSet(name, usage string, f *mcpFlags) *flag.FlagSet {
+	fs := newFlagSet(name, a.stderr, usage)
+	f.register(fs, a.getenv)
+	// The commands print every server's outcome themselves.
+	fs.Lookup("log-level").DefValue = "error"
+	f.logLevel = "error"
+	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
+	fs.StringVar(&f.url, "url", "", "use this one MCP endpoint (http or https) instead of the configuration")
+	fs.StringVar(&f.name, "name", "adhoc", "the name of the server given by --url or after --")
+	return fs
+}
+
+// mcpServers returns the servers an mcp command works on: the ad-hoc one
+// (--url or a command after --) or every configured global server.
+func (a *app) mcpServers(f *mcpFlags, command []string, logger *slog.Logger, workspace string) ([]serverConfig, error) {
+	if f.url != "" || len(command) > 0 {
+		if f.url != "" && len(command) > 0 {
+			return nil, usageError("give either --url or a command after --, not both")
+		}
+		server, err := adhocServer(f.name, f.url, command)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
+		return []serverConfig{server}, nil
+	}
+	home, err := defaultHome(a.getenv)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	cfg, err := loadConfig(loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger})
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, usageError("no MCP servers configured: add [mcp_servers.<name>] to %s, set HARNESS_MCP_SERVERS, or give --url or -- COMMAND", filepath.Join(home, "config.toml"))
+	}
+	return cfg.Servers, nil
+}
+
+// splitCommand splits args at the first "--" into what comes before and
+// the command after it.
+func splitCommand(args []string) (before, command []string) {
+	for i, arg := range args {
+		if arg == "--" {
+			return args[:i], args[i+1:]
+		}
+	}
+	return args, nil
+}
+
+// connectForCommand connects servers once (no restarts) and waits for every
+// first attempt.
+func connectForCommand(ctx context.Context, servers []serverConfig, logger *slog.Logger, workspace string, getenv func(string) (string, bool)) (*registry, error) {
+	reg := newRegistry(servers, registryOptions{
+		Logger: logger,
+		Client: clientOptions{Roots: []string{workspace}, Getenv: getenv},
+	})
+	if err := reg.waitReady(ctx); err != nil {
+		reg.close()
+		return nil, err
+	}
+	return reg, nil
+}
+
+const mcpListUsage = `Usage: harnessd mcp list [flags] [-- COMMAND ARGS...]
+
+Connects every configured MCP server (or the one given by --url or after --)
+and prints each server's status and its tools under their mcp_ names.
+Exits 1 if any server failed.
+
+`
+
+// mcpList implements "harnessd mcp list".
+func (a *app) mcpList(ctx context.Context, args []string) error {
+	var f mcpFlags
+	flagArgs, command := splitCommand(args)
+	fs := a.mcpFlagSet("mcp list", mcpListUsage, &f)
+	logger, workspace, err := f.parse(fs, flagArgs, a.stderr)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("mcp list: unexpected argument %q (a server command goes after --)", fs.Arg(0))
+	}
+	servers, err := a.mcpServers(&f, command, logger, workspace)
+	if err != nil {
+		return err
+	}
+	reg, err := connectForCommand(ctx, servers, logger, workspace, a.getenv)
+	if err != nil {
+		return err
+	}
+	defer reg.close()
+	statuses := reg.statuses()
+	failed := 0
+	for _, st := range statuses {
+		if st.Status != statusReady && st.Status != statusDisabled {
+			failed++
+		}
+	}
+	if f.json {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"servers": statuses}); err != nil {
+			return err
+		}
+	} else {
+		printStatuses(a.stdout, statuses)
+	}
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d servers failed", failed, len(statuses))}
+	}
+	return nil
+}
+
+// printStatuses writes servers and their tools as aligned text.
+func printStatuses(w io.Writer, statuses []serverStatus) {
+	for i, st := range statuses {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		line := fmt.Sprintf("%s  %s  %s", st.Name, st.Transport, st.Status)
+		if st.ServerInfo != nil {
+			line += fmt.Sprintf("  %s %s  protocol %s", st.ServerInfo.Name, st.ServerInfo.Version, st.ProtocolVersion)
+		}
+		fmt.Fprintln(w, line)
+		if st.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", st.Error)
+		}
+		width := 0
+		for _, tool := range st.Tools {
+			width = max(width, len(tool.Name))
+		}
+		for _, tool := range st.Tools {
+			fmt.Fprintf(w, "  %-*s  %s\n", width, tool.Name, firstLine(tool.Description, 100))
+		}
+	}
+}
+
+// firstLine returns the first line of s, at most n bytes.
+func firstLine(s string, n int) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	return truncate(strings.TrimSpace(s), n)
+}
+
+const mcpCallUsage = `Usage: harnessd mcp call [flags] TOOL [JSON-ARGS] [-- COMMAND ARGS...]
+
+Calls one tool by its mcp_<server>_<tool> name with JSON-ARGS (a JSON object,
+default {}) and prints the result's text (with --json, the whole result).
+Exits 1 if the tool reports an error or the call fails.
+
+`
+
+// mcpCall implements "harnessd mcp call".
+func (a *app) mcpCall(ctx context.Context, args []string) error {
+	var f mcpFlags
+	flagArgs, command := splitCommand(args)
+	fs := a.mcpFlagSet("mcp call", mcpCallUsage, &f)
+	logger, workspace, err := f.parse(fs, flagArgs, a.stderr)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return usageError("mcp call: want TOOL [JSON-ARGS], got %d arguments (see harnessd mcp call --help)", fs.NArg())
+	}
+	toolName := fs.Arg(0)
+	toolArgs := json.RawMessage("{}")
+	if fs.NArg() == 2 {
+		toolArgs = json.RawMessage(fs.Arg(1))
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(toolArgs, &obj); err != nil || obj == nil {
+			return usageError("mcp call: JSON-ARGS must be a JSON object, like '{\"message\":\"hi\"}'")
+		}
+	}
+	servers, err := a.mcpServers(&f, command, logger, workspace)
+	if err != nil {
+		return err
+	}
+	var candidates []serverConfig
+	for _, s := range servers {
+		if s.Enabled && strings.HasPrefix(toolName, "mcp_"+sanitizeName(s.Name)+"_") {
+			candidates = append(candidates, s)
+		}
+	}
+	if len(candidates) == 0 {
+		return fmt.Errorf("mcp call: no configured server has a tool named %q: names are mcp_<server>_<tool> (see harnessd mcp list)", toolName)
+	}
+	reg, err := connectForCommand(ctx, candidates, logger, workspace, a.getenv)
+	if err != nil {
+		return err
+	}
+	defer reg.close()
+	scope := reg.newScope(logger)
+	var failures []string
+	for _, st := range reg.statuses() {
+		if st.Status != statusReady {
+			failures = append(failures, st.Error)
+		}
+	}
+	for _, ts := range scope.toolSets() {
+		for _, e := range ts.entries {
+			if e.Name != toolName {
+				continue
+			}
+			res, err := scope.callTool(ctx, e.Server, e.ServerTool, toolArgs)
+			if err != nil {
+				return fmt.Errorf("mcp call %s: %w", toolName, err)
+			}
+			return a.printResult(&f, toolName, res)
+		}
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("mcp call %s: %s", toolName, strings.Join(failures, "; "))
+	}
+	return fmt.Errorf("mcp call: no tool named %q (see harnessd mcp list)", toolName)
+}
+
+// printResult prints a tool result; an isError result is an exit 1.
+func (a *app) printResult(f *mcpFlags, toolName string, res *callResult) error {
+	if f.json {
+		raw := res.Raw
+		if len(raw) == 0 {
+			raw, _ = json.Marshal(res)
+		}
+		fmt.Fprintf(a.stdout, "%s\n", raw)
+		if res.IsError {
+			return &exitError{code: 1, err: fmt.Errorf("tool %s reported an error", toolName)}
+		}
+		return nil
+	}
+	text := resultToText(res)
+	if res.IsError {
+		return &exitError{code: 1, err: fmt.Errorf("tool %s reported an error: %s", toolName, text)}
+	}
+	fmt.Fprintln(a.stdout, text)
+	return nil
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// This file holds the daemon: harnessd serve, its start-up and its
+// shutdown.
+
+const serveUsage = `Usage: harnessd [serve] [flags]
+
+Loads the configuration, connects every global MCP server in the background
+and serves the HTTP API.
+
+`
+
+// shutdownBudget bounds graceful shutdown on SIGINT/SIGTERM.
+const shutdownBudget = 10 * time.Second
+
+// serve implements "harnessd serve".
+func (a *app) serve(ctx context.Context, args []string) error {
+	var (
+		f        commonFlags
+		addr     string
+		insecure bool
+	)
+	fs := newFlagSet("serve", a.stderr, serveUsage)
+	f.register(fs, a.getenv)
+	defaultAddr, ok := a.getenv("HARNESS_ADDR")
+	if !ok || defaultAddr == "" {
+		defaultAddr = "127.0.0.1:8080"
+	}
+	fs.StringVar(&addr, "addr", defaultAddr, "address to listen on (env HARNESS_ADDR)")
+	fs.BoolVar(&insecure, "insecure", false, "allow a non-loopback --addr without API keys")
+	logger, workspace, err := f.parse(fs, args, a.stderr)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("serve: unexpected argument %q", fs.Arg(0))
+	}
+	home, err := defaultHome(a.getenv)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	cfg, err := loadConfig(loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if len(cfg.AuthKeys) == 0 && !insecure && !isLoopbackAddr(addr) {
+		return usageError("--addr %s is not a loopback address and no API keys are configured: add [[auth.keys]] or HARNESS_API_KEYS, or pass --insecure", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+
+	reg := newRegistry(cfg.Servers, registryOptions{
+		Logger:  logger,
+		Client:  clientOptions{Roots: []string{workspace}, Getenv: a.getenv},
+		Restart: true,
+	})
+	m := newMetrics()
+	model := cfg.Model
+	runs := newRunManager(runManagerOptions{
+		Registry:   reg,
+		Logger:     logger,
+		Home:       home,
+		Getenv:     a.getenv,
+		Model:      model.name(),
+		ModelBase:  model.BaseURL,
+		MaxTokens:  model.MaxTokens,
+		MaxSteps:   model.MaxSteps,
+		AllowHosts: cfg.ConnectAllowHosts,
+		Globals:    cfg.Servers,
+		Metrics:    m,
+	})
+	stopping := make(chan struct{})
+	srv := newHTTPServer(newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping), logger)
+	serveErr := make(chan error, 1)
+	// Owned by serve; exits when the server is shut down below.
+	go func() { serveErr <- srv.Serve(ln) }()
+	logger.Info("harnessd listening", "addr", ln.Addr().String(), "version", buildVersion, "servers", len(cfg.Servers),
+		"auth", len(cfg.AuthKeys) > 0, "config_files", cfg.Files, "model", model.name())
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		runsCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		runs.shutdown(runsCtx)
+		reg.close()
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+	defer cancel()
+	// Stop accepting at once, but cancel the runs while their event
+	// streams are still open, so followers see each run end; then end the
+	// streams that are left.
+	httpCtx, httpCancel := context.WithTimeout(shutdownCtx, 2*time.Second)
+	defer httpCancel()
+	httpDone := make(chan error, 1)
+	// Owned by serve; exits when every connection is closed or httpCtx is
+	// done.
+	go func() { httpDone <- srv.Shutdown(httpCtx) }()
+	runsCtx, runsCancel := context.WithTimeout(shutdownCtx, 2*time.Second)
+	defer runsCancel()
+	if err := runs.shutdown(runsCtx); err != nil {
+		logger.Warn("runs still ending at shutdown", "err", err)
+	}
+	close(stopping)
+	if err := <-httpDone; err != nil {
+		srv.Close()
+	}
+	closed := make(chan struct{})
+	// Owned by serve; exits when every server is closed (bounded by the
+	// stop ladder).
+	go func() {
+		reg.close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-shutdownCtx.Done():
+		logger.Warn("servers still closing at the shutdown deadline")
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// newHTTPServer returns the API's server: a client must send its request
+// headers within readHeaderTimeout, and idle connections close after
+// idleTimeout. No overall read or write timeout: event streams are long.
+func newHTTPServer(handler http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// isLoopbackAddr reports whether a listen address only binds loopback.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file holds the Prometheus metrics: tool calls by outcome with a
+// latency histogram, runs by status and servers up, written as text.
+
+// latencyBuckets are the tool-call histogram's upper bounds, in seconds.
+var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// metrics counts what /metrics reports. A nil *metrics counts nothing.
+// Safe for concurrent use.
+type metrics struct {
+	mu sync.Mutex
+	// guards everything below
+	toolCalls   map[[2]string]uint64 // {server, outcome}
+	histograms  map[string]*histogram
+	runsEnded   map[string]uint64
+	runsStarted uint64
+	runsActive  int64
+}
+
+// A histogram is one server's tool-call latencies; guarded by metrics.mu.
+type histogram struct {
+	counts []uint64 // per bucket, not cumulative
+	sum    float64
+	count  uint64
+}
+
+// newMetrics returns empty metrics.
+func newMetrics() *metrics {
+	return &metrics{toolCalls: map[[2]string]uint64{}, histograms: map[string]*histogram{}, runsEnded: map[string]uint64{}}
+}
+
+// toolCall counts one tool call of server ("" for built-in tools) with
+// outcome "ok" or "error" that took d.
+func (m *metrics) toolCall(server, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	if server == "" {
+		server = "builtin"
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.toolCalls[[2]string{server, outcome}]++
+	h := m.histograms[server]
+	if h == nil {
+		h = &histogram{counts: make([]uint64, len(latencyBuckets)+1)}
+		m.histograms[server] = h
+	}
+	s := d.Seconds()
+	i := sort.SearchFloat64s(latencyBuckets, s)
+	h.counts[i]++
+	h.sum += s
+	h.count++
+}
+
+// runStarted counts a run that was accepted.
+func (m *metrics) runStarted() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.runsStarted++
+	m.runsActive++
+}
+
+// runEnded counts a run that reached the terminal status.
+func (m *metrics) runEnded(status string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.runsEnded[status]++
+	m.runsActive--
+}
+
+// write renders the Prometheus text exposition format.
+func (m *metrics) write(w io.Writer, servers []serverStatus) {
+	var b strings.Builder
+	b.WriteString("# HELP harnessd_mcp_server_up Whether a global MCP server is connected (1) or not (0).\n# TYPE harnessd_mcp_server_up gauge\n")
+	for _, s := range servers {
+		up := 0
+		if s.Status == statusReady {
+			up = 1
+		}
+		fmt.Fprintf(&b, "harnessd_mcp_server_up{server=%s} %d\n", promLabel(s.Name), up)
+	}
+	b.WriteString("# HELP harnessd_mcp_server_tools Tools a global MCP server offers.\n# TYPE harnessd_mcp_server_tools gauge\n")
+	for _, s := range servers {
+		fmt.Fprintf(&b, "harnessd_mcp_server_tools{server=%s} %d\n", promLabel(s.Name), len(s.Tools))
+	}
+	b.WriteString("# HELP harnessd_mcp_server_restarts_total Reconnections of a global MCP server.\n# TYPE harnessd_mcp_server_restarts_total counter\n")
+	for _, s := range servers {
+		fmt.Fprintf(&b, "harnessd_mcp_server_restarts_total{server=%s} %d\n", promLabel(s.Name), s.Restarts)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b.WriteString("# HELP harnessd_tool_calls_total Tool calls by server and outcome.\n# TYPE harnessd_tool_calls_total counter\n")
+	keys := make([][2]string, 0, len(m.toolCalls))
+	for k := range m.toolCalls {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || (keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1])
+	})
+	for _, k := range keys {
+		fmt.Fprintf(&b, "harnessd_tool_calls_total{server=%s,outcome=%s} %d\n", promLabel(k[0]), promLabel(k[1]), m.toolCalls[k])
+	}
+	b.WriteString("# HELP harnessd_tool_call_duration_seconds Tool call latency by server.\n# TYPE harnessd_tool_call_duration_seconds histogram\n")
+	names := make([]string, 0, len(m.histograms))
+	for n := range m.histograms {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		h := m.histograms[n]
+		var cum uint64
+		for i, le := range latencyBuckets {
+			cum += h.counts[i]
+			fmt.Fprintf(&b, "harnessd_tool_call_duration_seconds_bucket{server=%s,le=%q} %d\n", promLabel(n), strconv.FormatFloat(le, 'g', -1, 64), cum)
+		}
+		cum += h.counts[len(latencyBuckets)]
+		fmt.Fprintf(&b, "harnessd_tool_call_duration_seconds_bucket{server=%s,le=\"+Inf\"} %d\n", promLabel(n), cum)
+		fmt.Fprintf(&b, "harnessd_tool_call_duration_seconds_sum{server=%s} %s\n", promLabel(n), strconv.FormatFloat(h.sum, 'g', -1, 64))
+		fmt.Fprintf(&b, "harnessd_tool_call_duration_seconds_count{server=%s} %d\n", promLabel(n), h.count)
+	}
+	b.WriteString("# HELP harnessd_runs_started_total Runs started.\n# TYPE harnessd_runs_started_total counter\n")
+	fmt.Fprintf(&b, "harnessd_runs_started_total %d\n", m.runsStarted)
+	b.WriteString("# HELP harnessd_runs_total Runs ended, by status.\n# TYPE harnessd_runs_total counter\n")
+	for _, st := range []string{runCompleted, runFailed, runCancelled} {
+		fmt.Fprintf(&b, "harnessd_runs_total{status=%q} %d\n", st, m.runsEnded[st])
+	}
+	b.WriteString("# HELP harnessd_runs_active Runs queued or running.\n# TYPE harnessd_runs_active gauge\n")
+	fmt.Fprintf(&b, "harnessd_runs_active %d\n", max(m.runsActive, 0))
+	io.WriteString(w, b.String())
+}
+
+// promLabel quotes a label value for the exposition format.
+func promLabel(v string) string {
+	r := strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+	return `"` + r.Replace(v) + `"`
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+)
+
+// This file holds the OpenAI Chat Completions wire format: encoding a
+// modelRequest and decoding the answer.
+
+var (
+	openaiDefaults    = wireDefaults{"OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1", "/chat/completions"}
+	anthropicDefaults = wireDefaults{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com", "/v1/messages"}
+)
+
+// An openaiProvider calls an OpenAI-compatible Chat Completions API.
+type openaiProvider struct {
+	*modelEndpoint
+	model     string
+	maxTokens int // not sent when zero
+	// maxCompletionTokens: send the limit as max_completion_tokens, which
+	// OpenAI's own API wants (newer models refuse max_tokens); compatible
+	// servers know max_tokens.
+	maxCompletionTokens bool
+}
+
+type openaiRequest struct {
+	Model               string          `json:"model"`
+	Messages            []openaiMessage `json:"messages"`
+	Tools               []openaiTool    `json:"tools,omitempty"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+}
+
+type openaiMessage struct {
+	Role       string           `json:"role"`
+	Content    *string          `json:"content"` // null: an assistant message with only tool calls
+	ToolCalls  []openaiToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string           `json:"tool_call_id,omitempty"`
+}
+
+type openaiToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"` // sent as a JSON string; read leniently
+	} `json:"function"`
+}
+
+type openaiTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+type openaiResponse struct {
+	Choices []struct {
+		Message struct {
+			Content   json.RawMessage  `json:"content"` // a string, null, or an array of parts
+			ToolCalls []openaiToolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (p *openaiProvider) complete(ctx context.Context, req modelRequest) (*modelResponse, error) {
+	body, err := p.encode(req)
+	if err != nil {
+		return nil, err
+	}
+	return p.call(ctx, body, decodeOpenAIResponse)
+}
+
+// encode returns the Chat Completions body for req.
+func (p *openaiProvider) encode(req modelRequest) ([]byte, error) {
+	out := openaiRequest{Model: cmp.Or(req.Model, p.model), Messages: []openaiMessage{}}
+	if maxTokens := cmp.Or(max(req.MaxTokens, 0), p.maxTokens); p.maxCompletionTokens {
+		out.MaxCompletionTokens = maxTokens
+	} else {
+		out.MaxTokens = maxTokens
+	}
+	if req.System != "" {
+		out.Messages = append(out.Messages, openaiMessage{Role: "system", Content: &req.System})
+	}
+	for i, m := range req.Messages {
+		msg := openaiMessage{Role: m.Role, Content: &m.Content}
+		switch m.Role {
+		case roleUser:
+		case roleAssistant:
+			if m.Content == "" && len(m.ToolCalls) > 0 {
+				msg.Content = nil
+			}
+			for _, tc := range m.ToolCalls {
+				call := openaiToolCall{ID: tc.ID, Type: "function"}
+				call.Function.Name = tc.Name
+				args, _ := json.Marshal(string(argumentsOrEmpty(tc.Arguments)))
+				call.Function.Arguments = args
+				msg.ToolCalls = append(msg.ToolCalls, call)
+			}
+		case roleTool:
+			msg.ToolCallID = m.ToolCallID
+			if m.IsError {
+				// Chat Completions has no error flag for tool results.
+				text := "Error: " + m.Content
+				msg.Content = &text
+			}
+		default:
+			return nil, p.errorf("message %d: unknown role %q", i, m.Role)
+		}
+		out.Messages = append(out.Messages, msg)
+	}
+	for _, t := range req.Tools {
+		tool := openaiTool{Type: "function"}
+		tool.Function.Name, tool.Function.Description = t.Name, t.Description
+		tool.Function.Parameters = schemaOrObject(t.InputSchema)
+		out.Tools = append(out.Tools, tool)
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return nil, p.errorf("encode the request: %v", err)
+	}
+	return body, nil
+}
+
+// decodeOpenAIResponse reads a Chat Completions answer. It is lenient with
+// compatible servers: content may be null or an array of parts, a tool call
+// may lack its ID, arguments may be empty, an object, or not JSON at all
+// (then toolCall.ArgumentsError says so).
+func decodeOpenAIResponse(body []byte) (*modelResponse, error) {
+	var r openaiResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("%v; the answer begins %q", err, shortText(string(body), 80))
+	}
+	if len(r.Choices) == 0 {
+		if len(r.Error) > 0 && string(r.Error) != "null" {
+			return nil, fmt.Errorf("the server reported an error: %s", errorBodyMessage(body))
+		}
+		return nil, errors.New("the answer has no choices")
+	}
+	choice := r.Choices[0]
+	resp := &modelResponse{
+		Content: openaiContentText(choice.Message.Content),
+		Usage:   modelUsage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens},
+	}
+	for _, tc := range choice.Message.ToolCalls {
+		args, argsErr := normalizeArguments(tc.Function.Arguments)
+		resp.ToolCalls = append(resp.ToolCalls, toolCall{
+			ID:             cmp.Or(tc.ID, "call_"+strconv.FormatUint(rand.Uint64(), 36)),
+			Name:           tc.Function.Name,
+			Arguments:      args,
+			ArgumentsError: argsErr,
+		})
+	}
+	switch choice.FinishReason {
+	case "stop":
+		resp.StopReason = stopEndTurn
+	case "tool_calls", "function_call":
+		resp.StopReason = stopToolUse
+	case "length":
+		resp.StopReason = stopMaxTokens
+	case "":
+		resp.StopReason = stopEndTurn
+		if len(resp.ToolCalls) > 0 {
+			resp.StopReason = stopToolUse
+		}
+	default:
+		resp.StopReason = choice.FinishReason
+	}
+	return resp, nil
+}
+
+// openaiContentText returns the text of a message's content: a string, or
+// the text parts of an array; "" for null or anything else.
+func openaiContentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, part := range parts {
+		if part.Type == "text" {
+			b.WriteString(part.Text)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file holds the run manager: validating run requests, starting
+// runs, listing and retention, and shutdown.
+
+// Run statuses.
+const (
+	runQueued    = "queued"
+	runRunning   = "running"
+	runCompleted = "completed"
+	runFailed    = "failed"
+	runCancelled = "cancelled"
+)
+
+// Run limits.
+const (
+	defaultMaxSteps = 25
+	maxMaxSteps     = 1000
+	// keptRuns is how many finished runs stay listed; older ones are dropped.
+	keptRuns = 1000
+)
+
+// A runRequest is the body of POST /v1/runs.
+type runRequest struct {
+	Prompt       string          `json:"prompt"`
+	Profile      string          `json:"profile,omitempty"`
+	Model        string          `json:"model,omitempty"`
+	SystemPrompt string          `json:"system_prompt,omitempty"`
+	MaxSteps     int             `json:"max_steps,omitempty"`
+	MCPServers   json.RawMessage `json:"mcp_servers,omitempty"`
+}
+
+// runManagerOptions configure a runManager.
+type runManagerOptions struct {
+	Registry *registry
+	Logger   *slog.Logger
+	Home     string
+	Getenv   func(string) (string, bool)
+	// Model is the default model ("provider/model"), from HARNESS_MODEL or
+	// [model]; empty means every run must name one.
+	Model      string
+	ModelBase  string
+	MaxTokens  int
+	MaxSteps   int
+	AllowHosts []string
+	Globals    []serverConfig
+	Metrics    *metrics
+	// newProvider builds providers; tests replace it. Nil means
+	// newModelProvider.
+	newProvider func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error)
+}
+
+// A runManager starts runs and keeps them for listing. Safe for
+// concurrent use.
+type runManager struct {
+	opts   runManagerOptions
+	logger *slog.Logger
+	ctx    context.Context // parent of every run; cancelled by shutdown
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu sync.Mutex
+	// guards runs and order
+	runs  map[string]*run
+	order []string // creation order
+}
+
+// newRunManager returns a manager with no runs; zero options take their
+// defaults (slog.Default, newModelProvider, defaultMaxSteps).
+func newRunManager(opts runManagerOptions) *runManager {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.newProvider == nil {
+		opts.newProvider = newModelProvider
+	}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = defaultMaxSteps
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}}
+}
+
+// A requestError is a run request the API answers with 400 (or 403 when
+// forbidden is set); its message names the field and says what to do.
+type requestError struct {
+	msg       string
+	forbidden bool
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+// badRequest returns a *requestError (a 400) about field.
+func badRequest(field, format string, args ...any) error {
+	return &requestError{msg: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// invalidRequest returns a *requestError (a 400) for err, which already
+// names the field it is about (model "x": ..., profile "x": ...,
+// mcp_servers[2]: ...).
+func invalidRequest(err error) error {
+	return &requestError{msg: err.Error()}
+}
+
+// errShuttingDown is start's error once shutdown has begun.
+var errShuttingDown = errors.New("start run: harnessd is shutting down; retry against another instance or after it restarts")
+
+// start validates req synchronously and starts the run in the background.
+// allowCommand says whether the caller may start per-run stdio servers.
+// Errors are *requestError for what the caller got wrong, or
+// errShuttingDown.
+func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
+	if strings.TrimSpace(req.Prompt) == "" {
+		return nil, badRequest("prompt", "is empty: say what the agent should do")
+	}
+	if req.MaxSteps < 0 || req.MaxSteps > maxMaxSteps {
+		return nil, badRequest("max_steps", "%d is out of range: use 1 to %d (default %d)", req.MaxSteps, maxMaxSteps, m.opts.MaxSteps)
+	}
+	modelName := req.Model
+	if modelName == "" {
+		modelName = m.opts.Model
+	}
+	if modelName == "" {
+		return nil, badRequest("model", "no model configured: set HARNESS_MODEL (like openai/gpt-4o), [model] name in config.toml, or model in the request")
+	}
+	spec, err := parseModelName(modelName)
+	if err != nil {
+		return nil, invalidRequest(err)
+	}
+	if spec.BaseURL == "" {
+		spec.BaseURL = m.opts.ModelBase
+	}
+	if spec.MaxTokens == 0 {
+		spec.MaxTokens = m.opts.MaxTokens
+	}
+	provider, err := m.opts.newProvider(spec, m.opts.Getenv, m.logger)
+	if err != nil {
+		return nil, invalidRequest(err)
+	}
+	r := &run{
+		req:       req,
+		model:     spec,
+		provider:  provider,
+		maxSteps:  req.MaxSteps,
+		createdAt: time.Now().UTC(),
+		status:    runQueued,
+		changed:   make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	if r.maxSteps == 0 {
+		r.maxSteps = m.opts.MaxSteps
+	}
+	if req.Profile != "" {
+		servers, found, err := loadProfile(m.opts.Home, req.Profile, m.opts.Getenv)
+		if err != nil {
+			return nil, invalidRequest(err)
+		}
+		// A profile server may shadow a global of its own name, never take
+		// the tool names of a global with another name.
+		if _, err := profileScope(m.opts.Globals, servers); err != nil {
+			return nil, invalidRequest(err)
+		}
+		r.profile = servers
+		r.profileFound = &found
+	}
+	if len(req.MCPServers) > 0 {
+		servers, err := parseRunServers(req.MCPServers, m.opts.Globals, r.profile)
+		if err != nil {
+			return nil, invalidRequest(err)
+		}
+		for _, s := range servers {
+			if s.Transport == transportStdio && !allowCommand {
+				return nil, &requestError{forbidden: true,
+					msg: fmt.Sprintf("mcp_servers: server %q has a command: starting programs on the host needs the admin scope", s.Name)}
+			}
+		}
+		r.perRun = servers
+	}
+	r.id = newRunID()
+	ctx, cancel := context.WithCancel(m.ctx)
+	r.cancel = cancel
+
+	// Under mu, so that no run is added to wg once shutdown has stopped
+	// the manager and may be waiting on it.
+	m.mu.Lock()
+	if m.ctx.Err() != nil {
+		m.mu.Unlock()
+		cancel()
+		return nil, errShuttingDown
+	}
+	m.runs[r.id] = r
+	m.order = append(m.order, r.id)
+	m.pruneLocked()
+	m.wg.Add(1)
+	m.mu.Unlock()
+	m.opts.Metrics.runStarted()
+
+	// Owned by the run manager; exits when the run reaches a terminal
+	// status (cancel and shutdown make it end promptly).
+	go func() {
+		defer m.wg.Done()
+		defer cancel()
+		m.execute(ctx, r)
+	}()
+	return r, nil
+}
+
+// pruneLocked drops the oldest finished runs beyond keptRuns.
+func (m *runManager) pruneLocked() {
+	for len(m.order) > keptRuns {
+		dropped := false
+		for i, id := range m.order {
+			r := m.runs[id]
+			select {
+			case <-r.done:
+				delete(m.runs, id)
+				m.order = append(m.order[:i], m.order[i+1:]...)
+				dropped = true
+			default:
+				continue
+			}
+			break
+		}
+		if !dropped {
+			return
+		}
+	}
+}
+
+// newRunID returns a random, unguessable run id.
+func newRunID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "run_" + hex.EncodeToString(b[:])
+}
+
+// get returns the run with id, or nil.
+func (m *runManager) get(id string) *run {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runs[id]
+}
+
+// list returns every kept run, newest first.
+func (m *runManager) list() []*run {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*run, 0, len(m.order))
+	for i := len(m.order) - 1; i >= 0; i-- {
+		out = append(out, m.runs[m.order[i]])
+	}
+	return out
+}
+
+// shutdown cancels every run, refuses new ones (start returns
+// errShuttingDown) and waits for the runs to end or ctx to be done.
+func (m *runManager) shutdown(ctx context.Context) error {
+	m.mu.Lock()
+	m.stop()
+	m.mu.Unlock()
+	done := make(chan struct{})
+	// Owned by shutdown; exits when every run goroutine has.
+	go func() {
+		m.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
