@@ -256,7 +256,8 @@ func startupFloorOnce(cfg serverConfig) (*exec.Cmd, io.Closer, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, nil, err
 	}
-	if _, err := io.WriteString(stdin, startupExchange); err == nil {
+	_, err = io.WriteString(stdin, startupExchange)
+	if err == nil {
 		scanner := bufio.NewScanner(stdout)
 		for scanner.Scan() {
 			if shape := scanMessage(scanner.Bytes()); string(shape.id) == "2" {

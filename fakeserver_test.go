@@ -56,7 +56,6 @@ type fakeServer struct {
 	// guards answers to the server's own requests
 	mu      sync.Mutex
 	waiting map[string]chan json.RawMessage
-	nextID  int
 	calls   atomic.Int64 // tools/call requests received, for mode flaky
 }
 

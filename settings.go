@@ -43,9 +43,6 @@ type authKey struct {
 // authScopes are the scopes an API key may hold.
 var authScopes = []string{"runs:read", "runs:write", "admin"}
 
-// modelProviders are the providers a model name may start with.
-var modelProviders = []string{"openai", "anthropic"}
-
 // A rawAuthKey is one API key as written in TOML or HARNESS_API_KEYS. A
 // plaintext token is accepted only from the environment.
 type rawAuthKey struct {
