@@ -43,6 +43,9 @@ type api struct {
 	stopping <-chan struct{}
 	// heartbeat is the interval of SSE keep-alive comments.
 	heartbeat time.Duration
+	// hosts says which Host headers the API answers; the zero policy
+	// allows loopback only.
+	hosts hostPolicy
 	// globalSecrets hides the global servers' env and header values.
 	globalSecrets redactor
 	mux           *http.ServeMux
@@ -80,11 +83,14 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	return a
 }
 
-// ServeHTTP routes the request and logs it at debug level.
+// ServeHTTP refuses what must not reach a route (refuseRequest), routes
+// the rest and logs each request at debug level.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-	a.mux.ServeHTTP(rec, r)
+	if !a.refuseRequest(rec, r) {
+		a.mux.ServeHTTP(rec, r)
+	}
 	a.logger.Debug("http request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
 }
 

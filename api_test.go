@@ -66,7 +66,14 @@ func (at *apiTest) do(t *testing.T, method, path, auth, body string, header ...s
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := at.client.Do(req)

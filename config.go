@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -32,6 +33,12 @@ type config struct {
 	AuthKeys []authKey
 	// ConnectAllowHosts is nil when [connect_mcp].allow_hosts is not set.
 	ConnectAllowHosts []string
+	// AllowedHosts are the Host names the API answers besides the listen
+	// address and loopback (allowed_hosts).
+	AllowedHosts []string
+	// MaxConnections caps open API connections (max_connections,
+	// HARNESS_MAX_CONNECTIONS); 0 when not set.
+	MaxConnections int
 	// Files lists the TOML files that existed and were read, in order.
 	Files []string
 }
@@ -51,9 +58,11 @@ type loadOptions struct {
 
 // A tomlConfig is one config.toml file.
 type tomlConfig struct {
-	MCPServers map[string]rawServer `toml:"mcp_servers"`
-	Model      tomlModel            `toml:"model"`
-	Auth       struct {
+	AllowedHosts   *[]string            `toml:"allowed_hosts"`
+	MaxConnections *int                 `toml:"max_connections"`
+	MCPServers     map[string]rawServer `toml:"mcp_servers"`
+	Model          tomlModel            `toml:"model"`
+	Auth           struct {
 		Keys []rawAuthKey `toml:"keys"`
 	} `toml:"auth"`
 	ConnectMCP struct {
@@ -73,6 +82,9 @@ type configLayer struct {
 	modelSet   tomlModel // which model fields the file set
 	authKeys   []authKey
 	allowHosts *[]string
+	// allowedHosts and maxConnections are nil when the file does not set them.
+	allowedHosts   *[]string
+	maxConnections *int
 }
 
 // defaultHome returns $HARNESS_HOME, or $HOME/.harness when it is unset or
@@ -144,6 +156,12 @@ func loadConfig(opts loadOptions) (*config, error) {
 		if layer.allowHosts != nil {
 			cfg.ConnectAllowHosts = *layer.allowHosts
 		}
+		if layer.allowedHosts != nil {
+			cfg.AllowedHosts = *layer.allowedHosts
+		}
+		if layer.maxConnections != nil {
+			cfg.MaxConnections = *layer.maxConnections
+		}
 	}
 	if err := validateServerNames(fileServers); err != nil {
 		errs = append(errs, err)
@@ -176,6 +194,14 @@ func loadConfig(opts loadOptions) (*config, error) {
 			errs = append(errs, fmt.Errorf("HARNESS_MODEL: %v", err))
 		}
 		cfg.Model.Provider, cfg.Model.Model = spec.Provider, spec.Model
+	}
+
+	if v, ok := getenv("HARNESS_MAX_CONNECTIONS"); ok && v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("HARNESS_MAX_CONNECTIONS: %q is not a positive number; set a positive number or unset it", v))
+		}
+		cfg.MaxConnections = n
 	}
 
 	cfg.AuthKeys = tomlKeys
@@ -269,6 +295,23 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 			clean = append(clean, h)
 		}
 		layer.allowHosts = &clean
+	}
+	if hosts := doc.AllowedHosts; hosts != nil {
+		clean := make([]string, 0, len(*hosts))
+		for i, h := range *hosts {
+			h = strings.ToLower(h)
+			if err := checkHostPattern(h); err != nil {
+				errs = append(errs, fmt.Errorf("%s: allowed_hosts[%d]: %v", file, i, err))
+			}
+			clean = append(clean, h)
+		}
+		layer.allowedHosts = &clean
+	}
+	if n := doc.MaxConnections; n != nil {
+		if *n <= 0 {
+			errs = append(errs, fmt.Errorf("%s: max_connections: %d is not positive; set a positive number or remove it", file, *n))
+		}
+		layer.maxConnections = n
 	}
 	return layer, errors.Join(errs...)
 }

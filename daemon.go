@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -28,6 +29,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		f        commonFlags
 		addr     string
 		insecure bool
+		maxConns int
 	)
 	fs := newFlagSet("serve", a.stderr, serveUsage)
 	f.register(fs, a.getenv)
@@ -37,6 +39,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	}
 	fs.StringVar(&addr, "addr", defaultAddr, "address to listen on (env HARNESS_ADDR)")
 	fs.BoolVar(&insecure, "insecure", false, "allow a non-loopback --addr without API keys")
+	fs.IntVar(&maxConns, "max-connections", 0, fmt.Sprintf("cap on open API connections (env HARNESS_MAX_CONNECTIONS, max_connections; default %d)", defaultMaxConnections))
 	logger, workspace, err := f.parse(fs, args, a.stderr)
 	if err != nil {
 		return err
@@ -55,10 +58,15 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if len(cfg.AuthKeys) == 0 && !insecure && !isLoopbackAddr(addr) {
 		return usageError("--addr %s is not a loopback address and no API keys are configured: add [[auth.keys]] or HARNESS_API_KEYS, or pass --insecure", addr)
 	}
+	if maxConns < 0 {
+		return usageError("--max-connections %d: not positive; give a positive number", maxConns)
+	}
+	maxConns = cmp.Or(maxConns, cfg.MaxConnections, defaultMaxConnections)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	ln = newLimitListener(ln, maxConns)
 
 	reg := newRegistry(cfg.Servers, registryOptions{
 		Logger:  logger,
@@ -81,7 +89,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Metrics:    m,
 	})
 	stopping := make(chan struct{})
-	srv := newHTTPServer(newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping), logger)
+	api := newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping)
+	api.hosts = newHostPolicy(addr, cfg.AllowedHosts)
+	srv := newHTTPServer(api, logger)
 	serveErr := make(chan error, 1)
 	// Owned by serve; exits when the server is shut down below.
 	go func() { serveErr <- srv.Serve(ln) }()

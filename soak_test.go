@@ -199,6 +199,7 @@ func heapInUse() uint64 {
 func soakRun(ctx context.Context, base, prompt string, cancel bool) (string, error) {
 	body := fmt.Sprintf(`{"prompt":%q}`, prompt)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/runs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("start: %w", err)
