@@ -5,17 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"strings"
 )
 
 // This file holds the built-in tools other than find_tool's search:
 // their definitions (connect_mcp, list_mcp_resources, read_mcp_resource,
 // find_tool) and implementations.
-
-// serverNamePattern is what connect_mcp accepts as a server name.
-var serverNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // connectMCP implements connect_mcp: connect an HTTP MCP server for the
 // rest of the run and make its tools callable at once.
@@ -27,9 +22,9 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 	if err := json.Unmarshal(args, &a); err != nil {
 		return "", fmt.Errorf("connect_mcp: arguments: %v; send {\"url\": \"http://host:port/mcp\", \"server_name\": \"name\"}", err)
 	}
-	u, err := url.Parse(a.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("connect_mcp: url %q: must be an http or https URL with a host", a.URL)
+	u, err := parseHTTPURL(a.URL)
+	if err != nil {
+		return "", fmt.Errorf("connect_mcp: url %q: %v", a.URL, err)
 	}
 	r.connectMu.Lock()
 	defer r.connectMu.Unlock()
@@ -37,11 +32,11 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 	if name == "" {
 		name = strings.NewReplacer(".", "-", ":", "-").Replace(u.Hostname())
 	}
-	if !serverNamePattern.MatchString(name) {
-		return "", fmt.Errorf("connect_mcp: server_name %q: use only letters, digits, '-' and '_' (at most 64)", name)
+	if err := checkServerName(name); err != nil {
+		return "", fmt.Errorf("connect_mcp: server_name: %v", err)
 	}
 	for _, existing := range scope.serverNames() {
-		if sanitizeName(existing) == sanitizeName(name) {
+		if sameToolPrefix(existing, name) {
 			return "", fmt.Errorf("connect_mcp: server_name %q: a server named %q is already in this run; choose another name", name, existing)
 		}
 	}
@@ -52,7 +47,7 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 	if err != nil {
 		return "", err
 	}
-	if err := scope.add(ctx, cfg, true, false); err != nil {
+	if err := scope.add(ctx, cfg, agentServer); err != nil {
 		r.emit("mcp.server.failed", map[string]any{"server": name, "source": toolConnectMCP, "error": err.Error()})
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
@@ -148,7 +143,7 @@ func newBuiltinTools() (findTool toolEntry, deferred *serverTools) {
 		Description: "Connect an MCP server over HTTP(S) for the rest of this run; its tools become available as mcp_<server_name>_<tool>.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
 			`"url":{"type":"string","description":"http or https URL of the MCP endpoint"},` +
-			`"server_name":{"type":"string","pattern":"^[A-Za-z0-9_-]+$","description":"Name for the server (default: from the URL host)"}},` +
+			`"server_name":{"type":"string","pattern":"` + serverNameSchema + `","description":"Name for the server (default: from the URL host)"}},` +
 			`"required":["url"]}`),
 	}, {
 		Name: toolListMCPResources, Tags: builtin,

@@ -23,7 +23,7 @@ type mcpFlags struct {
 }
 
 // mcpFlagSet returns the flag set of an mcp subcommand, bound to f, with
-// logging quiet (warn) by default so the output is the command's own.
+// logging quiet (error) by default so the output is the command's own.
 func (a *app) mcpFlagSet(name, usage string, f *mcpFlags) *flag.FlagSet {
 	fs := newFlagSet(name, a.stderr, usage)
 	f.register(fs, a.getenv)
@@ -206,7 +206,7 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 	}
 	var candidates []serverConfig
 	for _, s := range servers {
-		if s.Enabled && strings.HasPrefix(toolName, "mcp_"+sanitizeName(s.Name)+"_") {
+		if s.Enabled && strings.HasPrefix(toolName, mcpToolPrefix(s.Name)) {
 			candidates = append(candidates, s)
 		}
 	}

@@ -179,10 +179,8 @@ func loadConfig(opts loadOptions) (*config, error) {
 					"server", s.Name, "toml", fileServers[i].Source)
 				continue
 			}
-			for _, t := range fileServers {
-				if sanitizeName(t.Name) == sanitizeName(s.Name) {
-					errs = append(errs, validateServerNames([]serverConfig{t, s}))
-				}
+			if j := firstClash(s.Name, fileServers); j >= 0 {
+				errs = append(errs, clashError(fileServers[j], s))
 			}
 			cfg.Servers = append(cfg.Servers, s)
 		}
@@ -490,21 +488,24 @@ func jsonKind(t reflect.Type) string {
 // sanitized name, or nil.
 func validateServerNames(servers []serverConfig) error {
 	var errs []error
-	first := make(map[string]serverConfig, len(servers))
-	for _, s := range servers {
-		key := sanitizeName(s.Name)
-		prev, ok := first[key]
-		switch {
-		case !ok:
-			first[key] = s
-		case prev.Name == s.Name:
-			errs = append(errs, fmt.Errorf("server %q is defined twice (%s and %s); remove or rename one", s.Name, prev.Source, s.Source))
-		default:
-			errs = append(errs, fmt.Errorf("servers %q (%s) and %q (%s) both make tool names start with \"mcp_%s_\"; rename one",
-				prev.Name, prev.Source, s.Name, s.Source, key))
+	for i, s := range servers {
+		j := firstClash(s.Name, servers[:i])
+		if j < 0 {
+			continue
 		}
+		errs = append(errs, clashError(servers[j], s))
 	}
 	return errors.Join(errs...)
+}
+
+// clashError says that prev and s, two servers of one source or layer,
+// collide (see sameToolPrefix).
+func clashError(prev, s serverConfig) error {
+	if prev.Name == s.Name {
+		return fmt.Errorf("server %q is defined twice (%s and %s); remove or rename one", s.Name, prev.Source, s.Source)
+	}
+	return fmt.Errorf("servers %q (%s) and %q (%s) both make tool names start with %q; rename one",
+		prev.Name, prev.Source, s.Name, s.Source, mcpToolPrefix(s.Name))
 }
 
 // loadProfile reads $home/profiles/<name>.toml and returns its servers,
@@ -542,11 +543,10 @@ func loadProfile(home, name string, getenv func(string) (string, bool)) (servers
 func profileScope(globals, profile []serverConfig) ([]serverConfig, error) {
 	var errs []error
 	for _, p := range profile {
-		for _, g := range globals {
-			if g.Name != p.Name && sanitizeName(g.Name) == sanitizeName(p.Name) {
-				errs = append(errs, fmt.Errorf("profile server %q (%s) and global server %q (%s) both make tool names start with \"mcp_%s_\"; rename the profile's server",
-					p.Name, p.Source, g.Name, g.Source, sanitizeName(p.Name)))
-			}
+		if j := firstClash(p.Name, globals); j >= 0 && globals[j].Name != p.Name {
+			g := globals[j]
+			errs = append(errs, fmt.Errorf("profile server %q (%s) and global server %q (%s) both make tool names start with %q; rename the profile's server",
+				p.Name, p.Source, g.Name, g.Source, mcpToolPrefix(p.Name)))
 		}
 	}
 	if len(errs) > 0 {
@@ -573,15 +573,12 @@ func parseRunServers(raw json.RawMessage, globals, profile []serverConfig) ([]se
 	}
 	var errs []error
 	for i, s := range servers {
-		key := sanitizeName(s.Name)
-		for _, scope := range []struct {
+		for _, group := range []struct {
 			what    string
 			servers []serverConfig
 		}{{"global server", globals}, {"server of the run's profile", profile}, {"mcp_servers entry", servers[:i]}} {
-			for _, o := range scope.servers {
-				if sanitizeName(o.Name) == key {
-					errs = append(errs, fmt.Errorf("mcp_servers[%d]: server %q: name: collides with %s %q; choose another name", i, s.Name, scope.what, o.Name))
-				}
+			if j := firstClash(s.Name, group.servers); j >= 0 {
+				errs = append(errs, fmt.Errorf("mcp_servers[%d]: server %q: name: collides with %s %q; choose another name", i, s.Name, group.what, group.servers[j].Name))
 			}
 		}
 	}

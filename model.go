@@ -237,9 +237,9 @@ func newModelEndpoint(spec modelSpec, wire wireDefaults, getenv func(string) (st
 	if base == "" {
 		base, origin = wire.defaultBaseURL, "the default; set "+wire.baseURLEnv+" to change it"
 	}
-	u, err := url.Parse(strings.TrimRight(base, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("model %s: base URL %q from %s: want an http or https URL", spec.Provider, base, origin)
+	u, err := parseHTTPURL(strings.TrimRight(base, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("model %s: base URL %q from %s: %v", spec.Provider, base, origin, err)
 	}
 	key := lookup(wire.keyEnv)
 	defaultURL, _ := url.Parse(wire.defaultBaseURL)

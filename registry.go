@@ -201,10 +201,35 @@ type scopeEvent struct {
 	Tools  int
 }
 
-// open connects run-local servers in parallel. Each outcome is reported to
-// onEvent (from the connecting goroutine); a server that fails is left
-// out of the scope. dynamic marks per-run and connect_mcp servers.
-func (s *runScope) open(ctx context.Context, servers []serverConfig, dynamic bool, onEvent func(scopeEvent)) {
+// A localKind says how a run-local server joined its run, which decides how
+// the run treats it.
+type localKind int
+
+const (
+	// A profileServer comes from the run's profile. It may shadow the
+	// global server of exactly its name, and stays when it fails to
+	// connect, so calls fail with its error instead of reaching the global.
+	profileServer localKind = iota
+	// A perRunServer comes from the run request's mcp_servers: its tools
+	// are dynamic, and it stays, failed, when it fails to connect.
+	perRunServer
+	// An agentServer is connected by the agent with connect_mcp: its tools
+	// are dynamic, and it is dropped when it fails to connect, so the agent
+	// may try the name again.
+	agentServer
+)
+
+// dynamic reports whether the kind's tools carry the "dynamic" tag.
+func (k localKind) dynamic() bool { return k != profileServer }
+
+// keepFailed reports whether a server of the kind stays in its run when it
+// fails to connect.
+func (k localKind) keepFailed() bool { return k != agentServer }
+
+// open connects run-local servers of one kind in parallel. Each outcome is
+// reported to onEvent (from the connecting goroutine); a server that fails
+// is left out of the scope unless its kind keeps failed servers.
+func (s *runScope) open(ctx context.Context, servers []serverConfig, kind localKind, onEvent func(scopeEvent)) {
 	var wg sync.WaitGroup
 	for _, cfg := range servers {
 		if !cfg.Enabled {
@@ -214,7 +239,7 @@ func (s *runScope) open(ctx context.Context, servers []serverConfig, dynamic boo
 		// Owned by open; ends when the server connected or failed.
 		go func() {
 			defer wg.Done()
-			err := s.add(ctx, cfg, dynamic, true)
+			err := s.add(ctx, cfg, kind)
 			ev := scopeEvent{Server: cfg.Name, Source: cfg.Source, Err: err}
 			if err == nil {
 				if ms := s.lookupLocal(cfg.Name); ms != nil {
@@ -227,22 +252,25 @@ func (s *runScope) open(ctx context.Context, servers []serverConfig, dynamic boo
 	wg.Wait()
 }
 
-// add connects one run-local server and adds it to the scope. It fails if
-// the scope is closed or already has a local server of that name. A server
-// that fails to connect stays in the scope, failed, when keepFailed is set
-// (profile and per-run servers); otherwise it is dropped (connect_mcp, so
-// the agent may try the name again).
-func (s *runScope) add(ctx context.Context, cfg serverConfig, dynamic, keepFailed bool) error {
+// add connects one run-local server of the given kind and adds it to the
+// scope. The name is reserved under the lock before connecting, so two
+// concurrent adds of colliding names cannot both succeed. It fails if the
+// scope is closed or already has a local server whose name collides (see
+// sameToolPrefix). A server that fails to connect stays in the scope,
+// failed, when its kind keeps failed servers; otherwise it is dropped.
+func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return fmt.Errorf("server %q: run has ended", cfg.Name)
 	}
-	if _, dup := s.local[cfg.Name]; dup {
-		s.mu.Unlock()
-		return fmt.Errorf("server %q: a server of that name is already connected in this run", cfg.Name)
+	for name := range s.local {
+		if sameToolPrefix(name, cfg.Name) {
+			s.mu.Unlock()
+			return fmt.Errorf("server %q: a server of that name is already connected in this run", cfg.Name)
+		}
 	}
-	ms := &managedServer{cfg: cfg, dynamic: dynamic, logger: s.logger.With("server", cfg.Name), status: statusConnecting}
+	ms := &managedServer{cfg: cfg, dynamic: kind.dynamic(), logger: s.logger.With("server", cfg.Name), status: statusConnecting}
 	s.local[cfg.Name] = ms
 	s.order = append(s.order, cfg.Name)
 	s.mu.Unlock()
@@ -256,7 +284,7 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, dynamic, keepFaile
 	})
 	err := ms.open(ctx, s.opts, relist.trigger)
 	s.mu.Lock()
-	if err != nil && keepFailed && !s.closed {
+	if err != nil && kind.keepFailed() && !s.closed {
 		// The failed server keeps its name in the run: calls to it fail
 		// with its error instead of reaching a global server it shadows.
 		s.mu.Unlock()
@@ -320,8 +348,13 @@ func (s *runScope) lookupLocal(name string) *managedServer {
 	return s.local[name]
 }
 
+// Shadowing has one rule, by exact name: a local server hides the global
+// server of its name, both from server and from toolSets. Names that only
+// collide once sanitized never meet in a run: profileScope,
+// parseRunServers and connect_mcp refuse them.
+
 // server returns the server a name means in this run: a local server
-// shadows a global one. It returns nil when there is none.
+// shadows the global one of its name. It returns nil when there is none.
 func (s *runScope) server(name string) *managedServer {
 	if ms := s.lookupLocal(name); ms != nil {
 		return ms
@@ -335,15 +368,13 @@ func (s *runScope) server(name string) *managedServer {
 func (s *runScope) toolSets() []*serverTools {
 	s.mu.Lock()
 	local := make([]*managedServer, 0, len(s.order))
-	shadowed := make(map[string]bool, len(s.order))
 	for _, name := range s.order {
 		local = append(local, s.local[name])
-		shadowed[sanitizeName(name)] = true
 	}
 	s.mu.Unlock()
 	sets := make([]*serverTools, 0, len(s.reg.servers)+len(local))
 	for _, g := range s.reg.servers {
-		if shadowed[sanitizeName(g.cfg.Name)] {
+		if slices.ContainsFunc(local, func(l *managedServer) bool { return l.cfg.Name == g.cfg.Name }) {
 			continue
 		}
 		if ts := g.toolSet(); ts != nil {

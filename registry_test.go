@@ -313,7 +313,7 @@ func TestRunScopes(t *testing.T) {
 
 	open := func(s *runScope, servers ...serverConfig) {
 		t.Helper()
-		s.open(t.Context(), servers, false, func(ev scopeEvent) {
+		s.open(t.Context(), servers, profileServer, func(ev scopeEvent) {
 			if ev.Err != nil {
 				t.Errorf("open %q in a scope: %v", ev.Server, ev.Err)
 			}
@@ -389,7 +389,7 @@ func TestScopeServerCrash(t *testing.T) {
 	reg := startRegistry(t, nil, registryOptions{})
 	scope := reg.newScope(discardLogger())
 	t.Cleanup(scope.close)
-	if err := scope.add(t.Context(), namedFake(t, "mine", "normal"), true, true); err != nil {
+	if err := scope.add(t.Context(), namedFake(t, "mine", "normal"), perRunServer); err != nil {
 		t.Fatalf("add(mine) = %v", err)
 	}
 	if _, err := scope.callTool(t.Context(), "mine", "crash", nil); err == nil {

@@ -192,8 +192,8 @@ func (m *runManager) execute(ctx context.Context, r *run) {
 		}
 		r.emit("mcp.server.connected", map[string]any{"server": ev.Server, "source": ev.Source, "tools": ev.Tools})
 	}
-	scope.open(ctx, r.profile, false, onServer)
-	scope.open(ctx, r.perRun, true, onServer)
+	scope.open(ctx, r.profile, profileServer, onServer)
+	scope.open(ctx, r.perRun, perRunServer, onServer)
 
 	messages := []chatMessage{{Role: "user", Content: r.req.Prompt}}
 	for step := 1; step <= r.maxSteps; step++ {

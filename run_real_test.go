@@ -359,9 +359,9 @@ func TestRealConnectMCP(t *testing.T) {
 				isError bool
 				want    string
 			}{
-				{"bad name", 2, "call_connect_mcp#bad-name", true, `server_name "live srv!": use only letters, digits, '-' and '_'`},
-				{"ftp url", 2, "call_connect_mcp#ftp", true, `url "ftp://127.0.0.1/mcp": must be an http or https URL`},
-				{"file url", 2, "call_connect_mcp#file", true, `url "file:///etc/passwd": must be an http or https URL`},
+				{"bad name", 2, "call_connect_mcp#bad-name", true, `server_name: "live srv!" has invalid characters; use only letters, digits, "-", "_" and "."`},
+				{"ftp url", 2, "call_connect_mcp#ftp", true, `url "ftp://127.0.0.1/mcp": scheme "ftp" is not supported; use http or https`},
+				{"file url", 2, "call_connect_mcp#file", true, `url "file:///etc/passwd": scheme "file" is not supported; use http or https`},
 				{"global name", 2, "call_connect_mcp#global", true, `a server named "memory" is already in this run`},
 				{"connected", 2, "call_connect_mcp#live", false, "mcp_live_srv_echo"},
 				{"call at once", 3, "call_mcp_live_srv_echo", false, "Echo: live"},

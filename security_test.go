@@ -230,7 +230,7 @@ func TestConnectMCPRefusedThroughARun(t *testing.T) {
 		want string
 	}{
 		{url: "http://169.254.169.254/latest/meta-data/", want: "link-local or metadata"},
-		{url: "file:///etc/passwd", want: "must be an http or https URL"},
+		{url: "file:///etc/passwd", want: `scheme "file" is not supported; use http or https`},
 	}
 	for _, tt := range tests {
 		r, err := m.start(runRequest{Prompt: callPrompt(toolConnectMCP, fmt.Sprintf(`{"url":%q}`, tt.url))}, false)

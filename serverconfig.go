@@ -153,7 +153,7 @@ func buildServer(label, source string, raw rawServer, getenv func(string) (strin
 		}
 		return v
 	}
-	if err := checkName(raw.Name, ".", "letters, digits, \"-\", \"_\" and \".\""); err != nil {
+	if err := checkServerName(raw.Name); err != nil {
 		bad("name", "%v", err)
 	}
 	s := serverConfig{
@@ -289,24 +289,59 @@ func parseDuration(field string, s *string, def time.Duration, bad func(field, f
 	return def
 }
 
-// checkHTTPURL returns an error unless u is an absolute http or https URL
-// with a host. The error never repeats u, which may hold credentials.
-func checkHTTPURL(u string) error {
+// parseHTTPURL parses u and returns an error unless it is an absolute http
+// or https URL with a host: the one rule for server URLs, connect_mcp's url
+// and the model's base URL. The error never repeats u, which may hold
+// credentials.
+func parseHTTPURL(u string) (*url.URL, error) {
 	parsed, err := url.Parse(u)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("cannot parse: %v; write a full URL like http://localhost:3001/mcp", err)
+		return nil, fmt.Errorf("cannot parse: %v; write a full URL like http://localhost:3001/mcp", err)
 	}
 	if parsed.Scheme != "http" && parsed.Scheme != "https" {
-		return fmt.Errorf("scheme %q is not supported; use http or https", parsed.Scheme)
+		return nil, fmt.Errorf("scheme %q is not supported; use http or https", parsed.Scheme)
 	}
 	if parsed.Hostname() == "" {
-		return errors.New("no host; write a full URL like http://localhost:3001/mcp")
+		return nil, errors.New("no host; write a full URL like http://localhost:3001/mcp")
 	}
-	return nil
+	return parsed, nil
+}
+
+// checkHTTPURL is parseHTTPURL for a caller that needs only the verdict.
+func checkHTTPURL(u string) error {
+	_, err := parseHTTPURL(u)
+	return err
+}
+
+// serverNameSchema is checkServerName's rule as a JSON Schema pattern, for
+// the tool definitions that take a server name.
+const serverNameSchema = `^[A-Za-z0-9._-]{1,64}$`
+
+// checkServerName returns an error unless name is a valid server name: 1
+// to maxNameLength ASCII letters, digits, "-", "_" and ".". It is the one
+// rule of every source: the configuration, per-run servers, the command
+// line and connect_mcp's server_name. "." is allowed so that names like
+// "api.example" stay valid; like "-", it becomes "_" in tool names.
+func checkServerName(name string) error {
+	return checkName(name, ".", "letters, digits, \"-\", \"_\" and \".\"")
+}
+
+// sameToolPrefix reports whether servers named a and b give their tools
+// the same mcp_ prefix (their sanitized names are equal). Such servers
+// collide: no two may be reachable in one run, except a profile server
+// that shadows the global server of exactly its name.
+func sameToolPrefix(a, b string) bool {
+	return sanitizeName(a) == sanitizeName(b)
+}
+
+// firstClash returns the index of the first of servers whose name gives
+// tools the same mcp_ prefix as name (see sameToolPrefix), or -1.
+func firstClash(name string, servers []serverConfig) int {
+	return slices.IndexFunc(servers, func(s serverConfig) bool { return sameToolPrefix(s.Name, name) })
 }
 
 // checkName returns an error unless name is 1 to maxNameLength ASCII

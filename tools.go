@@ -63,12 +63,22 @@ type serverTools struct {
 	postings [][]posting
 }
 
+// mcpToolPrefix returns how the name of every tool of the server named
+// server starts: "mcp_", the sanitized server name, "_". Two servers with
+// the same prefix collide (see sameToolPrefix). Where the tool part of one
+// server's name and the server part of another's meet ("a_b" with tool "c",
+// "a" with tool "b_c"), the full names can still coincide: warnToolClashes
+// reports those, and the server listed first wins.
+func mcpToolPrefix(server string) string {
+	return "mcp_" + sanitizeName(server) + "_"
+}
+
 // mcpToolName returns the name the agent sees for a server's tool:
-// mcp_<server>_<tool>, each part sanitized. A name longer than 64
+// mcpToolPrefix(server) and the sanitized tool name. A name longer than 64
 // characters is cut and ends in "_" and 8 hex digits of the SHA-256 of the
 // whole name, so it stays stable and distinct.
 func mcpToolName(server, tool string) string {
-	name := "mcp_" + sanitizeName(server) + "_" + sanitizeName(tool)
+	name := mcpToolPrefix(server) + sanitizeName(tool)
 	if len(name) <= maxToolNameLen {
 		return name
 	}
