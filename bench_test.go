@@ -273,7 +273,7 @@ func startupFloorOnce(cfg serverConfig) (*exec.Cmd, io.Closer, error) {
 }
 
 // BenchmarkHarnessOverhead measures what the agent adds to a tool call:
-// each iteration calls echo once through runManager.runToolCalls (catalog
+// each iteration calls echo once through run.runToolCalls (catalog
 // lookup, activation, events, metrics, result conversion) and once directly
 // on the client, on the same stdio session, and reports the difference of
 // the median wall times and of the mean CPU times of this process.
@@ -290,8 +290,6 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	m := newRunManager(runManagerOptions{Registry: reg, Logger: benchLogger, Home: b.TempDir(), Metrics: newMetrics()})
-	scope := reg.newScope(m.logger)
-	cat := newCatalog(scope.toolSets)
 	calls := []toolCall{{ID: "call_1", Name: mcpToolName(cfg.Name, "echo"), Arguments: benchEchoArgs}}
 
 	var agent, direct []time.Duration
@@ -302,10 +300,11 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 		// A run of the default max_steps; a fresh one keeps the event
 		// history the size a real run's is.
 		if i%defaultMaxSteps == 0 {
-			r = &run{id: "bench", status: runRunning, changed: make(chan struct{})}
+			r = newRun(m.env, runRequest{})
+			r.status = runRunning
 		}
 		cpu, start := processCPU(), time.Now()
-		results := m.runToolCalls(ctx, r, scope, cat, 1, calls)
+		results := r.runToolCalls(ctx, 1, calls)
 		agent = append(agent, time.Since(start))
 		agentCPU += processCPU() - cpu
 		if got := results[0]; got.IsError || got.Content != "hello" {

@@ -5,16 +5,107 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 )
 
-// This file holds the built-in tools other than find_tool's search:
-// their definitions (connect_mcp, list_mcp_resources, read_mcp_resource,
-// find_tool) and implementations.
+// This file holds the built-in tools, each as one entry of builtinTools:
+// its definition (name, description, input schema, tier) next to its
+// implementation. Adding a built-in is adding an entry.
+
+// A builtinTool is one built-in tool: what the model sees and what a call
+// does. call returns the text for the model, or an error whose text is
+// meant for the model.
+type builtinTool struct {
+	name        string
+	core        bool   // offered from the first step (find_tool); the others are deferred
+	description string // "" for find_tool, whose description the catalog writes
+	inputSchema string
+	call        func(ctx context.Context, r *run, args json.RawMessage) (string, error)
+}
+
+// builtinTools are the built-in tools, find_tool first.
+var builtinTools = []builtinTool{{
+	name: toolFindTool,
+	core: true,
+	inputSchema: `{"type":"object","properties":{` +
+		`"query":{"type":"string","description":"Words describing the task, or select:name1,name2 to activate exact tool names"},` +
+		`"max_results":{"type":"integer","minimum":1,"maximum":20,"description":"How many matching tools to activate (default 5)"}},` +
+		`"required":["query"]}`,
+	call: func(_ context.Context, r *run, args json.RawMessage) (string, error) {
+		return r.catalog.findTool(args)
+	},
+}, {
+	name:        toolConnectMCP,
+	description: "Connect an MCP server over HTTP(S) for the rest of this run; its tools become available as mcp_<server_name>_<tool>.",
+	inputSchema: `{"type":"object","properties":{` +
+		`"url":{"type":"string","description":"http or https URL of the MCP endpoint"},` +
+		`"server_name":{"type":"string","pattern":"` + serverNameSchema + `","description":"Name for the server (default: from the URL host)"}},` +
+		`"required":["url"]}`,
+	call: connectMCP,
+}, {
+	name:        toolListMCPResources,
+	description: "List the resources (files, documents, data) an MCP server exposes.",
+	inputSchema: `{"type":"object","properties":{` +
+		`"mcp_name":{"type":"string","description":"The MCP server's name"}},"required":["mcp_name"]}`,
+	call: listResourcesTool,
+}, {
+	name:        toolReadMCPResource,
+	description: "Read one resource of an MCP server by its URI.",
+	inputSchema: `{"type":"object","properties":{` +
+		`"mcp_name":{"type":"string","description":"The MCP server's name"},` +
+		`"uri":{"type":"string","description":"The resource URI, as list_mcp_resources returns it"}},` +
+		`"required":["mcp_name","uri"]}`,
+	call: readResourceTool,
+}}
+
+// coreFindTool (without its description, which findToolEntry writes),
+// deferredBuiltins and builtinByName are derived from builtinTools once,
+// in init (their implementations reach the catalog, which reads them), and
+// never modified.
+var (
+	coreFindTool     toolEntry
+	deferredBuiltins *serverTools
+	builtinByName    map[string]*builtinTool
+)
+
+func init() {
+	builtinByName = make(map[string]*builtinTool, len(builtinTools))
+	deferredBuiltins = &serverTools{byName: map[string]int{}}
+	for i := range builtinTools {
+		b := &builtinTools[i]
+		builtinByName[b.name] = b
+		e := toolEntry{Name: b.name, Description: b.description,
+			InputSchema: json.RawMessage(b.inputSchema), Tags: []string{"builtin"}}
+		if b.core {
+			coreFindTool = e
+			continue
+		}
+		e.ServerTool = b.name
+		deferredBuiltins.byName[e.Name] = len(deferredBuiltins.entries)
+		deferredBuiltins.entries = append(deferredBuiltins.entries, e)
+	}
+	deferredBuiltins.buildIndex()
+}
+
+// deferredBuiltinNames returns the names of the deferred built-ins, in
+// table order.
+func deferredBuiltinNames() []string {
+	names := make([]string, 0, len(deferredBuiltins.entries))
+	for _, e := range deferredBuiltins.entries {
+		names = append(names, e.Name)
+	}
+	return names
+}
 
 // connectMCP implements connect_mcp: connect an HTTP MCP server for the
-// rest of the run and make its tools callable at once.
-func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, cat *catalog, args json.RawMessage) (string, error) {
+// rest of the run and make its tools callable at once. The name is
+// reserved first, so two calls of one step cannot take the same tool
+// prefix, and the connection is made outside any lock, so a slow server
+// holds up no other connect_mcp.
+func connectMCP(ctx context.Context, r *run, args json.RawMessage) (string, error) {
 	var a struct {
 		URL        string `json:"url"`
 		ServerName string `json:"server_name"`
@@ -26,8 +117,6 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 	if err != nil {
 		return "", fmt.Errorf("connect_mcp: url %q: %v", a.URL, err)
 	}
-	r.connectMu.Lock()
-	defer r.connectMu.Unlock()
 	name := a.ServerName
 	if name == "" {
 		name = strings.NewReplacer(".", "-", ":", "-").Replace(u.Hostname())
@@ -35,30 +124,30 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 	if err := checkServerName(name); err != nil {
 		return "", fmt.Errorf("connect_mcp: server_name: %v", err)
 	}
-	for _, existing := range scope.serverNames() {
-		if sameToolPrefix(existing, name) {
-			return "", fmt.Errorf("connect_mcp: server_name %q: a server named %q is already in this run; choose another name", name, existing)
-		}
+	release, err := r.connecting.reserve(r.scope, name)
+	if err != nil {
+		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
-	if err := checkConnectHost(ctx, u.Hostname(), m.opts.AllowHosts); err != nil {
+	defer release()
+	if err := checkConnectHost(ctx, u.Hostname(), r.env.allowHosts); err != nil {
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
 	cfg, err := connectServer(name, u.String())
 	if err != nil {
 		return "", err
 	}
-	if err := scope.add(ctx, cfg, agentServer); err != nil {
+	if err := r.scope.add(ctx, cfg, agentServer); err != nil {
 		r.emit("mcp.server.failed", map[string]any{"server": name, "source": toolConnectMCP, "error": err.Error()})
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
-	ms := scope.lookupLocal(name)
+	ms := r.scope.lookupLocal(name)
 	var names []string
 	if ms != nil {
 		for _, e := range ms.toolSet().entries {
 			names = append(names, e.Name)
 		}
 	}
-	cat.activate(names...)
+	r.catalog.activate(names...)
 	r.emit("mcp.server.connected", map[string]any{"server": name, "source": toolConnectMCP, "tools": len(names)})
 	if len(names) == 0 {
 		return fmt.Sprintf("Connected to %q; it offers no tools.", name), nil
@@ -66,15 +155,46 @@ func (m *runManager) connectMCP(ctx context.Context, r *run, scope *runScope, ca
 	return fmt.Sprintf("Connected to %q. These tools are now callable: %s", name, strings.Join(names, ", ")), nil
 }
 
+// A nameReservations holds the connect_mcp server names of one run that
+// are still connecting. The zero value is ready; safe for concurrent use;
+// never blocks.
+type nameReservations struct {
+	mu sync.Mutex
+	// guards pending
+	pending map[string]bool
+}
+
+// reserve claims name unless a server of the scope, or one still
+// connecting, takes the same tool prefix (sameToolPrefix). The caller must
+// call release once the server is in the scope or has failed.
+func (n *nameReservations) reserve(scope *runScope, name string) (release func(), err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, existing := range slices.Concat(slices.Collect(maps.Keys(n.pending)), scope.serverNames()) {
+		if sameToolPrefix(existing, name) {
+			return nil, fmt.Errorf("server_name %q: a server named %q is already in this run; choose another name", name, existing)
+		}
+	}
+	if n.pending == nil {
+		n.pending = map[string]bool{}
+	}
+	n.pending[name] = true
+	return func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(n.pending, name)
+	}, nil
+}
+
 // listResourcesTool implements list_mcp_resources.
-func listResourcesTool(ctx context.Context, scope *runScope, args json.RawMessage) (string, error) {
+func listResourcesTool(ctx context.Context, r *run, args json.RawMessage) (string, error) {
 	var a struct {
 		MCPName string `json:"mcp_name"`
 	}
 	if err := json.Unmarshal(args, &a); err != nil || a.MCPName == "" {
-		return "", fmt.Errorf("list_mcp_resources: send {\"mcp_name\": \"server\"}; servers in this run: %s", strings.Join(scope.serverNames(), ", "))
+		return "", fmt.Errorf("list_mcp_resources: send {\"mcp_name\": \"server\"}; servers in this run: %s", strings.Join(r.scope.serverNames(), ", "))
 	}
-	c, err := scopeClient(scope, a.MCPName)
+	c, err := scopeClient(r.scope, a.MCPName)
 	if err != nil {
 		return "", fmt.Errorf("list_mcp_resources: %v", err)
 	}
@@ -96,7 +216,7 @@ func listResourcesTool(ctx context.Context, scope *runScope, args json.RawMessag
 }
 
 // readResourceTool implements read_mcp_resource.
-func readResourceTool(ctx context.Context, scope *runScope, args json.RawMessage) (string, error) {
+func readResourceTool(ctx context.Context, r *run, args json.RawMessage) (string, error) {
 	var a struct {
 		MCPName string `json:"mcp_name"`
 		URI     string `json:"uri"`
@@ -104,7 +224,7 @@ func readResourceTool(ctx context.Context, scope *runScope, args json.RawMessage
 	if err := json.Unmarshal(args, &a); err != nil || a.MCPName == "" || a.URI == "" {
 		return "", errors.New(`read_mcp_resource: send {"mcp_name": "server", "uri": "resource uri"}`)
 	}
-	c, err := scopeClient(scope, a.MCPName)
+	c, err := scopeClient(r.scope, a.MCPName)
 	if err != nil {
 		return "", fmt.Errorf("read_mcp_resource: %v", err)
 	}
@@ -126,46 +246,3 @@ func scopeClient(scope *runScope, name string) (*client, error) {
 	}
 	return ms.current()
 }
-
-// newBuiltinTools returns the built-in tools: find_tool (core) and the
-// deferred ones, which find_tool searches like any server's tools.
-func newBuiltinTools() (findTool toolEntry, deferred *serverTools) {
-	builtin := []string{"builtin"}
-	findTool = toolEntry{
-		Name: toolFindTool, Tags: builtin,
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"query":{"type":"string","description":"Words describing the task, or select:name1,name2 to activate exact tool names"},` +
-			`"max_results":{"type":"integer","minimum":1,"maximum":20,"description":"How many matching tools to activate (default 5)"}},` +
-			`"required":["query"]}`),
-	}
-	deferred = &serverTools{byName: map[string]int{}, entries: []toolEntry{{
-		Name: toolConnectMCP, Tags: builtin,
-		Description: "Connect an MCP server over HTTP(S) for the rest of this run; its tools become available as mcp_<server_name>_<tool>.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"url":{"type":"string","description":"http or https URL of the MCP endpoint"},` +
-			`"server_name":{"type":"string","pattern":"` + serverNameSchema + `","description":"Name for the server (default: from the URL host)"}},` +
-			`"required":["url"]}`),
-	}, {
-		Name: toolListMCPResources, Tags: builtin,
-		Description: "List the resources (files, documents, data) an MCP server exposes.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"mcp_name":{"type":"string","description":"The MCP server's name"}},"required":["mcp_name"]}`),
-	}, {
-		Name: toolReadMCPResource, Tags: builtin,
-		Description: "Read one resource of an MCP server by its URI.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"mcp_name":{"type":"string","description":"The MCP server's name"},` +
-			`"uri":{"type":"string","description":"The resource URI, as list_mcp_resources returns it"}},` +
-			`"required":["mcp_name","uri"]}`),
-	}}}
-	for i, e := range deferred.entries {
-		deferred.entries[i].ServerTool = e.Name
-		deferred.byName[e.Name] = i
-	}
-	deferred.buildIndex()
-	return findTool, deferred
-}
-
-// coreFindTool (without its description, which findToolEntry writes) and
-// deferredBuiltins are shared by every catalog and never modified.
-var coreFindTool, deferredBuiltins = newBuiltinTools()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -39,10 +40,21 @@ type runView struct {
 	EndedAt        *time.Time     `json:"ended_at,omitempty"`
 }
 
-// A run is one agent run. Its fields below mu change as it progresses;
-// readers take views. Safe for concurrent use.
+// A runEnv is what every run of one manager shares. Read-only.
+type runEnv struct {
+	reg        *registry
+	logger     *slog.Logger
+	metrics    *metrics
+	allowHosts []string // connect_mcp's [connect_mcp] allow_hosts
+}
+
+// A run is one agent run. The fields above mu are fixed when the run is
+// created; those below it change as it progresses, and readers take
+// views. Safe for concurrent use.
 type run struct {
 	id        string
+	env       *runEnv
+	logger    *slog.Logger // env's, with the run's id
 	req       runRequest
 	model     modelSpec
 	provider  modelProvider
@@ -50,11 +62,12 @@ type run struct {
 	profile   []serverConfig
 	perRun    []serverConfig
 	createdAt time.Time
+	scope     *runScope
+	catalog   *catalog
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the run reached a terminal status
-	// connectMu serializes connect_mcp calls, so that two of one step
-	// cannot both pass the name check before either is added.
-	connectMu sync.Mutex
+	// connecting holds the connect_mcp names still connecting.
+	connecting nameReservations
 
 	mu sync.Mutex
 	// guards everything below
@@ -69,11 +82,30 @@ type run struct {
 	endedAt      time.Time
 	events       []runEvent
 	changed      chan struct{} // closed and replaced on every new event
-	scope        *runScope
-	catalog      *catalog
 }
 
-// emit appends an event and wakes every follower.
+// newRun returns a queued run of req over a fresh scope of env's
+// registry; the caller fills in the rest before starting it.
+func newRun(env *runEnv, req runRequest) *run {
+	id := newRunID()
+	logger := env.logger.With("run", id)
+	scope := env.reg.newScope(logger)
+	return &run{
+		id:        id,
+		env:       env,
+		logger:    logger,
+		req:       req,
+		createdAt: time.Now().UTC(),
+		scope:     scope,
+		catalog:   newCatalog(scope.toolSets),
+		status:    runQueued,
+		changed:   make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+}
+
+// emit appends an event and wakes every follower. Every event of a run
+// passes here.
 func (r *run) emit(typ string, data any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -107,19 +139,20 @@ func (r *run) view() runView {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := runView{
-		ID:           r.id,
-		Status:       r.status,
-		Prompt:       r.req.Prompt,
-		Profile:      r.req.Profile,
-		ProfileFound: r.profileFound,
-		Model:        r.provider.name(),
-		Output:       r.output,
-		Error:        r.errMsg,
-		Steps:        r.steps,
-		ToolCalls:    r.toolCalls,
-		Usage:        r.usage,
-		Servers:      []serverStatus{},
-		CreatedAt:    r.createdAt,
+		ID:             r.id,
+		Status:         r.status,
+		Prompt:         r.req.Prompt,
+		Profile:        r.req.Profile,
+		ProfileFound:   r.profileFound,
+		Model:          r.provider.name(),
+		Output:         r.output,
+		Error:          r.errMsg,
+		Steps:          r.steps,
+		ToolCalls:      r.toolCalls,
+		Usage:          r.usage,
+		Servers:        r.scope.localStatuses(),
+		ActivatedTools: r.catalog.activatedNames(),
+		CreatedAt:      r.createdAt,
 	}
 	if !r.startedAt.IsZero() {
 		t := r.startedAt
@@ -129,12 +162,6 @@ func (r *run) view() runView {
 		t := r.endedAt
 		v.EndedAt = &t
 	}
-	if r.scope != nil {
-		v.Servers = r.scope.localStatuses()
-	}
-	if r.catalog != nil {
-		v.ActivatedTools = r.catalog.activatedNames()
-	}
 	if v.ActivatedTools == nil {
 		v.ActivatedTools = []string{}
 	}
@@ -142,19 +169,16 @@ func (r *run) view() runView {
 }
 
 // finish closes the run's servers, then records the terminal status, so
-// whoever sees the status also sees the servers closed.
-func (m *runManager) finish(r *run, status, output, errMsg string) {
-	r.mu.Lock()
-	scope := r.scope
-	r.mu.Unlock()
-	if scope != nil {
-		scope.close()
-	}
+// whoever sees the status also sees the servers closed. The terminal
+// record is written here and nowhere else.
+func (r *run) finish(status, output, errMsg string) {
+	r.scope.close()
 	r.mu.Lock()
 	r.status = status
 	r.output = output
 	r.errMsg = errMsg
 	r.endedAt = time.Now().UTC()
+	steps := r.steps
 	r.mu.Unlock()
 	data := map[string]any{"status": status}
 	if output != "" {
@@ -164,27 +188,55 @@ func (m *runManager) finish(r *run, status, output, errMsg string) {
 		data["error"] = errMsg
 	}
 	r.emit("run."+status, data)
-	m.opts.Metrics.runEnded(status)
-	m.logger.Info("run ended", "run", r.id, "status", status, "steps", r.view().Steps)
+	r.env.metrics.runEnded(status)
+	r.logger.Info("run ended", "status", status, "steps", steps)
 	close(r.done)
 }
 
 // execute runs the agent loop until a terminal status.
-func (m *runManager) execute(ctx context.Context, r *run) {
-	logger := m.logger.With("run", r.id)
-	scope := m.opts.Registry.newScope(logger)
-	cat := newCatalog(scope.toolSets)
+func (r *run) execute(ctx context.Context) {
+	r.begin(ctx)
+	messages := []chatMessage{{Role: roleUser, Content: r.req.Prompt}}
+	for step := 1; step <= r.maxSteps; step++ {
+		if ctx.Err() != nil {
+			r.finish(runCancelled, "", "run cancelled")
+			return
+		}
+		resp, err := r.callModel(ctx, step, messages)
+		if err != nil {
+			if ctx.Err() != nil {
+				r.finish(runCancelled, "", "run cancelled")
+				return
+			}
+			r.finish(runFailed, "", fmt.Sprintf("step %d: %v", step, err))
+			return
+		}
+		messages = append(messages, chatMessage{Role: roleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+		if len(resp.ToolCalls) == 0 {
+			r.finish(runCompleted, resp.Content, "")
+			return
+		}
+		results := r.runToolCalls(ctx, step, resp.ToolCalls)
+		if ctx.Err() != nil {
+			r.finish(runCancelled, "", "run cancelled")
+			return
+		}
+		messages = append(messages, results...)
+	}
+	r.finish(runFailed, "", fmt.Sprintf("max_steps (%d) reached without a final answer: raise max_steps or narrow the prompt", r.maxSteps))
+}
+
+// begin marks the run running and connects its profile and per-run
+// servers, reporting each as an event.
+func (r *run) begin(ctx context.Context) {
 	r.mu.Lock()
 	r.status = runRunning
 	r.startedAt = time.Now().UTC()
-	r.scope = scope
-	r.catalog = cat
 	r.mu.Unlock()
 	r.emit("run.started", map[string]any{"model": r.provider.name(), "max_steps": r.maxSteps})
 	if r.profileFound != nil && !*r.profileFound {
 		r.emit("profile.missing", map[string]any{"profile": r.req.Profile, "message": "no profile file found; running without profile servers"})
 	}
-
 	onServer := func(ev scopeEvent) {
 		if ev.Err != nil {
 			r.emit("mcp.server.failed", map[string]any{"server": ev.Server, "source": ev.Source, "error": ev.Err.Error()})
@@ -192,62 +244,43 @@ func (m *runManager) execute(ctx context.Context, r *run) {
 		}
 		r.emit("mcp.server.connected", map[string]any{"server": ev.Server, "source": ev.Source, "tools": ev.Tools})
 	}
-	scope.open(ctx, r.profile, profileServer, onServer)
-	scope.open(ctx, r.perRun, perRunServer, onServer)
+	r.scope.open(ctx, r.profile, profileServer, onServer)
+	r.scope.open(ctx, r.perRun, perRunServer, onServer)
+}
 
-	messages := []chatMessage{{Role: "user", Content: r.req.Prompt}}
-	for step := 1; step <= r.maxSteps; step++ {
-		if ctx.Err() != nil {
-			m.finish(r, runCancelled, "", "run cancelled")
-			return
-		}
-		offered := cat.offered()
-		defs := make([]toolDef, 0, len(offered))
-		for _, e := range offered {
-			defs = append(defs, toolDef{Name: e.Name, Description: e.Description, InputSchema: e.InputSchema})
-		}
-		resp, err := r.provider.complete(ctx, modelRequest{
-			Model:     r.model.Model,
-			System:    r.req.SystemPrompt,
-			Messages:  messages,
-			Tools:     defs,
-			MaxTokens: r.model.MaxTokens,
-		})
-		if err != nil {
-			if ctx.Err() != nil {
-				m.finish(r, runCancelled, "", "run cancelled")
-				return
-			}
-			m.finish(r, runFailed, "", fmt.Sprintf("step %d: %v", step, err))
-			return
-		}
-		r.mu.Lock()
-		r.steps = step
-		r.usage.add(resp.Usage)
-		r.mu.Unlock()
-		calls := make([]string, 0, len(resp.ToolCalls))
-		for _, tc := range resp.ToolCalls {
-			calls = append(calls, tc.Name)
-		}
-		r.emit("model.response", map[string]any{"step": step, "content": resp.Content, "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
-		messages = append(messages, chatMessage{Role: "assistant", Content: resp.Content, ToolCalls: resp.ToolCalls})
-		if len(resp.ToolCalls) == 0 {
-			m.finish(r, runCompleted, resp.Content, "")
-			return
-		}
-		results := m.runToolCalls(ctx, r, scope, cat, step, resp.ToolCalls)
-		if ctx.Err() != nil {
-			m.finish(r, runCancelled, "", "run cancelled")
-			return
-		}
-		messages = append(messages, results...)
+// callModel sends the conversation with the tools offered now, records
+// the step's usage and emits model.response.
+func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (*modelResponse, error) {
+	offered := r.catalog.offered()
+	defs := make([]toolDef, 0, len(offered))
+	for _, e := range offered {
+		defs = append(defs, toolDef{Name: e.Name, Description: e.Description, InputSchema: e.InputSchema})
 	}
-	m.finish(r, runFailed, "", fmt.Sprintf("max_steps (%d) reached without a final answer: raise max_steps or narrow the prompt", r.maxSteps))
+	resp, err := r.provider.complete(ctx, modelRequest{
+		Model:     r.model.Model,
+		System:    r.req.SystemPrompt,
+		Messages:  messages,
+		Tools:     defs,
+		MaxTokens: r.model.MaxTokens,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.steps = step
+	r.usage.add(resp.Usage)
+	r.mu.Unlock()
+	calls := make([]string, 0, len(resp.ToolCalls))
+	for _, tc := range resp.ToolCalls {
+		calls = append(calls, tc.Name)
+	}
+	r.emit("model.response", map[string]any{"step": step, "content": resp.Content, "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
+	return resp, nil
 }
 
 // runToolCalls runs one step's tool calls concurrently and returns their
 // results in the order of the calls.
-func (m *runManager) runToolCalls(ctx context.Context, r *run, scope *runScope, cat *catalog, step int, calls []toolCall) []chatMessage {
+func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []chatMessage {
 	results := make([]chatMessage, len(calls))
 	var wg sync.WaitGroup
 	for i, tc := range calls {
@@ -258,69 +291,69 @@ func (m *runManager) runToolCalls(ctx context.Context, r *run, scope *runScope, 
 			defer wg.Done()
 			r.emit("tool.call.started", map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name})
 			start := time.Now()
-			text, isError, server := m.callTool(ctx, r, scope, cat, tc)
+			res := r.callTool(ctx, tc)
 			elapsed := time.Since(start)
 			outcome := "ok"
-			if isError {
+			if res.isError {
 				outcome = "error"
 			}
-			m.opts.Metrics.toolCall(server, outcome, elapsed)
-			data := map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name, "duration_ms": float64(elapsed.Microseconds()) / 1000, "is_error": isError}
-			if isError {
-				data["error"] = truncate(text, 2000)
+			r.env.metrics.toolCall(res.server, outcome, elapsed)
+			data := map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name, "duration_ms": float64(elapsed.Microseconds()) / 1000, "is_error": res.isError}
+			if res.isError {
+				data["error"] = truncate(res.text, 2000)
 			}
 			r.emit("tool.call.completed", data)
 			r.mu.Lock()
 			r.toolCalls++
 			r.mu.Unlock()
-			results[i] = chatMessage{Role: "tool", ToolCallID: tc.ID, Content: text, IsError: isError}
+			results[i] = chatMessage{Role: roleTool, ToolCallID: tc.ID, Content: res.text, IsError: res.isError}
 		}()
 	}
 	wg.Wait()
 	return results
 }
 
-// callTool runs one tool call and returns the text for the model, whether
-// it is an error, and the server it went to ("" for built-ins).
-func (m *runManager) callTool(ctx context.Context, r *run, scope *runScope, cat *catalog, tc toolCall) (string, bool, string) {
+// A toolResult is the outcome of one tool call as the model gets it.
+type toolResult struct {
+	text    string
+	isError bool
+	server  string // the server the call went to; "" for built-ins and unknown tools
+}
+
+// toolError is a toolResult with isError set.
+func toolError(server, format string, args ...any) toolResult {
+	return toolResult{text: fmt.Sprintf(format, args...), isError: true, server: server}
+}
+
+// callTool runs one tool call: a built-in from builtinTools, or an MCP
+// tool of the run's scope (activating it).
+func (r *run) callTool(ctx context.Context, tc toolCall) toolResult {
 	if tc.ArgumentsError != "" {
-		return fmt.Sprintf("tool %s: the arguments are not valid JSON (%s): send a JSON object", tc.Name, tc.ArgumentsError), true, ""
+		return toolError("", "tool %s: the arguments are not valid JSON (%s): send a JSON object", tc.Name, tc.ArgumentsError)
 	}
 	args := tc.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	entry, ok := cat.lookup(tc.Name)
+	entry, ok := r.catalog.lookup(tc.Name)
 	if !ok {
-		return fmt.Sprintf("unknown tool %q: use find_tool to search for tools, then call them by the names it returns", tc.Name), true, ""
+		return toolError("", "unknown tool %q: use find_tool to search for tools, then call them by the names it returns", tc.Name)
 	}
-	var (
-		text string
-		err  error
-	)
-	switch entry.Name {
-	case toolFindTool:
-		text, err = cat.findTool(args)
-	case toolConnectMCP:
-		text, err = m.connectMCP(ctx, r, scope, cat, args)
-	case toolListMCPResources:
-		text, err = listResourcesTool(ctx, scope, args)
-	case toolReadMCPResource:
-		text, err = readResourceTool(ctx, scope, args)
-	default:
-		cat.activate(entry.Name)
-		res, callErr := scope.callTool(ctx, entry.Server, entry.ServerTool, args)
-		if callErr != nil {
-			return callErr.Error(), true, entry.Server
+	if b := builtinByName[entry.Name]; entry.Server == "" && b != nil {
+		text, err := b.call(ctx, r, args)
+		if err != nil {
+			return toolError("", "%s", err.Error())
 		}
-		text := resultToText(res)
-		if text == "" {
-			text = "(the tool returned no content)"
-		}
-		return text, res.IsError, entry.Server
+		return toolResult{text: text}
 	}
+	r.catalog.activate(entry.Name)
+	res, err := r.scope.callTool(ctx, entry.Server, entry.ServerTool, args)
 	if err != nil {
-		return err.Error(), true, ""
+		return toolError(entry.Server, "%s", err.Error())
 	}
-	return text, false, ""
+	text := resultToText(res)
+	if text == "" {
+		text = "(the tool returned no content)"
+	}
+	return toolResult{text: text, isError: res.IsError, server: entry.Server}
 }

@@ -579,10 +579,7 @@ func TestRealPerRunServer(t *testing.T) {
 	if len(v.Servers) != 1 || v.Servers[0].Name != "mem" || v.Servers[0].Status != statusClosed {
 		t.Errorf("run servers = %+v, want mem closed", v.Servers)
 	}
-	r.mu.Lock()
-	scope := r.scope
-	r.mu.Unlock()
-	for _, e := range scope.lookupLocal("mem").toolSet().entries {
+	for _, e := range r.scope.lookupLocal("mem").toolSet().entries {
 		if !slices.Contains(e.Tags, "dynamic") || !slices.Contains(e.Tags, "mcp_server:mem") {
 			t.Errorf("tags of %s = %v, want dynamic and mcp_server:mem", e.Name, e.Tags)
 		}
@@ -925,5 +922,99 @@ func TestRealConnectMCPSameNameAtOnce(t *testing.T) {
 	}
 	if len(v.Servers) != 1 {
 		t.Errorf("run servers = %+v, want one", v.Servers)
+	}
+}
+
+// A slow connect_mcp holds up no other: the slow server answers
+// initialize only once the fast one has connected, and the fast one is
+// reached only once the slow one is connecting, so the two must be in
+// flight at once, whichever starts first.
+func TestRealConnectMCPSlowDoesNotBlockOthers(t *testing.T) {
+	t.Parallel()
+	endpoint := startEverythingHTTP(t, "streamableHttp")
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slowEntered, fastEntered, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var slowOnce, fastOnce, releaseOnce sync.Once
+	releaseSlow := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(releaseSlow)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		slowOnce.Do(func() { close(slowEntered) })
+		select {
+		case <-release:
+		case <-req.Context().Done():
+		}
+		http.Error(w, "gave up", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(slow.Close)
+	forward := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	forward.FlushInterval = -1
+	forward.ErrorLog = log.New(io.Discard, "", 0)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		fastOnce.Do(func() { close(fastEntered) })
+		select {
+		case <-slowEntered:
+		case <-req.Context().Done():
+			return
+		}
+		forward.ServeHTTP(w, req)
+	}))
+	t.Cleanup(fast.Close)
+
+	reg := newPeerRegistry(t, "")
+	f := newFakeModel(t, providerOpenAI,
+		fakeTurn{ToolCalls: calls("find_tool", `{"query":"select:connect_mcp"}`)},
+		fakeTurn{ToolCalls: calls(
+			"connect_mcp#slow", fmt.Sprintf(`{"url":%q,"server_name":"slow"}`, slow.URL+"/mcp"),
+			"connect_mcp#fast", fmt.Sprintf(`{"url":%q,"server_name":"fast"}`, fast.URL+target.Path),
+		)},
+		answerWithResults,
+	)
+	m := newRunsOver(t, reg, f, "", nil)
+	r := startRun(t, m, runRequest{Prompt: "connect both"})
+	fastConnected := make(chan struct{})
+	// Owned by the test; ends at fast's connected event, the run's end,
+	// or the release of the slow server.
+	go func() {
+		defer close(fastConnected)
+		for {
+			events, ended, changed := r.eventsAfter(0)
+			for _, ev := range events {
+				if data, ok := ev.Data.(map[string]any); ok && ev.Type == "mcp.server.connected" && data["server"] == "fast" {
+					return
+				}
+			}
+			if ended {
+				return
+			}
+			select {
+			case <-changed:
+			case <-release:
+				return
+			}
+		}
+	}()
+	timer := time.NewTimer(20 * time.Second)
+	defer timer.Stop()
+	select {
+	case <-fastConnected:
+	case <-timer.C:
+		t.Error("connect_mcp fast did not connect while connect_mcp slow was connecting")
+	}
+	select {
+	case <-fastEntered:
+	default:
+		t.Error("the fast server got no request")
+	}
+	releaseSlow()
+	v := waitRun(t, r)
+	requireCompleted(t, v)
+	lines := strings.Split(v.Output, "\n")
+	slices.Sort(lines)
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "error: connect_mcp: ") || !strings.Contains(lines[0], "slow") ||
+		!strings.HasPrefix(lines[1], `ok: Connected to "fast"`) {
+		t.Errorf("connect_mcp slow and fast at once = %q, want fast connected and slow failed", v.Output)
 	}
 }

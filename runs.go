@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"time"
 )
 
 // This file holds the run manager: validating run requests, starting
@@ -68,6 +67,7 @@ type runManagerOptions struct {
 type runManager struct {
 	opts   runManagerOptions
 	logger *slog.Logger
+	env    *runEnv
 	ctx    context.Context // parent of every run; cancelled by shutdown
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -91,7 +91,8 @@ func newRunManager(opts runManagerOptions) *runManager {
 		opts.MaxSteps = defaultMaxSteps
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}}
+	env := &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: opts.AllowHosts}
+	return &runManager{opts: opts, logger: opts.Logger, env: env, ctx: ctx, stop: stop, runs: map[string]*run{}}
 }
 
 // A requestError is a run request the API answers with 400 (or 403 when
@@ -123,22 +124,65 @@ var errShuttingDown = errors.New("start run: harnessd is shutting down; retry ag
 // Errors are *requestError for what the caller got wrong, or
 // errShuttingDown.
 func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
+	r, err := m.prepare(req, allowCommand)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(m.ctx)
+	r.cancel = cancel
+	if err := m.admit(r); err != nil {
+		cancel()
+		return nil, err
+	}
+	m.opts.Metrics.runStarted()
+	// Owned by the run manager; exits when the run reaches a terminal
+	// status (cancel and shutdown make it end promptly).
+	go func() {
+		defer m.wg.Done()
+		defer cancel()
+		r.execute(ctx)
+	}()
+	return r, nil
+}
+
+// prepare validates req and returns the run it asks for, not yet kept or
+// started. Errors are *requestError.
+func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if strings.TrimSpace(req.Prompt) == "" {
 		return nil, badRequest("prompt", "is empty: say what the agent should do")
 	}
 	if req.MaxSteps < 0 || req.MaxSteps > maxMaxSteps {
 		return nil, badRequest("max_steps", "%d is out of range: use 1 to %d (default %d)", req.MaxSteps, maxMaxSteps, m.opts.MaxSteps)
 	}
-	modelName := req.Model
-	if modelName == "" {
-		modelName = m.opts.Model
-	}
-	if modelName == "" {
-		return nil, badRequest("model", "no model configured: set HARNESS_MODEL (like openai/gpt-4o), [model] name in config.toml, or model in the request")
-	}
-	spec, err := parseModelName(modelName)
+	spec, provider, err := m.model(req.Model)
 	if err != nil {
-		return nil, invalidRequest(err)
+		return nil, err
+	}
+	r := newRun(m.env, req)
+	r.model = spec
+	r.provider = provider
+	r.maxSteps = req.MaxSteps
+	if r.maxSteps == 0 {
+		r.maxSteps = m.opts.MaxSteps
+	}
+	if err := m.resolveServers(r, allowCommand); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// model resolves a run's model name ("" for the configured default) to
+// its spec and provider. Errors are *requestError.
+func (m *runManager) model(name string) (modelSpec, modelProvider, error) {
+	if name == "" {
+		name = m.opts.Model
+	}
+	if name == "" {
+		return modelSpec{}, nil, badRequest("model", "no model configured: set HARNESS_MODEL (like openai/gpt-4o), [model] name in config.toml, or model in the request")
+	}
+	spec, err := parseModelName(name)
+	if err != nil {
+		return modelSpec{}, nil, invalidRequest(err)
 	}
 	if spec.BaseURL == "" {
 		spec.BaseURL = m.opts.ModelBase
@@ -148,74 +192,59 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	}
 	provider, err := m.opts.newProvider(spec, m.opts.Getenv, m.logger)
 	if err != nil {
-		return nil, invalidRequest(err)
+		return modelSpec{}, nil, invalidRequest(err)
 	}
-	r := &run{
-		req:       req,
-		model:     spec,
-		provider:  provider,
-		maxSteps:  req.MaxSteps,
-		createdAt: time.Now().UTC(),
-		status:    runQueued,
-		changed:   make(chan struct{}),
-		done:      make(chan struct{}),
-	}
-	if r.maxSteps == 0 {
-		r.maxSteps = m.opts.MaxSteps
-	}
-	if req.Profile != "" {
-		servers, found, err := loadProfile(m.opts.Home, req.Profile, m.opts.Getenv)
+	return spec, provider, nil
+}
+
+// resolveServers loads the run's profile servers and parses its per-run
+// servers; a per-run server with a command needs allowCommand. Errors
+// are *requestError.
+func (m *runManager) resolveServers(r *run, allowCommand bool) error {
+	if r.req.Profile != "" {
+		servers, found, err := loadProfile(m.opts.Home, r.req.Profile, m.opts.Getenv)
 		if err != nil {
-			return nil, invalidRequest(err)
+			return invalidRequest(err)
 		}
 		// A profile server may shadow a global of its own name, never take
 		// the tool names of a global with another name.
 		if _, err := profileScope(m.opts.Globals, servers); err != nil {
-			return nil, invalidRequest(err)
+			return invalidRequest(err)
 		}
 		r.profile = servers
 		r.profileFound = &found
 	}
-	if len(req.MCPServers) > 0 {
-		servers, err := parseRunServers(req.MCPServers, m.opts.Globals, r.profile)
-		if err != nil {
-			return nil, invalidRequest(err)
-		}
-		for _, s := range servers {
-			if s.Transport == transportStdio && !allowCommand {
-				return nil, &requestError{forbidden: true,
-					msg: fmt.Sprintf("mcp_servers: server %q has a command: starting programs on the host needs the admin scope", s.Name)}
-			}
-		}
-		r.perRun = servers
+	if len(r.req.MCPServers) == 0 {
+		return nil
 	}
-	r.id = newRunID()
-	ctx, cancel := context.WithCancel(m.ctx)
-	r.cancel = cancel
+	servers, err := parseRunServers(r.req.MCPServers, m.opts.Globals, r.profile)
+	if err != nil {
+		return invalidRequest(err)
+	}
+	for _, s := range servers {
+		if s.Transport == transportStdio && !allowCommand {
+			return &requestError{forbidden: true,
+				msg: fmt.Sprintf("mcp_servers: server %q has a command: starting programs on the host needs the admin scope", s.Name)}
+		}
+	}
+	r.perRun = servers
+	return nil
+}
 
-	// Under mu, so that no run is added to wg once shutdown has stopped
-	// the manager and may be waiting on it.
+// admit keeps r and counts it in wg, or returns errShuttingDown once
+// shutdown has begun. Under mu, so that no run is added to wg once
+// shutdown has stopped the manager and may be waiting on it.
+func (m *runManager) admit(r *run) error {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.ctx.Err() != nil {
-		m.mu.Unlock()
-		cancel()
-		return nil, errShuttingDown
+		return errShuttingDown
 	}
 	m.runs[r.id] = r
 	m.order = append(m.order, r.id)
 	m.pruneLocked()
 	m.wg.Add(1)
-	m.mu.Unlock()
-	m.opts.Metrics.runStarted()
-
-	// Owned by the run manager; exits when the run reaches a terminal
-	// status (cancel and shutdown make it end promptly).
-	go func() {
-		defer m.wg.Done()
-		defer cancel()
-		m.execute(ctx, r)
-	}()
-	return r, nil
+	return nil
 }
 
 // pruneLocked drops the oldest finished runs beyond keptRuns.

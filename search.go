@@ -199,7 +199,7 @@ func (c *catalog) findToolEntry(view []*serverTools) toolEntry {
 		}
 		fmt.Fprintf(&b, "%s%s (%d)", sep, name, len(st.entries))
 	}
-	b.WriteString("; built-in: connect_mcp, list_mcp_resources, read_mcp_resource. ")
+	b.WriteString("; built-in: " + strings.Join(deferredBuiltinNames(), ", ") + ". ")
 	b.WriteString(`Query with words for the task ("read a file") to activate the best matches, or "select:name1,name2" for exact names.`)
 	e := coreFindTool
 	e.Description = b.String()
