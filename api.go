@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -188,17 +187,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 // decodeStrictJSON decodes exactly one JSON value from body into v,
 // refusing unknown fields and trailing data.
 func decodeStrictJSON(body io.Reader, v any) error {
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		if _, tailErr := dec.Token(); tailErr != io.EOF {
-			err = tailErr
-			if err == nil {
-				err = errors.New("more than one JSON value: send one object")
-			}
-		}
-	}
+	err := decodeStrict(body, v, runRequestFields)
 	var tooBig *http.MaxBytesError
 	switch {
 	case err == nil:
@@ -207,14 +196,6 @@ func decodeStrictJSON(body io.Reader, v any) error {
 		return fmt.Errorf("request body: over the %d byte limit (1 MiB): send a smaller request", maxRequestBody)
 	case errors.Is(err, io.EOF):
 		return errors.New("request body: empty: send a JSON object")
-	}
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		kind, _, _ := strings.Cut(typeErr.Value, " ")
-		return fmt.Errorf("request body: field %q: a JSON %s is not allowed here; write %s", typeErr.Field, kind, jsonKind(typeErr.Type))
-	}
-	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Errorf("request body: unknown field %s: the fields are %s", field, runRequestFields)
 	}
 	return fmt.Errorf("request body: %v", strings.TrimPrefix(err.Error(), "json: "))
 }

@@ -509,7 +509,7 @@ func TestAPIErrorShapes(t *testing.T) {
 		{name: "empty body", method: "POST", path: "/v1/runs", auth: auth, wantStatus: 400, wantCode: "invalid_request", wantMessage: "request body: empty"},
 		{name: "not an object", method: "POST", path: "/v1/runs", auth: auth, body: `["x"]`, wantStatus: 400, wantCode: "invalid_request", wantMessage: "request body:"},
 		{name: "wrong type", method: "POST", path: "/v1/runs", auth: auth, body: `{"prompt":7}`, wantStatus: 400, wantCode: "invalid_request", wantMessage: `field "prompt": a JSON number is not allowed here; write a string`},
-		{name: "unknown field", method: "POST", path: "/v1/runs", auth: auth, body: `{"prompt":"x","temperature":1}`, wantStatus: 400, wantCode: "invalid_request", wantMessage: `unknown field "temperature": the fields are prompt, profile`},
+		{name: "unknown field", method: "POST", path: "/v1/runs", auth: auth, body: `{"prompt":"x","temperature":1}`, wantStatus: 400, wantCode: "invalid_request", wantMessage: `unknown field "temperature"; valid fields are prompt, profile`},
 		{name: "unknown server field", method: "POST", path: "/v1/runs", auth: auth, body: `{"prompt":"x","mcp_servers":[{"name":"a","url":"http://127.0.0.1:1/mcp","token":"t"}]}`, wantStatus: 400, wantCode: "invalid_request", wantMessage: `unknown field "token"`},
 		{name: "two values", method: "POST", path: "/v1/runs", auth: auth, body: `{"prompt":"x"} {"prompt":"y"}`, wantStatus: 400, wantCode: "invalid_request", wantMessage: "more than one JSON value"},
 		{name: "over 1 MiB", method: "POST", path: "/v1/runs", auth: auth, body: overLimit, wantStatus: 400, wantCode: "invalid_request", wantMessage: "over the 1048576 byte limit"},

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -409,7 +408,7 @@ func decodeServers(label, source string, data []byte, getenv func(string) (strin
 	for i, entry := range entries {
 		entryLabel := fmt.Sprintf("%s[%d]", label, i)
 		var raw rawServer
-		if err := decodeStrict(entry, &raw); err != nil {
+		if err := decodeEntry(entry, &raw, serverFields); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %v", entryLabel, err))
 			continue
 		}
@@ -438,49 +437,14 @@ func decodeJSONArray(label, example string, data []byte) ([]json.RawMessage, err
 	return entries, nil
 }
 
-// decodeStrict decodes one JSON object into v, rejecting unknown fields and
-// trailing data with messages that say what is allowed.
-func decodeStrict(data []byte, v any) error {
+// decodeEntry decodes one JSON object of an array into v with
+// decodeStrict; fields lists v's fields for the hint of an unknown one.
+func decodeEntry(data []byte, v any, fields string) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return errors.New("not a JSON object; each entry must be {...}")
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			if _, isServer := v.(*rawServer); isServer {
-				return fmt.Errorf("unknown field %s; valid fields are %s", f, serverFields)
-			}
-			return fmt.Errorf("unknown field %s; valid fields are name, token, token_sha256, scopes", f)
-		}
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			kind, _, _ := strings.Cut(te.Value, " ") // the rest may be a secret
-			return fmt.Errorf("field %q: a JSON %s is not allowed here; write %s", te.Field, kind, jsonKind(te.Type))
-		}
-		return err
-	}
-	return nil
-}
-
-// jsonKind describes the JSON value that decodes into t, for error messages.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Pointer:
-		return jsonKind(t.Elem())
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int:
-		return "a whole number"
-	case reflect.Slice:
-		return "a list of strings"
-	case reflect.Map:
-		return "an object of strings"
-	}
-	return "a JSON object"
+	return decodeStrict(bytes.NewReader(data), v, fields)
 }
 
 // validateServerNames returns an error naming both servers (and their

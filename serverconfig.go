@@ -78,15 +78,23 @@ type serverConfig struct {
 // minSecretLength long, longest first (so a secret containing another is
 // redacted whole), without duplicates. Nil when there are none.
 func (cfg serverConfig) secretValues() []string {
+	return secretSet(slices.Collect(maps.Values(cfg.Env)), slices.Collect(maps.Values(cfg.Headers)))
+}
+
+// secretSet returns the values of lists that are at least minSecretLength
+// long, without duplicates, longest first (so a secret containing another
+// is redacted whole), ties in the order given. Nil when there are none.
+// It is the one dedupe-and-sort of secret lists.
+func secretSet(lists ...[]string) []string {
 	var secrets []string
-	for _, m := range []map[string]string{cfg.Env, cfg.Headers} {
-		for _, v := range m {
+	for _, list := range lists {
+		for _, v := range list {
 			if len(v) >= minSecretLength && !slices.Contains(secrets, v) {
 				secrets = append(secrets, v)
 			}
 		}
 	}
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	return secrets
 }
 
