@@ -166,6 +166,9 @@ type clientOptions struct {
 	// it returns handled false for methods it does not know (-32601).
 	// Nil answers every such request with -32601.
 	HandleRequest func(method string, params json.RawMessage) (result any, rpcErr *rpcError, handled bool)
+	// ProcessGroups records the process groups of stdio servers, so that a
+	// later instance stops what a crash left; nil records nothing.
+	ProcessGroups *procGroups
 }
 
 // A client is one MCP session with one server. It is safe for concurrent
@@ -244,7 +247,7 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 		if getenv == nil {
 			getenv = os.LookupEnv
 		}
-		t, err = startStdio(cfg, stdioEnv(cfg, getenv), logger)
+		t, err = startStdio(cfg, stdioEnv(cfg, getenv), opts.ProcessGroups, logger)
 	case transportHTTP:
 		t = newStreamableTransport(cfg, logger)
 	case transportSSE:

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"time"
 )
 
@@ -67,10 +68,17 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	ln = newLimitListener(ln, maxConns)
+	// Before any server starts: stop what a previous instance left.
+	groups, err := openProcGroups(filepath.Join(home, "servers"), logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	groups.stopLeftovers()
 
 	reg := newRegistry(cfg.Servers, registryOptions{
 		Logger:  logger,
-		Client:  clientOptions{Roots: []string{workspace}, Getenv: a.getenv},
+		Client:  clientOptions{Roots: []string{workspace}, Getenv: a.getenv, ProcessGroups: groups},
 		Restart: true,
 	})
 	m := newMetrics()

@@ -59,6 +59,9 @@ type fakeServer struct {
 	calls   atomic.Int64 // tools/call requests received, for mode flaky
 }
 
+// broodSize is how many children a server in mode brood starts.
+const broodSize = 4
+
 // flakyEvery is how many tool calls a server in mode flaky answers before
 // it exits on the next one.
 const flakyEvery = 25
@@ -112,12 +115,24 @@ func runFakeServer(mode string) int {
 	case "sleeper":
 		signal.Ignore(syscall.SIGTERM)
 		select {}
+	case "brood":
+		// Ignores SIGTERM and EOF, with broodSize children that do too.
+		signal.Ignore(syscall.SIGTERM)
+		exe, _ := os.Executable()
+		for range broodSize {
+			cmd := exec.Command(exe)
+			cmd.Env = append(os.Environ(), fakeServerEnv+"=sleeper")
+			if err := cmd.Start(); err != nil {
+				fmt.Fprintln(os.Stderr, "start child:", err)
+				return 1
+			}
+		}
 	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
-			if mode == "ignore-term" || mode == "grandchild" {
+			if mode == "ignore-term" || mode == "grandchild" || mode == "brood" {
 				select {} // outlive stdin; only a signal ends us
 			}
 			return 0

@@ -39,6 +39,7 @@ type stdioTransport struct {
 	cmd        *exec.Cmd
 	maxMessage int
 	secrets    []string // the server's env values, redacted from its stderr
+	groups     *procGroups
 
 	// writeMu guards writes to stdin, so messages never interleave.
 	writeMu sync.Mutex
@@ -62,15 +63,17 @@ type stdioTransport struct {
 }
 
 // startStdio starts cfg.Command (no shell) with env in its own process
-// group. The process outlives no one: close stops it and its group.
-func startStdio(cfg serverConfig, env []string, logger *slog.Logger) (*stdioTransport, error) {
+// group, recorded in groups (which may be nil) until the group is stopped.
+// The process outlives no one: close stops it and its group, and where the
+// OS allows it the process dies with harnessd (serverProcAttr).
+func startStdio(cfg serverConfig, env []string, groups *procGroups, logger *slog.Logger) (*stdioTransport, error) {
 	if cfg.Command == "" {
 		return nil, errors.New("start: command is empty")
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = env
 	cmd.Dir = cfg.Cwd
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = serverProcAttr()
 
 	var files []*os.File
 	closeAll := func() {
@@ -100,7 +103,7 @@ func startStdio(cfg serverConfig, env []string, logger *slog.Logger) (*stdioTran
 		return nil, fmt.Errorf("start: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	if err := cmd.Start(); err != nil {
+	if err := startServerProcess(cmd); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start %q: %w (check the server's command and PATH)", cfg.Command, err)
 	}
@@ -108,6 +111,7 @@ func startStdio(cfg serverConfig, env []string, logger *slog.Logger) (*stdioTran
 	stdinR.Close()
 	stdoutW.Close()
 	stderrW.Close()
+	groups.add(cfg.Name, cmd.Process.Pid, cfg.Command)
 
 	t := &stdioTransport{
 		name:       cfg.Name,
@@ -115,6 +119,7 @@ func startStdio(cfg serverConfig, env []string, logger *slog.Logger) (*stdioTran
 		cmd:        cmd,
 		maxMessage: cfg.messageLimit(),
 		secrets:    cfg.secretValues(),
+		groups:     groups,
 		stdin:      stdinW,
 		stdout:     stdoutR,
 		stderr:     stderrR,
@@ -142,6 +147,7 @@ func (t *stdioTransport) wait() {
 	t.exitErr = describeExit(t.cmd.ProcessState)
 	close(t.exited)
 	t.killGroup(syscall.SIGKILL)
+	t.groups.remove(t.cmd.Process.Pid)
 }
 
 // describeExit says how a process ended: its exit status or its signal.
