@@ -573,5 +573,7 @@ func adhocServer(name, rawURL string, command []string) (serverConfig, error) {
 // transport inferred like any other source's, Source "connect_mcp".
 func connectServer(name, rawURL string) (serverConfig, error) {
 	raw := rawServer{Name: name, URL: strings.ReplaceAll(rawURL, "$", "$$")}
-	return buildServer(toolConnectMCP, toolConnectMCP, raw, nil)
+	cfg, err := buildServer(toolConnectMCP, toolConnectMCP, raw, nil)
+	cfg.Untrusted = true
+	return cfg, err
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,11 +44,11 @@ func (e *httpStatusError) Error() string {
 // of the original request, so configured headers never reach another host.
 var httpClient = newHTTPClient(nil)
 
-// connectMCPClient is httpClient for servers the model named through
-// connect_mcp: it refuses to dial a blocked address (see blockedNets) even
-// when the name resolves differently at dial time than it did when
-// connect_mcp checked it (DNS rebinding).
-var connectMCPClient = newHTTPClient(refuseBlockedAddress)
+// guardedClient is httpClient for untrusted servers (serverConfig.Untrusted):
+// it refuses to dial a blocked address (see blockedNets) even when the name
+// resolves differently at dial time than it did when it was checked (DNS
+// rebinding).
+var guardedClient = newHTTPClient(refuseBlockedAddress)
 
 // newHTTPClient returns a client for MCP servers whose dialer runs control
 // (nil for none) on every address before connecting.
@@ -67,11 +68,11 @@ func newHTTPClient(control func(network, address string, c syscall.RawConn) erro
 	}
 }
 
-// clientFor returns the HTTP client for cfg: connect_mcp servers get the
-// one that refuses blocked addresses.
+// clientFor returns the HTTP client for cfg: untrusted servers get the one
+// that refuses blocked addresses.
 func clientFor(cfg serverConfig) *http.Client {
-	if cfg.Source == toolConnectMCP {
-		return connectMCPClient
+	if cfg.Untrusted {
+		return guardedClient
 	}
 	return httpClient
 }
@@ -141,8 +142,10 @@ func httpRequestError(op string, ctx, lifetime context.Context, err error) error
 
 // statusError turns a non-success answer into an error and closes its body.
 // 401 and 403 get distinct messages; every status is an *httpStatusError
-// underneath. The body prefix is at most statusBodyLimit bytes.
-func statusError(op string, resp *http.Response, secrets []string) error {
+// underneath. The body prefix is at most statusBodyLimit bytes, and only
+// for a trusted server: an untrusted one may be an internal service that
+// an API caller wants to read through harnessd.
+func (e httpEndpoint) statusError(op string, resp *http.Response) error {
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
@@ -150,8 +153,40 @@ func statusError(op string, resp *http.Response, secrets []string) error {
 	case http.StatusForbidden:
 		return fmt.Errorf("%s: access forbidden (%w): the server refused these credentials; check the \"headers\" configured for this server and the token's permissions", op, &httpStatusError{StatusCode: resp.StatusCode})
 	}
+	if e.untrusted {
+		return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode})
+	}
 	prefix, _ := io.ReadAll(io.LimitReader(resp.Body, statusBodyLimit))
-	return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: redactSecrets(printable(prefix), secrets)})
+	return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: redactSecrets(printable(prefix), e.secrets)})
+}
+
+// notMCPError describes a 2xx answer to a request that is neither an event
+// stream nor a JSON-RPC message (a web page, a health check, a proxy's
+// text), so the call fails at once instead of waiting for an answer that
+// never comes. The body is quoted only for a trusted server.
+func (e httpEndpoint) notMCPError(op string, resp *http.Response, body []byte) error {
+	what := fmt.Sprintf("%d with Content-Type %q", resp.StatusCode, resp.Header.Get(headerContentType))
+	switch {
+	case len(bytes.TrimSpace(body)) == 0:
+		what += " and an empty body"
+	case !e.untrusted:
+		what += fmt.Sprintf(" and %q", truncate(redactSecrets(printable(body), e.secrets), 80))
+	}
+	return fmt.Errorf("%s: the server answered %s, not a JSON-RPC message or an event stream: is the url an MCP endpoint?", op, what)
+}
+
+// isJSONRPCAnswer reports whether body holds JSON-RPC messages: one object
+// with a method or an id, or a batch.
+func isJSONRPCAnswer(body []byte) bool {
+	body = bytes.TrimSpace(body)
+	if !json.Valid(body) {
+		return false
+	}
+	if len(body) > 0 && body[0] == '[' {
+		return true
+	}
+	hasMethod, id := jsonrpcShape(body)
+	return hasMethod || id != nil
 }
 
 // printable returns b as one line of valid UTF-8 without control characters.
@@ -205,18 +240,56 @@ var blockedNets = func() []*net.IPNet {
 // checkConnectHost refuses hosts outside allowHosts (globs; empty allows
 // any) and hosts that resolve to a blocked address.
 func checkConnectHost(ctx context.Context, host string, allowHosts []string) error {
-	if len(allowHosts) > 0 {
-		allowed := false
-		for _, pattern := range allowHosts {
-			if ok, _ := path.Match(strings.ToLower(pattern), strings.ToLower(host)); ok {
-				allowed = true
-				break
-			}
-		}
-		if !allowed {
-			return fmt.Errorf("host %q is not in [connect_mcp] allow_hosts", host)
+	if err := checkAllowedHost(host, allowHosts); err != nil {
+		return err
+	}
+	return checkResolvedHost(ctx, host)
+}
+
+// checkAllowedHost refuses a host outside allowHosts (globs; empty allows
+// any).
+func checkAllowedHost(host string, allowHosts []string) error {
+	if len(allowHosts) == 0 {
+		return nil
+	}
+	for _, pattern := range allowHosts {
+		if ok, _ := path.Match(strings.ToLower(pattern), strings.ToLower(host)); ok {
+			return nil
 		}
 	}
+	return fmt.Errorf("host %q is not in [connect_mcp] allow_hosts", host)
+}
+
+// checkUntrustedURL applies, without name resolution, the checks of an
+// untrusted server's URL: its host must match allowHosts and must not be a
+// blocked address literal.
+func checkUntrustedURL(rawURL string, allowHosts []string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return errors.New("url does not parse")
+	}
+	if err := checkAllowedHost(u.Hostname(), allowHosts); err != nil {
+		return err
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil {
+		return checkResolvedHost(context.Background(), u.Hostname())
+	}
+	return nil
+}
+
+// checkResolvedURL refuses a URL whose host is or resolves to a blocked
+// address.
+func checkResolvedURL(ctx context.Context, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return errors.New("url does not parse")
+	}
+	return checkResolvedHost(ctx, u.Hostname())
+}
+
+// checkResolvedHost refuses a host that is or resolves to a blocked
+// address.
+func checkResolvedHost(ctx context.Context, host string) error {
 	var ips []net.IP
 	if ip := net.ParseIP(host); ip != nil {
 		ips = []net.IP{ip}

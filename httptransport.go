@@ -76,6 +76,7 @@ type httpEndpoint struct {
 	maxMessage int
 	logger     *slog.Logger
 	client     *http.Client
+	untrusted  bool // serverConfig.Untrusted: error bodies are not quoted
 }
 
 // newHTTPEndpoint returns the endpoint part of a transport for cfg.
@@ -86,6 +87,7 @@ func newHTTPEndpoint(cfg serverConfig, logger *slog.Logger) httpEndpoint {
 		maxMessage: cfg.messageLimit(),
 		logger:     logger,
 		client:     clientFor(cfg),
+		untrusted:  cfg.Untrusted,
 	}
 }
 
@@ -283,6 +285,9 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 		if err != nil {
 			return fmt.Errorf("post message: read answer: %w", err)
 		}
+		if isRequest(msg) && !isJSONRPCAnswer(body) {
+			return t.notMCPError("post message", resp, body)
+		}
 		if len(bytes.TrimSpace(body)) > 0 && !deliverMessages(reqCtx, t.recvCh, body, nil, nil) {
 			return httpRequestError("post message", ctx, t.ctx, reqCtx.Err())
 		}
@@ -291,7 +296,7 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 		t.expireSession(sessionID)
 		return errSessionExpired
 	default:
-		return statusError("post message", resp, t.secrets)
+		return t.statusError("post message", resp)
 	}
 	if t.getWanted.Load() {
 		t.startGetStream()
@@ -405,7 +410,7 @@ func (t *streamableTransport) openStream(ctx context.Context, lastID string) (*h
 		drainClose(resp.Body)
 		return nil, errNoGetStream
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return nil, statusError("get event stream", resp, t.secrets)
+		return nil, t.statusError("get event stream", resp)
 	case !isEventStream(resp.Header):
 		drainClose(resp.Body)
 		return nil, fmt.Errorf("get event stream: content type %q is not text/event-stream", resp.Header.Get(headerContentType))

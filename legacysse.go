@@ -69,7 +69,7 @@ func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger)
 		return nil, httpRequestError("sse connect", ctx, ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		err := statusError("sse connect", resp, t.secrets) // reads the body: before cancel
+		err := t.statusError("sse connect", resp) // reads the body: before cancel
 		cancel()
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (t *sseTransport) send(ctx context.Context, msg []byte) error {
 		return httpRequestError("post message", ctx, t.ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return statusError("post message", resp, t.secrets)
+		return t.statusError("post message", resp)
 	}
 	drainClose(resp.Body)
 	return nil

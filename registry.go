@@ -259,6 +259,13 @@ func (s *runScope) open(ctx context.Context, servers []serverConfig, kind localK
 // sameToolPrefix). A server that fails to connect stays in the scope,
 // failed, when its kind keeps failed servers; otherwise it is dropped.
 func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) error {
+	if cfg.Untrusted {
+		// The dial-time guard does not see the server's address behind
+		// an HTTP proxy: check it here too.
+		if err := checkResolvedURL(ctx, cfg.URL); err != nil {
+			return fmt.Errorf("server %q: %v", cfg.Name, err)
+		}
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -221,10 +221,19 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 	if err != nil {
 		return invalidRequest(err)
 	}
-	for _, s := range servers {
+	for i, s := range servers {
 		if s.Transport == transportStdio && !allowCommand {
 			return &requestError{forbidden: true,
 				msg: fmt.Sprintf("mcp_servers: server %q has a command: starting programs on the host needs the admin scope", s.Name)}
+		}
+		if s.URL != "" && !allowCommand {
+			// Only an admin may make harnessd reach any address with
+			// headers of its choosing.
+			servers[i].Untrusted = true
+			if err := checkUntrustedURL(s.URL, m.opts.AllowHosts); err != nil {
+				return &requestError{forbidden: true,
+					msg: fmt.Sprintf("mcp_servers: server %q: %v: without the admin scope a url must pass the connect_mcp checks", s.Name, err)}
+			}
 		}
 	}
 	r.perRun = servers

@@ -210,15 +210,18 @@ func TestRefuseBlockedAddress(t *testing.T) {
 	}
 }
 
-// TestConnectMCPDialRefusesMetadata checks the dial-time guard on its own:
-// whatever a name resolved to when connect_mcp checked it, the connection
-// to a metadata address is refused when it is made.
-func TestConnectMCPDialRefusesMetadata(t *testing.T) {
-	cfg := serverConfig{Name: "meta", Transport: transportHTTP, URL: "http://169.254.169.254:9/mcp", Timeout: 2 * time.Second,
-		StartupTimeout: 2 * time.Second, Enabled: true, Source: "connect_mcp"}
-	_, err := connect(t.Context(), cfg, clientOptions{Logger: slog.New(slog.DiscardHandler)})
-	if err == nil || !strings.Contains(err.Error(), "metadata address") {
-		t.Errorf("connect(%q) from connect_mcp = %v, want the dial refused", cfg.URL, err)
+// TestUntrustedDialRefusesMetadata checks the dial-time guard on its own:
+// whatever a name resolved to when it was checked, the connection to a
+// metadata address of an untrusted server is refused when it is made. The
+// guard follows serverConfig.Untrusted, whatever the display label says.
+func TestUntrustedDialRefusesMetadata(t *testing.T) {
+	for _, url := range []string{"http://169.254.169.254:9/mcp", "http://[fd00:ec2::254]:9/mcp", "http://[::ffff:169.254.169.254]:9/mcp"} {
+		cfg := serverConfig{Name: "meta", Transport: transportHTTP, URL: url, Timeout: 2 * time.Second,
+			StartupTimeout: 2 * time.Second, Enabled: true, Untrusted: true, Source: "any label"}
+		_, err := connect(t.Context(), cfg, clientOptions{Logger: slog.New(slog.DiscardHandler)})
+		if err == nil || !strings.Contains(err.Error(), "metadata address") {
+			t.Errorf("connect(%q) of an untrusted server = %v, want the dial refused", cfg.URL, err)
+		}
 	}
 }
 

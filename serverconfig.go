@@ -69,6 +69,11 @@ type serverConfig struct {
 	IncludeTools      []string
 	ExcludeTools      []string
 	MaxMessageBytes   int
+	// Untrusted marks a server whose URL the operator did not write: one
+	// the model named through connect_mcp or a run request of a non-admin
+	// key gave. Its HTTP client refuses blocked addresses at dial time
+	// (guardedClient), and its error bodies are not echoed.
+	Untrusted bool
 	// Source says where the definition came from: a file path,
 	// "HARNESS_MCP_SERVERS", "profile <name>", "run", "connect_mcp" or "command line".
 	Source string
