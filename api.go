@@ -59,12 +59,8 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	if m == nil {
 		m = newMetrics()
 	}
-	globals := make([]serverConfig, 0, len(reg.servers))
-	for _, s := range reg.servers {
-		globals = append(globals, s.cfg)
-	}
 	a := &api{runs: runs, reg: reg, keys: keys, metrics: m, logger: logger, stopping: stopping,
-		heartbeat: sseHeartbeat, globalSecrets: newRedactor(globals), mux: http.NewServeMux()}
+		heartbeat: sseHeartbeat, globalSecrets: newRedactor(reg.globals()), mux: http.NewServeMux()}
 	a.route("/v1/runs", map[string]route{
 		http.MethodPost: {scopeRunsWrite, a.createRun},
 		http.MethodGet:  {scopeRunsRead, a.listRuns},

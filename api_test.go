@@ -553,7 +553,7 @@ func TestAPIErrorShapes(t *testing.T) {
 func TestAPINoModelConfigured(t *testing.T) {
 	f := newFakeModel(t, "openai")
 	at := newAPITest(t, f, nil)
-	at.runs.opts.Model = ""
+	at.runs.opts.Model = modelSpec{}
 	resp, data := at.do(t, http.MethodPost, "/v1/runs", "", `{"prompt":"x"}`)
 	e, err := decodeAPIError(data)
 	if resp.StatusCode != http.StatusBadRequest || err != nil || !strings.Contains(e.Error.Message, "set HARNESS_MODEL") {

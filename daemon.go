@@ -82,18 +82,15 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Restart: true,
 	})
 	m := newMetrics()
-	model := cfg.Model
+	model := cfg.Model.spec()
 	runs := newRunManager(runManagerOptions{
 		Registry:   reg,
 		Logger:     logger,
 		Home:       home,
 		Getenv:     a.getenv,
-		Model:      model.name(),
-		ModelBase:  model.BaseURL,
-		MaxTokens:  model.MaxTokens,
-		MaxSteps:   model.MaxSteps,
+		Model:      model,
+		MaxSteps:   cfg.Model.MaxSteps,
 		AllowHosts: cfg.ConnectAllowHosts,
-		Globals:    cfg.Servers,
 		Metrics:    m,
 	})
 	stopping := make(chan struct{})

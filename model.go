@@ -151,6 +151,15 @@ func parseModelName(s string) (modelSpec, error) {
 	return modelSpec{Provider: provider, Model: model}, nil
 }
 
+// name returns the model as "provider/model", or "" when no provider is
+// set.
+func (s modelSpec) name() string {
+	if s.Provider == "" {
+		return ""
+	}
+	return s.Provider + "/" + s.Model
+}
+
 // A wireDefaults is what a provider takes from the environment and where it posts.
 type wireDefaults struct {
 	keyEnv, baseURLEnv, defaultBaseURL, path string

@@ -137,6 +137,17 @@ func (r *registry) statuses() []serverStatus {
 // server returns the global server named name, or nil.
 func (r *registry) server(name string) *managedServer { return r.byName[name] }
 
+// globals returns the global servers' configurations, in config order,
+// disabled ones included (their names stay reserved). The caller owns the
+// slice; the configurations are values.
+func (r *registry) globals() []serverConfig {
+	out := make([]serverConfig, 0, len(r.servers))
+	for _, s := range r.servers {
+		out = append(out, s.cfg)
+	}
+	return out
+}
+
 // names returns the global servers' names.
 func (r *registry) names() []string {
 	names := make([]string, 0, len(r.servers))

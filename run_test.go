@@ -35,18 +35,13 @@ func newRunsOver(t *testing.T, reg *registry, f *fakeModel, home string, logger 
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var globals []serverConfig
-	for _, s := range reg.servers {
-		globals = append(globals, s.cfg)
-	}
 	provider := f.provider(t)
 	m := newRunManager(runManagerOptions{
 		Registry: reg,
 		Logger:   logger,
 		Home:     home,
 		Getenv:   f.getenv,
-		Model:    f.wire + "/fake-model",
-		Globals:  globals,
+		Model:    modelSpec{Provider: f.wire, Model: "fake-model"},
 		Metrics:  newMetrics(),
 		newProvider: func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error) {
 			return provider, nil

@@ -48,14 +48,12 @@ type runManagerOptions struct {
 	Logger   *slog.Logger
 	Home     string
 	Getenv   func(string) (string, bool)
-	// Model is the default model ("provider/model"), from HARNESS_MODEL or
-	// [model]; empty means every run must name one.
-	Model      string
-	ModelBase  string
-	MaxTokens  int
+	// Model is the default model, from HARNESS_MODEL or [model]; an empty
+	// Provider means every run must name one. Its BaseURL and MaxTokens
+	// apply to every run, also one that names its own model.
+	Model      modelSpec
 	MaxSteps   int
 	AllowHosts []string
-	Globals    []serverConfig
 	Metrics    *metrics
 	// newProvider builds providers; tests replace it. Nil means
 	// newModelProvider.
@@ -174,21 +172,16 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 // model resolves a run's model name ("" for the configured default) to
 // its spec and provider. Errors are *requestError.
 func (m *runManager) model(name string) (modelSpec, modelProvider, error) {
-	if name == "" {
-		name = m.opts.Model
+	spec := m.opts.Model
+	if name != "" {
+		named, err := parseModelName(name)
+		if err != nil {
+			return modelSpec{}, nil, invalidRequest(err)
+		}
+		spec.Provider, spec.Model = named.Provider, named.Model
 	}
-	if name == "" {
+	if spec.Provider == "" {
 		return modelSpec{}, nil, badRequest("model", "no model configured: set HARNESS_MODEL (like openai/gpt-4o), [model] name in config.toml, or model in the request")
-	}
-	spec, err := parseModelName(name)
-	if err != nil {
-		return modelSpec{}, nil, invalidRequest(err)
-	}
-	if spec.BaseURL == "" {
-		spec.BaseURL = m.opts.ModelBase
-	}
-	if spec.MaxTokens == 0 {
-		spec.MaxTokens = m.opts.MaxTokens
 	}
 	provider, err := m.opts.newProvider(spec, m.opts.Getenv, m.logger)
 	if err != nil {
@@ -208,7 +201,7 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 		}
 		// A profile server may shadow a global of its own name, never take
 		// the tool names of a global with another name.
-		if _, err := profileScope(m.opts.Globals, servers); err != nil {
+		if _, err := profileScope(m.opts.Registry.globals(), servers); err != nil {
 			return invalidRequest(err)
 		}
 		r.profile = servers
@@ -217,7 +210,7 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 	if len(r.req.MCPServers) == 0 {
 		return nil
 	}
-	servers, err := parseRunServers(r.req.MCPServers, m.opts.Globals, r.profile)
+	servers, err := parseRunServers(r.req.MCPServers, m.opts.Registry.globals(), r.profile)
 	if err != nil {
 		return invalidRequest(err)
 	}

@@ -70,7 +70,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	}
 	metrics := newMetrics()
 	runs := newRunManager(runManagerOptions{
-		Registry: reg, Logger: logger, Home: t.TempDir(), Getenv: getenv, Model: "openai/fake-model", Globals: cfg.Servers, Metrics: metrics,
+		Registry: reg, Logger: logger, Home: t.TempDir(), Getenv: getenv, Model: modelSpec{Provider: providerOpenAI, Model: "fake-model"}, Metrics: metrics,
 		newProvider: func(spec modelSpec, getenv func(string) (string, bool), logger *slog.Logger) (modelProvider, error) {
 			spec.BaseURL = f.URL()
 			p, err := newModelProvider(spec, getenv, logger)
@@ -363,12 +363,13 @@ func FuzzRunStart(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	reg := newRegistry(nil, registryOptions{Logger: slog.New(slog.DiscardHandler)})
+	// A disabled global: never started, but its name is reserved.
+	global := serverConfig{Name: "global", Transport: transportHTTP, URL: "http://127.0.0.1:1/mcp"}
+	reg := newRegistry([]serverConfig{global}, registryOptions{Logger: slog.New(slog.DiscardHandler)})
 	f.Cleanup(reg.close)
 	m := newRunManager(runManagerOptions{
-		Registry: reg, Logger: slog.New(slog.DiscardHandler), Home: f.TempDir(), Model: "openai/fake-model",
-		Getenv:  func(string) (string, bool) { return "", false },
-		Globals: []serverConfig{{Name: "global", Transport: transportHTTP, URL: "http://127.0.0.1:1/mcp"}},
+		Registry: reg, Logger: slog.New(slog.DiscardHandler), Home: f.TempDir(), Model: modelSpec{Provider: providerOpenAI, Model: "fake-model"},
+		Getenv: func(string) (string, bool) { return "", false },
 		newProvider: func(spec modelSpec, getenv func(string) (string, bool), logger *slog.Logger) (modelProvider, error) {
 			return refusingModel{}, nil
 		},

@@ -23,12 +23,10 @@ type modelSettings struct {
 	MaxSteps  int
 }
 
-// name returns the configured model as "provider/model", or "" when none.
-func (m modelSettings) name() string {
-	if m.Provider == "" {
-		return ""
-	}
-	return m.Provider + "/" + m.Model
+// spec returns the configured model as the runs' default modelSpec: its
+// Provider is empty when no model is configured.
+func (m modelSettings) spec() modelSpec {
+	return modelSpec{Provider: m.Provider, Model: m.Model, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens}
 }
 
 // An authKey is one API key. The token itself is never kept, only its hash.

@@ -124,7 +124,7 @@ func TestSoak(t *testing.T) {
 	}
 	metrics := newMetrics()
 	runs := newRunManager(runManagerOptions{
-		Registry: reg, Logger: logger, Home: t.TempDir(), Model: "openai/soak", Globals: globals, Metrics: metrics,
+		Registry: reg, Logger: logger, Home: t.TempDir(), Model: modelSpec{Provider: providerOpenAI, Model: "soak"}, Metrics: metrics,
 		Getenv: func(string) (string, bool) { return "", false },
 		newProvider: func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error) {
 			return model, nil
