@@ -169,6 +169,9 @@ type clientOptions struct {
 	// ProcessGroups records the process groups of stdio servers, so that a
 	// later instance stops what a crash left; nil records nothing.
 	ProcessGroups *procGroups
+	// OAuth authorizes Streamable HTTP servers that ask for it; nil sends
+	// only the configured headers.
+	OAuth *oauthClients
 }
 
 // A client is one MCP session with one server. It is safe for concurrent
@@ -249,7 +252,9 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 		}
 		t, err = startStdio(cfg, stdioEnv(cfg, getenv), opts.ProcessGroups, logger)
 	case transportHTTP:
-		t = newStreamableTransport(cfg, logger)
+		st := newStreamableTransport(cfg, logger)
+		st.auth = opts.OAuth.forServer(cfg)
+		t = st
 	case transportSSE:
 		t, err = newSSETransport(ctx, cfg, logger)
 	default:

@@ -76,7 +76,8 @@ type httpEndpoint struct {
 	maxMessage int
 	logger     *slog.Logger
 	client     *http.Client
-	untrusted  bool // serverConfig.Untrusted: error bodies are not quoted
+	untrusted  bool         // serverConfig.Untrusted: error bodies are not quoted
+	auth       *oauthClient // nil: no OAuth
 }
 
 // newHTTPEndpoint returns the endpoint part of a transport for cfg.
@@ -233,13 +234,14 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 		}
 	}()
 
-	req, err := t.newRequest(reqCtx, http.MethodPost, sessionID, version, msg)
-	if err != nil {
-		return err
-	}
-	req.Header[headerAccept] = acceptPost
-	req.Header[headerContentType] = contentTypeRPC
-	resp, err := t.client.Do(req)
+	resp, err := t.auth.do(ctx, t.client, func() (*http.Request, error) {
+		req, err := t.newRequest(reqCtx, http.MethodPost, sessionID, version, msg)
+		if err == nil {
+			req.Header[headerAccept] = acceptPost
+			req.Header[headerContentType] = contentTypeRPC
+		}
+		return req, err
+	})
 	if err != nil {
 		err = httpRequestError("post message", ctx, t.ctx, err)
 		if isUnreachable(err) {
@@ -392,15 +394,16 @@ func (t *streamableTransport) openStream(ctx context.Context, lastID string) (*h
 	t.mu.Lock()
 	sessionID, version := t.sessionID, t.protocolVersion
 	t.mu.Unlock()
-	req, err := t.newRequest(ctx, http.MethodGet, sessionID, version, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header[headerAccept] = acceptStream
-	if lastID != "" {
-		req.Header[headerLastEventID] = []string{lastID}
-	}
-	resp, err := t.client.Do(req)
+	resp, err := t.auth.do(ctx, t.client, func() (*http.Request, error) {
+		req, err := t.newRequest(ctx, http.MethodGet, sessionID, version, nil)
+		if err == nil {
+			req.Header[headerAccept] = acceptStream
+			if lastID != "" {
+				req.Header[headerLastEventID] = []string{lastID}
+			}
+		}
+		return req, err
+	})
 	if err != nil {
 		return nil, httpRequestError("get event stream", ctx, t.ctx, err)
 	}
@@ -614,12 +617,9 @@ func (t *streamableTransport) close() error {
 func (t *streamableTransport) deleteSession(sessionID, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), deleteSessionTimeout)
 	defer cancel()
-	req, err := t.newRequest(ctx, http.MethodDelete, sessionID, version, nil)
-	if err != nil {
-		t.logger.Debug("mcp http delete session failed", "error", err)
-		return
-	}
-	resp, err := t.client.Do(req)
+	resp, err := t.auth.do(ctx, t.client, func() (*http.Request, error) {
+		return t.newRequest(ctx, http.MethodDelete, sessionID, version, nil)
+	})
 	if err != nil {
 		t.logger.Debug("mcp http delete session failed", "error", httpRequestError("delete session", ctx, ctx, err))
 		return

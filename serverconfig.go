@@ -74,6 +74,8 @@ type serverConfig struct {
 	// key gave. Its HTTP client refuses blocked addresses at dial time
 	// (guardedClient), and its error bodies are not echoed.
 	Untrusted bool
+	// OAuth is the server's oauth table; nil when it has none.
+	OAuth *oauthConfig
 	// Source says where the definition came from: a file path,
 	// "HARNESS_MCP_SERVERS", "profile <name>", "run", "connect_mcp" or "command line".
 	Source string
@@ -83,7 +85,7 @@ type serverConfig struct {
 // minSecretLength long, longest first (so a secret containing another is
 // redacted whole), without duplicates. Nil when there are none.
 func (cfg serverConfig) secretValues() []string {
-	return secretSet(slices.Collect(maps.Values(cfg.Env)), slices.Collect(maps.Values(cfg.Headers)))
+	return secretSet(slices.Collect(maps.Values(cfg.Env)), slices.Collect(maps.Values(cfg.Headers)), cfg.OAuth.secrets())
 }
 
 // secretSet returns the values of lists that are at least minSecretLength
@@ -142,10 +144,11 @@ type rawServer struct {
 	IncludeTools    []string          `json:"include_tools" toml:"include_tools"`
 	ExcludeTools    []string          `json:"exclude_tools" toml:"exclude_tools"`
 	MaxMessageBytes *int              `json:"max_message_bytes" toml:"max_message_bytes"`
+	OAuth           *rawOAuth         `json:"oauth" toml:"oauth"`
 }
 
 // serverFields lists the JSON fields of a server object, for error hints.
-const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes"
+const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth"
 
 // buildServer validates raw and resolves its defaults and transport. label
 // prefixes every error; the error joins all the entry's problems.
@@ -225,6 +228,9 @@ func buildServer(label, source string, raw rawServer, getenv func(string) (strin
 	}
 	if s.Transport == transportStdio && len(raw.Headers) > 0 {
 		bad("headers", "only an http or sse server takes headers; remove them or use url instead of command")
+	}
+	if raw.OAuth != nil {
+		s.OAuth = buildOAuth(*raw.OAuth, s.Transport, expand, bad)
 	}
 	if s.Cwd != "" && !filepath.IsAbs(s.Cwd) && !unexpanded["cwd"] {
 		bad("cwd", "not an absolute path; write a full path (${HOME}/dir works)")

@@ -1,0 +1,548 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file holds the OAuth client of one remote MCP server: the token it
+// presents, refresh ahead of expiry (one token request at a time), what it
+// does on 401 and 403 (refresh, re-authorization, step-up), client
+// credentials, and the login that needs a person.
+
+// errNeedsAuth marks errors that a person must fix by logging in.
+var errNeedsAuth = errors.New("needs authorization")
+
+const (
+	// refreshAhead is how long before its expiry a token is renewed.
+	refreshAhead = time.Minute
+	// defaultRedirectURI is the loopback callback of "mcp login" when the
+	// server's oauth table names none.
+	defaultRedirectURI     = "http://127.0.0.1:8788/callback"
+	grantAuthorizationCode = "authorization_code"
+	grantClientCredentials = "client_credentials"
+)
+
+// An oauthConfig is a server's oauth table.
+type oauthConfig struct {
+	ClientID          string
+	ClientSecret      string
+	ClientMetadataURL string
+	Scopes            []string
+	RedirectURI       string
+	Grant             string // grantAuthorizationCode (the default) or grantClientCredentials
+	PrivateKeyFile    string
+	// privateKeyPEM is the key itself when it does not come from a file
+	// (the conformance suite hands it over inline).
+	privateKeyPEM []byte
+	signingAlg    string
+}
+
+// secrets returns the secret values of the table, for redaction.
+func (c *oauthConfig) secrets() []string {
+	if c == nil || c.ClientSecret == "" {
+		return nil
+	}
+	return []string{c.ClientSecret}
+}
+
+// An authorizeFunc has the authorization URL approved and returns the URL
+// the authorization server redirected to.
+type authorizeFunc func(ctx context.Context, authURL string) (redirected string, err error)
+
+// An oauthClient obtains, keeps and renews the access token of one server.
+// It is safe for concurrent use; token requests are made one at a time,
+// and callers waiting meanwhile get the token the request obtained.
+type oauthClient struct {
+	server    string
+	serverURL string
+	cfg       oauthConfig
+	http      *http.Client
+	store     *tokenStore // nil keeps tokens in memory only
+	logger    *slog.Logger
+	// authorize approves authorization URLs; nil when no person is there
+	// (the daemon): the server then needs "harnessd mcp login".
+	authorize authorizeFunc
+
+	// lock is held (a token in it) during token requests and while rec
+	// is read or written; waiting for it respects the caller's context.
+	lock chan struct{}
+	rec  oauthRecord
+}
+
+// newOAuthClient returns the OAuth client of the server cfg. cfg.OAuth
+// nil means no oauth table: discovery and registration are automatic.
+func newOAuthClient(cfg serverConfig, store *tokenStore, httpClient *http.Client, logger *slog.Logger) *oauthClient {
+	c := &oauthClient{
+		server:    cfg.Name,
+		serverURL: cfg.URL,
+		http:      httpClient,
+		store:     store,
+		logger:    logger,
+		lock:      make(chan struct{}, 1),
+		rec:       oauthRecord{ServerURL: cfg.URL},
+	}
+	if cfg.OAuth != nil {
+		c.cfg = *cfg.OAuth
+	}
+	if c.cfg.RedirectURI == "" {
+		c.cfg.RedirectURI = defaultRedirectURI
+	}
+	return c
+}
+
+func (c *oauthClient) acquire(ctx context.Context) error {
+	select {
+	case c.lock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *oauthClient) release() { <-c.lock }
+
+// reload reads the stored record, so a login made by another process is
+// picked up. Called with the lock held.
+func (c *oauthClient) reload() {
+	if c.store == nil {
+		return
+	}
+	rec, err := c.store.load(c.server, c.serverURL)
+	if err != nil {
+		c.logger.Warn("oauth store unreadable", "err", err)
+		return
+	}
+	c.rec = rec
+}
+
+// persist saves the record. Called with the lock held.
+func (c *oauthClient) persist() error {
+	if c.store == nil {
+		return nil
+	}
+	return c.store.save(c.server, c.rec)
+}
+
+// needsLogin returns the error of a server that needs a person to log in.
+func (c *oauthClient) needsLogin(why string) error {
+	return fmt.Errorf("server %q %w: %s; run: harnessd mcp login %s", c.server, errNeedsAuth, why, c.server)
+}
+
+// accessToken returns the token to present, renewing it first when it
+// expires within refreshAhead and can be refreshed. It returns "" when
+// there is no token yet (the server's 401 then starts authorization).
+func (c *oauthClient) accessToken(ctx context.Context) (string, error) {
+	if err := c.acquire(ctx); err != nil {
+		return "", err
+	}
+	defer c.release()
+	if c.rec.Token == nil {
+		c.reload()
+	}
+	tok := c.rec.Token
+	if tok == nil {
+		return "", nil
+	}
+	if tok.expiresWithin(refreshAhead, time.Now()) {
+		if err := c.renew(ctx); err != nil {
+			c.logger.Info("oauth token not renewed", "err", err)
+		}
+		if c.rec.Token == nil {
+			return "", nil
+		}
+	}
+	return c.rec.Token.AccessToken, nil
+}
+
+// renew replaces an expiring or refused token: by refresh when it has a
+// refresh token, by a new client credentials grant when configured so.
+// On failure the token is dropped. Called with the lock held.
+func (c *oauthClient) renew(ctx context.Context) error {
+	tok := c.rec.Token
+	switch {
+	case tok != nil && tok.RefreshToken != "":
+		tr, err := c.requestor(tok.TokenEndpoint, c.rec.Clients[tok.Issuer], tok.Issuer)
+		if err != nil {
+			return err
+		}
+		fresh, err := tr.refresh(ctx, *tok)
+		if err != nil {
+			if invalidGrant(err) {
+				c.rec.Token = nil
+				c.persist()
+			}
+			return err
+		}
+		c.logger.Info("oauth token refreshed")
+		c.rec.Token = &fresh
+		return c.persist()
+	case c.cfg.Grant == grantClientCredentials:
+		c.rec.Token = nil
+		return errors.New("token expired") // the next 401 runs the grant again
+	}
+	c.rec.Token = nil
+	return c.persist()
+}
+
+// requestor returns the token requestor for the client identity id (the
+// configured one when id is empty) at endpoint.
+func (c *oauthClient) requestor(endpoint string, id oauthClientID, issuer string) (*tokenRequestor, error) {
+	if id.ClientID == "" && c.cfg.ClientID != "" {
+		id = oauthClientID{Issuer: issuer, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret,
+			AuthMethod: chooseAuthMethod(nil, c.cfg.ClientSecret != "")}
+	}
+	tr := &tokenRequestor{http: c.http, endpoint: endpoint, client: id}
+	if id.AuthMethod == authMethodJWT {
+		key, err := c.signingKey()
+		if err != nil {
+			return nil, err
+		}
+		tr.key = key
+	}
+	return tr, nil
+}
+
+// signingKey reads the configured private key.
+func (c *oauthClient) signingKey() (*signingKey, error) {
+	pemBytes := c.cfg.privateKeyPEM
+	if pemBytes == nil {
+		b, err := os.ReadFile(c.cfg.PrivateKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: oauth.private_key_file: %w", c.server, err)
+		}
+		pemBytes = b
+	}
+	key, err := parseSigningKey(pemBytes, c.cfg.signingAlg)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: oauth.private_key_file %s: %v", c.server, c.cfg.PrivateKeyFile, err)
+	}
+	return key, nil
+}
+
+// challenge answers a 401 or 403 of the server to a request that carried
+// sent (maybe ""). It returns nil when a new token is ready, so the
+// request may be sent once more; otherwise why not (wrapping errNeedsAuth
+// when a person must log in). A 403 other than insufficient_scope is not
+// for authorization to fix.
+func (c *oauthClient) challenge(ctx context.Context, status int, header http.Header, sent string) error {
+	ch := bearerChallengeOf(header)
+	if status == http.StatusForbidden && ch.Error != "insufficient_scope" {
+		return fmt.Errorf("server %q: forbidden (403)", c.server)
+	}
+	if err := c.acquire(ctx); err != nil {
+		return err
+	}
+	defer c.release()
+	c.reload()
+	if status == http.StatusUnauthorized && c.rec.Token != nil && c.rec.Token.AccessToken != sent {
+		return nil // renewed meanwhile, or a new login
+	}
+	if c.authorize == nil && c.cfg.Grant != grantClientCredentials {
+		// No person here: refresh (no discovery needed) or ask for a
+		// login, without any request to the authorization server.
+		if status == http.StatusUnauthorized && c.rec.Token != nil && c.rec.Token.RefreshToken != "" {
+			err := c.renew(ctx)
+			if err == nil {
+				return nil
+			}
+			c.logger.Info("oauth refresh failed", "err", err)
+		}
+		if status == http.StatusForbidden {
+			// The token still serves other requests.
+			return c.needsLogin(fmt.Sprintf("the server asks for more scopes (%s)", strings.Join(ch.Scopes, " ")))
+		}
+		c.rec.Token = nil
+		c.persist()
+		return c.needsLogin("no valid token")
+	}
+	var scopes []string
+	if status == http.StatusForbidden && c.rec.Token != nil {
+		// Step-up: what is held and what is asked for.
+		scopes = slices.Clone(c.rec.Token.Scopes)
+		for _, s := range ch.Scopes {
+			if !slices.Contains(scopes, s) {
+				scopes = append(scopes, s)
+			}
+		}
+	}
+	d, err := discover(ctx, c.http, c.serverURL, ch)
+	if err != nil {
+		return fmt.Errorf("server %q: %w", c.server, err)
+	}
+	if status == http.StatusUnauthorized && c.rec.Token != nil && c.rec.Token.RefreshToken != "" && c.rec.Token.Issuer == d.AS.Issuer {
+		if err := c.renew(ctx); err == nil {
+			return nil
+		} else {
+			c.logger.Info("oauth refresh failed", "err", err)
+		}
+	}
+	if c.cfg.Grant == grantClientCredentials {
+		return c.clientCredentials(ctx, d, ch, scopes)
+	}
+	p, err := c.begin(ctx, d, ch, scopes)
+	if err != nil {
+		return err
+	}
+	authURL, err := p.URL()
+	if err != nil {
+		return err
+	}
+	redirected, err := c.authorize(ctx, authURL)
+	if err != nil {
+		return fmt.Errorf("server %q: authorize: %w", c.server, err)
+	}
+	return c.finish(ctx, p, redirected)
+}
+
+// selectScopes returns the scopes to ask for: the configured ones, else
+// the challenge's, else the resource's scopes_supported, else none; plus
+// offline_access when the authorization server lists it (for a refresh
+// token), for the authorization code grant.
+func (c *oauthClient) selectScopes(d discovery, ch bearerChallenge, grant string) []string {
+	var scopes []string
+	switch {
+	case len(c.cfg.Scopes) > 0:
+		scopes = slices.Clone(c.cfg.Scopes)
+	case len(ch.Scopes) > 0:
+		scopes = slices.Clone(ch.Scopes)
+	default:
+		scopes = slices.Clone(d.ScopesSupported)
+	}
+	if grant == grantAuthorizationCode && slices.Contains(d.AS.ScopesSupported, "offline_access") && !slices.Contains(scopes, "offline_access") {
+		scopes = append(scopes, "offline_access")
+	}
+	return scopes
+}
+
+// clientCredentials obtains a token with the client credentials grant.
+// Called with the lock held.
+func (c *oauthClient) clientCredentials(ctx context.Context, d discovery, ch bearerChallenge, scopes []string) error {
+	if c.cfg.ClientID == "" {
+		return fmt.Errorf("server %q: oauth.grant client_credentials needs oauth.client_id", c.server)
+	}
+	if scopes == nil {
+		scopes = c.selectScopes(d, ch, grantClientCredentials)
+	}
+	id := oauthClientID{Issuer: d.AS.Issuer, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret}
+	switch {
+	case c.cfg.PrivateKeyFile != "" || c.cfg.privateKeyPEM != nil:
+		id.AuthMethod = authMethodJWT
+	case c.cfg.ClientSecret == "":
+		return fmt.Errorf("server %q: oauth.grant client_credentials needs oauth.client_secret or oauth.private_key_file", c.server)
+	default:
+		id.AuthMethod = chooseAuthMethod(d.AS.TokenEndpointAuthMethodsSupported, true)
+	}
+	tr, err := c.requestor(d.AS.TokenEndpoint, id, d.AS.Issuer)
+	if err != nil {
+		return err
+	}
+	tok, err := tr.clientCredentials(ctx, scopes, d.Resource)
+	if err != nil {
+		return fmt.Errorf("server %q: client credentials: %w", c.server, err)
+	}
+	c.rec.Token = &tok
+	return c.persist()
+}
+
+// begin prepares an authorization code flow after discovery: it picks the
+// client identity for the authorization server (configured, a client ID
+// metadata document, a stored registration there, or a new one) and the
+// scopes (those given, else selectScopes). Called with the lock held.
+func (c *oauthClient) begin(ctx context.Context, d discovery, ch bearerChallenge, scopes []string) (*authorizationRequest, error) {
+	as := d.AS
+	var id oauthClientID
+	stored, haveStored := c.rec.Clients[as.Issuer]
+	switch {
+	case c.cfg.ClientID != "":
+		id = oauthClientID{Issuer: as.Issuer, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret,
+			AuthMethod: chooseAuthMethod(as.TokenEndpointAuthMethodsSupported, c.cfg.ClientSecret != "")}
+	case c.cfg.ClientMetadataURL != "" && as.ClientIDMetadataDocumentSupported:
+		id = oauthClientID{Issuer: as.Issuer, ClientID: c.cfg.ClientMetadataURL, AuthMethod: authMethodNone}
+	case haveStored && stored.RedirectURI == c.cfg.RedirectURI:
+		id = stored
+	default:
+		reg, err := registerClient(ctx, c.http, as, c.cfg.RedirectURI, scopes)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %w", c.server, err)
+		}
+		if c.rec.Clients == nil {
+			c.rec.Clients = map[string]oauthClientID{}
+		}
+		c.rec.Clients[as.Issuer] = reg
+		if err := c.persist(); err != nil {
+			return nil, err
+		}
+		id = reg
+	}
+	if scopes == nil {
+		scopes = c.selectScopes(d, ch, grantAuthorizationCode)
+	}
+	return newAuthorizationRequest(as, id, c.cfg.RedirectURI, scopes, d.Resource), nil
+}
+
+// finish checks the authorization response and redeems its code. Called
+// with the lock held.
+func (c *oauthClient) finish(ctx context.Context, p *authorizationRequest, redirected string) error {
+	code, err := p.code(redirected)
+	if err != nil {
+		return fmt.Errorf("server %q: %w", c.server, err)
+	}
+	tr, err := c.requestor(p.AS.TokenEndpoint, p.Client, p.AS.Issuer)
+	if err != nil {
+		return err
+	}
+	tok, err := tr.redeem(ctx, p, code)
+	if err != nil {
+		return fmt.Errorf("server %q: %w", c.server, err)
+	}
+	c.rec.Token = &tok
+	c.logger.Info("oauth login complete", "issuer", p.AS.Issuer, "scopes", tok.Scopes)
+	return c.persist()
+}
+
+// do sends the request build returns with the server's token, and once
+// more after a 401 or 403 that challenge answers with a new token: at most
+// one re-authorization per request. With a nil client it sends the
+// request as built.
+func (c *oauthClient) do(ctx context.Context, httpClient *http.Client, build func() (*http.Request, error)) (*http.Response, error) {
+	for attempt := 0; ; attempt++ {
+		req, err := build()
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			return httpClient.Do(req)
+		}
+		token, err := c.accessToken(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil || attempt > 0 || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+			return resp, err
+		}
+		if resp.StatusCode == http.StatusForbidden && bearerChallengeOf(resp.Header).Error != "insufficient_scope" {
+			return resp, nil
+		}
+		drainClose(resp.Body)
+		if err := c.challenge(ctx, resp.StatusCode, resp.Header, token); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// A rawOAuth is a server's oauth table as written in TOML or JSON.
+type rawOAuth struct {
+	ClientID          string   `json:"client_id" toml:"client_id"`
+	ClientSecret      string   `json:"client_secret" toml:"client_secret"`
+	ClientMetadataURL string   `json:"client_metadata_url" toml:"client_metadata_url"`
+	Scopes            []string `json:"scopes" toml:"scopes"`
+	RedirectURI       string   `json:"redirect_uri" toml:"redirect_uri"`
+	Grant             string   `json:"grant" toml:"grant"`
+	PrivateKeyFile    string   `json:"private_key_file" toml:"private_key_file"`
+}
+
+// buildOAuth validates a server's oauth table, expanding ${VAR} in its
+// strings, and reports problems through bad.
+func buildOAuth(raw rawOAuth, transport string, expand func(field, s string) string, bad func(field, format string, args ...any)) *oauthConfig {
+	c := &oauthConfig{
+		ClientID:          expand("oauth.client_id", raw.ClientID),
+		ClientSecret:      expand("oauth.client_secret", raw.ClientSecret),
+		ClientMetadataURL: expand("oauth.client_metadata_url", raw.ClientMetadataURL),
+		Scopes:            raw.Scopes,
+		RedirectURI:       expand("oauth.redirect_uri", raw.RedirectURI),
+		Grant:             raw.Grant,
+		PrivateKeyFile:    expand("oauth.private_key_file", raw.PrivateKeyFile),
+	}
+	if transport != transportHTTP {
+		bad("oauth", "only an http server takes an oauth table; remove it or set url (with transport http)")
+	}
+	switch c.Grant {
+	case "":
+		c.Grant = grantAuthorizationCode
+	case grantAuthorizationCode:
+	case grantClientCredentials:
+		if c.ClientID == "" {
+			bad("oauth.client_id", "grant client_credentials needs a client_id; set it")
+		}
+		if c.ClientSecret == "" && c.PrivateKeyFile == "" {
+			bad("oauth.client_secret", "grant client_credentials needs client_secret or private_key_file; set one")
+		}
+	default:
+		bad("oauth.grant", "%q is not supported; use authorization_code or client_credentials", c.Grant)
+	}
+	if c.ClientSecret != "" && c.PrivateKeyFile != "" {
+		bad("oauth.private_key_file", "set client_secret or private_key_file, not both")
+	}
+	if c.PrivateKeyFile != "" && !filepath.IsAbs(c.PrivateKeyFile) {
+		bad("oauth.private_key_file", "not an absolute path; write a full path (${HOME}/key.pem works)")
+	}
+	if c.ClientSecret != "" && c.ClientID == "" {
+		bad("oauth.client_secret", "a client_secret needs its client_id; set client_id")
+	}
+	if c.ClientMetadataURL != "" {
+		if u, err := url.Parse(c.ClientMetadataURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+			bad("oauth.client_metadata_url", "must be an https URL with a path, where the client metadata document is served")
+		}
+	}
+	if c.RedirectURI != "" {
+		if u, err := url.Parse(c.RedirectURI); err != nil || u.Scheme != "http" || (u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost" && u.Hostname() != "::1") || u.Port() == "" {
+			bad("oauth.redirect_uri", "must be a loopback http URL with a port, like %s", defaultRedirectURI)
+		}
+	}
+	for i, s := range c.Scopes {
+		if s == "" || strings.ContainsAny(s, " \"\\") {
+			bad(fmt.Sprintf("oauth.scopes[%d]", i), "%q is not a scope; scopes have no spaces, quotes or backslashes", s)
+		}
+	}
+	return c
+}
+
+// An oauthClients hands out the one oauthClient of each server, so that
+// reconnections share its token and its one-at-a-time token requests.
+// It is safe for concurrent use.
+type oauthClients struct {
+	store  *tokenStore
+	logger *slog.Logger
+	// authorize is given to every client; nil in the daemon.
+	authorize authorizeFunc
+	mu        sync.Mutex
+	byName    map[string]*oauthClient
+}
+
+// newOAuthClients returns the OAuth clients of a daemon storing tokens in
+// store.
+func newOAuthClients(store *tokenStore, logger *slog.Logger) *oauthClients {
+	return &oauthClients{store: store, logger: logger, byName: map[string]*oauthClient{}}
+}
+
+// forServer returns the OAuth client of cfg, nil for a server that is not
+// Streamable HTTP.
+func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
+	if m == nil || cfg.Transport != transportHTTP {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.byName[cfg.Name]
+	if c == nil || c.serverURL != cfg.URL {
+		c = newOAuthClient(cfg, m.store, clientFor(cfg), m.logger.With("server", cfg.Name))
+		c.authorize = m.authorize
+		m.byName[cfg.Name] = c
+	}
+	return c
+}

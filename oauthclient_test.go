@@ -1,0 +1,300 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testAS is an authorization server and protected MCP endpoint in one
+// httptest server: it publishes metadata, registers clients, approves
+// every authorization at once, issues rotating refresh tokens and counts
+// token requests per grant. The MCP endpoint at /mcp answers 200 to a
+// valid access token and 401 otherwise.
+type testAS struct {
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	grants    map[string]int
+	valid     map[string]bool // access tokens
+	refresh   map[string]bool // live refresh tokens
+	revokeAll bool            // refresh answers invalid_grant
+	expiresIn int
+	codes     map[string]string // code -> code_challenge
+	issuedSeq int
+}
+
+func newTestAS(t *testing.T) *testAS {
+	t.Helper()
+	a := &testAS{grants: map[string]int{}, valid: map[string]bool{}, refresh: map[string]bool{}, codes: map[string]string{}, expiresIn: 3600}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"resource": a.srv.URL + "/mcp", "authorization_servers": []string{a.srv.URL}, "scopes_supported": []string{"mcp"}})
+	})
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		u := a.srv.URL
+		json.NewEncoder(w).Encode(map[string]any{"issuer": u, "authorization_endpoint": u + "/authorize", "token_endpoint": u + "/token",
+			"registration_endpoint": u + "/register", "token_endpoint_auth_methods_supported": []string{"client_secret_basic"},
+			"code_challenge_methods_supported": []string{"S256"}, "authorization_response_iss_parameter_supported": true})
+	})
+	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(201)
+		json.NewEncoder(w).Encode(map[string]any{"client_id": "registered-client", "client_secret": "registered-client-secret-value"})
+	})
+	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		a.mu.Lock()
+		a.issuedSeq++
+		code := fmt.Sprintf("authorization-code-%d", a.issuedSeq)
+		a.codes[code] = q.Get("code_challenge")
+		a.mu.Unlock()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?"+url.Values{"code": {code}, "state": {q.Get("state")}, "iss": {a.srv.URL}}.Encode(), http.StatusFound)
+	})
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		grant := r.PostForm.Get("grant_type")
+		a.grants[grant]++
+		fail := func(code string) {
+			w.WriteHeader(400)
+			json.NewEncoder(w).Encode(map[string]string{"error": code})
+		}
+		if id, secret, ok := r.BasicAuth(); !ok || id != "registered-client" || secret != "registered-client-secret-value" {
+			fail("invalid_client")
+			return
+		}
+		if r.PostForm.Get("resource") != a.srv.URL+"/mcp" {
+			fail("invalid_target")
+			return
+		}
+		switch grant {
+		case "authorization_code":
+			challenge, ok := a.codes[r.PostForm.Get("code")]
+			if !ok || pkceChallenge(r.PostForm.Get("code_verifier")) != challenge {
+				fail("invalid_grant")
+				return
+			}
+			delete(a.codes, r.PostForm.Get("code"))
+		case "refresh_token":
+			rt := r.PostForm.Get("refresh_token")
+			if a.revokeAll || !a.refresh[rt] {
+				fail("invalid_grant")
+				return
+			}
+			delete(a.refresh, rt) // rotation
+		default:
+			fail("unsupported_grant_type")
+			return
+		}
+		a.issuedSeq++
+		access, rt := fmt.Sprintf("access-token-value-%d", a.issuedSeq), fmt.Sprintf("refresh-token-value-%d", a.issuedSeq)
+		a.valid[access] = true
+		a.refresh[rt] = true
+		json.NewEncoder(w).Encode(map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": a.expiresIn, "refresh_token": rt, "scope": "mcp"})
+	})
+	mux.HandleFunc("POST /mcp", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		ok := a.valid[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		a.mu.Unlock()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+a.srv.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			w.WriteHeader(401)
+			return
+		}
+		w.WriteHeader(200)
+	})
+	a.srv = httptest.NewServer(mux)
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *testAS) grantCount(grant string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.grants[grant]
+}
+
+// newTestOAuthClient returns an OAuth client of a's /mcp that stores in
+// dir and logs at debug level to logs.
+func newTestOAuthClient(t *testing.T, a *testAS, dir string, logs *bytes.Buffer, interactive bool) *oauthClient {
+	t.Helper()
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := newOAuthClient(serverConfig{Name: "docs", URL: a.srv.URL + "/mcp", Transport: transportHTTP}, newTokenStore(dir), a.srv.Client(), logger)
+	if interactive {
+		noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		c.authorize = func(ctx context.Context, u string) (string, error) { return readRedirect(ctx, noRedirects, u) }
+	}
+	return c
+}
+
+// post sends one request to a's /mcp through c.
+func post(t *testing.T, c *oauthClient, a *testAS) (*http.Response, error) {
+	t.Helper()
+	return c.do(t.Context(), a.srv.Client(), func() (*http.Request, error) {
+		return http.NewRequest(http.MethodPost, a.srv.URL+"/mcp", strings.NewReader("{}"))
+	})
+}
+
+func TestOAuthLoginRefreshAndReuse(t *testing.T) {
+	a := newTestAS(t)
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	c := newTestOAuthClient(t, a, dir, &logs, true)
+	resp, err := post(t, c, a)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("first request: %v, %v", resp, err)
+	}
+	if n := a.grantCount("authorization_code"); n != 1 {
+		t.Errorf("authorization_code grants = %d, want 1", n)
+	}
+
+	// A new client (a restarted daemon) with no person reuses the login.
+	daemon := newTestOAuthClient(t, a, dir, &logs, false)
+	if resp, err := post(t, daemon, a); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("request after restart: %v, %v", resp, err)
+	}
+
+	// Expire the stored token: the next request refreshes first.
+	daemon.rec.Token.Expiry = time.Now().Add(-time.Second)
+	if resp, err := post(t, daemon, a); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("request after expiry: %v, %v", resp, err)
+	}
+	if n := a.grantCount("refresh_token"); n != 1 {
+		t.Errorf("refresh grants = %d, want 1", n)
+	}
+	stored, _ := newTokenStore(dir).load("docs", a.srv.URL+"/mcp")
+	if stored.Token == nil || stored.Token.AccessToken != daemon.rec.Token.AccessToken || !a.refresh[stored.Token.RefreshToken] {
+		t.Errorf("stored token %+v is not the rotated one", stored.Token)
+	}
+	for _, secret := range []string{"access-token-value", "refresh-token-value", "authorization-code-", "registered-client-secret-value"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("debug logs show %q:\n%s", secret, logs.String())
+		}
+	}
+}
+
+func TestOAuthConcurrentRefresh(t *testing.T) {
+	a := newTestAS(t)
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	if _, err := post(t, newTestOAuthClient(t, a, dir, &logs, true), a); err != nil {
+		t.Fatal(err)
+	}
+	c := newTestOAuthClient(t, a, dir, &logs, false)
+	c.reload()
+	c.rec.Token.Expiry = time.Now().Add(-time.Second)
+	const callers = 8
+	tokens := make([]string, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tok, err := c.accessToken(t.Context())
+			if err != nil {
+				t.Error(err)
+			}
+			tokens[i] = tok
+		}()
+	}
+	wg.Wait()
+	if n := a.grantCount("refresh_token"); n != 1 {
+		t.Errorf("refresh grants = %d, want 1", n)
+	}
+	for i, tok := range tokens {
+		if tok == "" || tok != tokens[0] || !a.valid[tok] {
+			t.Errorf("caller %d got %q, want the one new token %q", i, tok, tokens[0])
+		}
+	}
+}
+
+func TestOAuthRevokedRefreshNeedsLogin(t *testing.T) {
+	a := newTestAS(t)
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	if _, err := post(t, newTestOAuthClient(t, a, dir, &logs, true), a); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.revokeAll = true
+	a.valid = map[string]bool{} // the server forgets the access token too
+	a.mu.Unlock()
+	c := newTestOAuthClient(t, a, dir, &logs, false)
+	for range 3 {
+		_, err := post(t, c, a)
+		if !errors.Is(err, errNeedsAuth) || !strings.Contains(err.Error(), "harnessd mcp login docs") {
+			t.Fatalf("request error = %v, want needs authorization naming the command", err)
+		}
+	}
+	if n := a.grantCount("refresh_token"); n != 1 {
+		t.Errorf("refresh grants = %d, want 1 (no loop)", n)
+	}
+	stored, _ := newTokenStore(dir).load("docs", a.srv.URL+"/mcp")
+	if stored.Token != nil {
+		t.Errorf("the revoked token is still stored: %+v", stored.Token)
+	}
+	// A login by another process is picked up without restart.
+	a.mu.Lock()
+	a.revokeAll = false
+	a.mu.Unlock()
+	if _, err := post(t, newTestOAuthClient(t, a, dir, &logs, true), a); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := post(t, c, a); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("request after a new login: %v, %v", resp, err)
+	}
+}
+
+func TestTokenStoreFiles(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, "oauth")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := newTokenStore(dir)
+	rec := oauthRecord{ServerURL: "https://mcp.example/mcp", Token: &oauthToken{AccessToken: "a"}}
+	for range 2 {
+		if err := s.save("docs", rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("store directory mode = %v, want 0700", fi.Mode().Perm())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "docs.json" {
+		t.Errorf("store holds %v, want only docs.json (no temporary files)", entries)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "docs.json")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode = %v, want 0600", fi.Mode().Perm())
+	}
+	got, err := s.load("docs", "https://mcp.example/mcp")
+	if err != nil || got.Token == nil || got.Token.AccessToken != "a" {
+		t.Errorf("load = %+v, %v", got, err)
+	}
+	if got, _ := s.load("docs", "https://other.example/mcp"); got.Token != nil {
+		t.Errorf("load for another url = %+v, want empty", got)
+	}
+	if err := s.remove("docs"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.load("docs", "https://mcp.example/mcp"); got.Token != nil {
+		t.Errorf("load after remove = %+v", got)
+	}
+	if err := s.remove("docs"); err != nil {
+		t.Errorf("second remove: %v", err)
+	}
+}
