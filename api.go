@@ -251,7 +251,7 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	out := []runSummary{}
 	secrets := a.globalSecrets
 	for _, run := range a.runs.list() {
-		v := run.view()
+		v := run.summary()
 		if status != "" && v.Status != status {
 			continue
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,8 @@ type config struct {
 	// MaxConnections caps open API connections (max_connections,
 	// HARNESS_MAX_CONNECTIONS); 0 when not set.
 	MaxConnections int
+	// KeptRuns are the retention settings of the files and environment.
+	KeptRuns keptRunsSettings
 	// Files lists the TOML files that existed and were read, in order.
 	Files []string
 }
@@ -57,11 +60,14 @@ type loadOptions struct {
 
 // A tomlConfig is one config.toml file.
 type tomlConfig struct {
-	AllowedHosts   *[]string            `toml:"allowed_hosts"`
-	MaxConnections *int                 `toml:"max_connections"`
-	MCPServers     map[string]rawServer `toml:"mcp_servers"`
-	Model          tomlModel            `toml:"model"`
-	Auth           struct {
+	AllowedHosts    *[]string            `toml:"allowed_hosts"`
+	MaxConnections  *int                 `toml:"max_connections"`
+	MaxKeptRuns     *int64               `toml:"max_kept_runs"`
+	MaxKeptRunAge   *string              `toml:"max_kept_run_age"`
+	MaxKeptRunBytes *int64               `toml:"max_kept_run_bytes"`
+	MCPServers      map[string]rawServer `toml:"mcp_servers"`
+	Model           tomlModel            `toml:"model"`
+	Auth            struct {
 		Keys []rawAuthKey `toml:"keys"`
 	} `toml:"auth"`
 	ConnectMCP struct {
@@ -84,6 +90,7 @@ type configLayer struct {
 	// allowedHosts and maxConnections are nil when the file does not set them.
 	allowedHosts   *[]string
 	maxConnections *int
+	keptRuns       keptRunsSettings
 }
 
 // defaultHome returns $HARNESS_HOME, or $HOME/.harness when it is unset or
@@ -161,6 +168,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 		if layer.maxConnections != nil {
 			cfg.MaxConnections = *layer.maxConnections
 		}
+		cfg.KeptRuns.merge(layer.keptRuns)
 	}
 	if err := validateServerNames(fileServers); err != nil {
 		errs = append(errs, err)
@@ -199,6 +207,11 @@ func loadConfig(opts loadOptions) (*config, error) {
 			errs = append(errs, fmt.Errorf("HARNESS_MAX_CONNECTIONS: %q is not a positive number; set a positive number or unset it", v))
 		}
 		cfg.MaxConnections = n
+	}
+
+	cfg.KeptRuns.merge(keptRunsFromEnv(getenv))
+	if _, err := cfg.KeptRuns.retention(); err != nil {
+		errs = append(errs, err)
 	}
 
 	cfg.AuthKeys = tomlKeys
@@ -309,6 +322,18 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 			errs = append(errs, fmt.Errorf("%s: max_connections: %d is not positive; set a positive number or remove it", file, *n))
 		}
 		layer.maxConnections = n
+	}
+	setting := func(key string, v string) keptRunsSetting {
+		return keptRunsSetting{value: v, source: file + ": " + key}
+	}
+	if n := doc.MaxKeptRuns; n != nil {
+		layer.keptRuns.runs = setting("max_kept_runs", strconv.FormatInt(*n, 10))
+	}
+	if d := doc.MaxKeptRunAge; d != nil {
+		layer.keptRuns.age = setting("max_kept_run_age", cmp.Or(*d, `""`))
+	}
+	if n := doc.MaxKeptRunBytes; n != nil {
+		layer.keptRuns.bytes = setting("max_kept_run_bytes", strconv.FormatInt(*n, 10))
 	}
 	return layer, errors.Join(errs...)
 }

@@ -31,6 +31,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		addr     string
 		insecure bool
 		maxConns int
+		keepRuns keptRunsSettings
 	)
 	fs := newFlagSet("serve", a.stderr, serveUsage)
 	f.register(fs, a.getenv)
@@ -41,6 +42,17 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	fs.StringVar(&addr, "addr", defaultAddr, "address to listen on (env HARNESS_ADDR)")
 	fs.BoolVar(&insecure, "insecure", false, "allow a non-loopback --addr without API keys")
 	fs.IntVar(&maxConns, "max-connections", 0, fmt.Sprintf("cap on open API connections (env HARNESS_MAX_CONNECTIONS, max_connections; default %d)", defaultMaxConnections))
+	for _, k := range []struct {
+		set        *keptRunsSetting
+		name, help string
+	}{
+		{&keepRuns.runs, "max-kept-runs", fmt.Sprintf("finished runs kept, newest first; 0 for no bound (env HARNESS_MAX_KEPT_RUNS, max_kept_runs; default %d)", defaultMaxKeptRuns)},
+		{&keepRuns.age, "max-kept-run-age", fmt.Sprintf("finished runs older than this are dropped; 0 for no bound (env HARNESS_MAX_KEPT_RUN_AGE, max_kept_run_age; default %s)", defaultMaxKeptRunAge)},
+		{&keepRuns.bytes, "max-kept-run-bytes", fmt.Sprintf("bytes the kept runs take on disk; 0 for no bound (env HARNESS_MAX_KEPT_RUN_BYTES, max_kept_run_bytes; default %d)", defaultMaxKeptRunBytes)},
+	} {
+		k.set.source = "--" + k.name
+		fs.StringVar(&k.set.value, k.name, "", k.help)
+	}
 	logger, workspace, err := f.parse(fs, args, a.stderr)
 	if err != nil {
 		return err
@@ -63,6 +75,11 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		return usageError("--max-connections %d: not positive; give a positive number", maxConns)
 	}
 	maxConns = cmp.Or(maxConns, cfg.MaxConnections, defaultMaxConnections)
+	cfg.KeptRuns.merge(keepRuns)
+	keep, err := cfg.KeptRuns.retention()
+	if err != nil {
+		return usageError("%v", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -75,6 +92,11 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	groups.stopLeftovers()
+	store, err := openRunStore(filepath.Join(home, "runs"), logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 
 	reg := newRegistry(cfg.Servers, registryOptions{
 		Logger:  logger,
@@ -92,6 +114,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		MaxSteps:   cfg.Model.MaxSteps,
 		AllowHosts: cfg.ConnectAllowHosts,
 		Metrics:    m,
+		Store:      store,
+		Retention:  &keep,
 	})
 	stopping := make(chan struct{})
 	api := newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping)

@@ -68,6 +68,8 @@ type run struct {
 	done      chan struct{} // closed when the run reached a terminal status
 	// connecting holds the connect_mcp names still connecting.
 	connecting nameReservations
+	// disk is the run's files; nil without a store (runhistory.go).
+	disk *runDisk
 
 	mu sync.Mutex
 	// guards everything below
@@ -82,6 +84,9 @@ type run struct {
 	endedAt      time.Time
 	events       []runEvent
 	changed      chan struct{} // closed and replaced on every new event
+	// final is the ended run when it is kept on disk: its events and large
+	// bodies are read from there, and events is nil.
+	final *runView
 }
 
 // newRun returns a queued run of req over a fresh scope of env's
@@ -109,7 +114,14 @@ func newRun(env *runEnv, req runRequest) *run {
 func (r *run) emit(typ string, data any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events = append(r.events, runEvent{Seq: len(r.events) + 1, Type: typ, Time: time.Now().UTC(), Data: data})
+	ev := runEvent{Seq: len(r.events) + 1, Type: typ, Time: time.Now().UTC(), Data: data}
+	r.disk.appendLocked(r, ev, false)
+	r.publishLocked(ev)
+}
+
+// publishLocked adds ev to the history followers read and wakes them.
+func (r *run) publishLocked(ev runEvent) {
+	r.events = append(r.events, ev)
 	close(r.changed)
 	r.changed = make(chan struct{})
 }
@@ -118,6 +130,11 @@ func (r *run) emit(typ string, data any) {
 // ended, and a channel closed at the next event.
 func (r *run) eventsAfter(seq int) ([]runEvent, bool, <-chan struct{}) {
 	r.mu.Lock()
+	if r.final != nil {
+		changed := r.changed
+		r.mu.Unlock()
+		return r.diskEvents(seq), true, changed
+	}
 	defer r.mu.Unlock()
 	if seq < 0 {
 		seq = 0
@@ -134,10 +151,21 @@ func isTerminal(status string) bool {
 	return status == runCompleted || status == runFailed || status == runCancelled
 }
 
-// view returns the run's current state.
+// view returns the run's current state. For an ended run kept on disk, it
+// may read its prompt and output from there.
 func (r *run) view() runView {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	final := r.final
+	if final == nil {
+		defer r.mu.Unlock()
+		return r.viewLocked()
+	}
+	r.mu.Unlock()
+	return r.finalView(final)
+}
+
+// viewLocked returns the state of a run not yet archived. Called under mu.
+func (r *run) viewLocked() runView {
 	v := runView{
 		ID:             r.id,
 		Status:         r.status,
@@ -170,16 +198,10 @@ func (r *run) view() runView {
 
 // finish closes the run's servers, then records the terminal status, so
 // whoever sees the status also sees the servers closed. The terminal
-// record is written here and nowhere else.
+// record is written here and nowhere else: on disk first (the terminal
+// event fsynced, then the record), and only then shown to readers.
 func (r *run) finish(status, output, errMsg string) {
 	r.scope.close()
-	r.mu.Lock()
-	r.status = status
-	r.output = output
-	r.errMsg = errMsg
-	r.endedAt = time.Now().UTC()
-	steps := r.steps
-	r.mu.Unlock()
 	data := map[string]any{"status": status}
 	if output != "" {
 		data["output"] = output
@@ -187,7 +209,28 @@ func (r *run) finish(status, output, errMsg string) {
 	if errMsg != "" {
 		data["error"] = errMsg
 	}
-	r.emit("run."+status, data)
+	r.mu.Lock()
+	ev := runEvent{Seq: len(r.events) + 1, Type: terminalEventType(status), Time: time.Now().UTC(), Data: data}
+	r.disk.appendLocked(r, ev, true)
+	v := r.viewLocked()
+	v.Status, v.Output, v.Error, v.EndedAt = status, output, errMsg, &ev.Time
+	steps := r.steps
+	r.mu.Unlock()
+	var final *runView
+	if r.disk != nil {
+		final = r.disk.archive(r, v)
+	}
+	r.mu.Lock()
+	r.status = status
+	r.output = output
+	r.errMsg = errMsg
+	r.endedAt = ev.Time
+	r.publishLocked(ev)
+	if final != nil {
+		r.final, r.events = final, nil
+		r.req.Prompt, r.output = "", ""
+	}
+	r.mu.Unlock()
 	r.env.metrics.runEnded(status)
 	r.logger.Info("run ended", "status", status, "steps", steps)
 	close(r.done)

@@ -29,6 +29,13 @@ func newTestRuns(t *testing.T, f *fakeModel, globals ...serverConfig) *runManage
 // logger discards.
 func newRunsOver(t *testing.T, reg *registry, f *fakeModel, home string, logger *slog.Logger) *runManager {
 	t.Helper()
+	return newRunsWith(t, runOptionsOver(t, reg, f, home, logger))
+}
+
+// runOptionsOver returns newRunsOver's options, for tests that change
+// some.
+func runOptionsOver(t *testing.T, reg *registry, f *fakeModel, home string, logger *slog.Logger) runManagerOptions {
+	t.Helper()
 	if home == "" {
 		home = t.TempDir()
 	}
@@ -36,7 +43,7 @@ func newRunsOver(t *testing.T, reg *registry, f *fakeModel, home string, logger 
 		logger = slog.New(slog.DiscardHandler)
 	}
 	provider := f.provider(t)
-	m := newRunManager(runManagerOptions{
+	return runManagerOptions{
 		Registry: reg,
 		Logger:   logger,
 		Home:     home,
@@ -46,7 +53,13 @@ func newRunsOver(t *testing.T, reg *registry, f *fakeModel, home string, logger 
 		newProvider: func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error) {
 			return provider, nil
 		},
-	})
+	}
+}
+
+// newRunsWith returns a run manager with opts, shut down at cleanup.
+func newRunsWith(t *testing.T, opts runManagerOptions) *runManager {
+	t.Helper()
+	m := newRunManager(opts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()

@@ -28,8 +28,6 @@ const (
 const (
 	defaultMaxSteps = 25
 	maxMaxSteps     = 1000
-	// keptRuns is how many finished runs stay listed; older ones are dropped.
-	keptRuns = 1000
 )
 
 // A runRequest is the body of POST /v1/runs.
@@ -55,6 +53,12 @@ type runManagerOptions struct {
 	MaxSteps   int
 	AllowHosts []string
 	Metrics    *metrics
+	// Store keeps runs on disk and holds the history loaded at start;
+	// nil keeps them in memory only.
+	Store *runStore
+	// Retention bounds the finished runs kept; nil means
+	// defaultRetention().
+	Retention *retention
 	// newProvider builds providers; tests replace it. Nil means
 	// newModelProvider.
 	newProvider func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error)
@@ -88,9 +92,18 @@ func newRunManager(opts runManagerOptions) *runManager {
 	if opts.MaxSteps <= 0 {
 		opts.MaxSteps = defaultMaxSteps
 	}
+	if opts.Retention == nil {
+		k := defaultRetention()
+		opts.Retention = &k
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	env := &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: opts.AllowHosts}
-	return &runManager{opts: opts, logger: opts.Logger, env: env, ctx: ctx, stop: stop, runs: map[string]*run{}}
+	m := &runManager{opts: opts, logger: opts.Logger, env: env, ctx: ctx, stop: stop, runs: map[string]*run{}}
+	if opts.Store != nil {
+		m.loadHistory()
+		m.prune()
+	}
+	return m
 }
 
 // A requestError is a run request the API answers with 400 (or 403 when
@@ -126,10 +139,17 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := m.persistNew(r); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	r.cancel = cancel
 	if err := m.admit(r); err != nil {
 		cancel()
+		if r.disk != nil {
+			r.disk.log.close()
+			r.disk.store.remove(r.id)
+		}
 		return nil, err
 	}
 	m.opts.Metrics.runStarted()
@@ -139,6 +159,7 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 		defer m.wg.Done()
 		defer cancel()
 		r.execute(ctx)
+		m.prune()
 	}()
 	return r, nil
 }
@@ -244,31 +265,8 @@ func (m *runManager) admit(r *run) error {
 	}
 	m.runs[r.id] = r
 	m.order = append(m.order, r.id)
-	m.pruneLocked()
 	m.wg.Add(1)
 	return nil
-}
-
-// pruneLocked drops the oldest finished runs beyond keptRuns.
-func (m *runManager) pruneLocked() {
-	for len(m.order) > keptRuns {
-		dropped := false
-		for i, id := range m.order {
-			r := m.runs[id]
-			select {
-			case <-r.done:
-				delete(m.runs, id)
-				m.order = append(m.order[:i], m.order[i+1:]...)
-				dropped = true
-			default:
-				continue
-			}
-			break
-		}
-		if !dropped {
-			return
-		}
-	}
 }
 
 // newRunID returns a random, unguessable run id.

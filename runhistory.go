@@ -1,0 +1,211 @@
+package main
+
+import (
+	"slices"
+	"time"
+)
+
+// This file holds how runs meet the store (runstore.go): a run's record
+// written when it is accepted and when it ends, its events appended as it
+// emits them, the terminal one fsynced before anyone sees the run end;
+// finished runs kept on disk rather than in memory; the history loaded at
+// start-up; and retention.
+
+// bodyInMemory is the size above which a finished run's prompt or output
+// is read from its record on disk rather than kept in memory.
+const bodyInMemory = 4 << 10
+
+// A runDisk is one run's files. Guarded by its run's mu, except store and
+// redact, which are fixed.
+type runDisk struct {
+	store  *runStore
+	redact redactor // the run's secrets, cut out of what is written
+	log    *runLog  // nil once the run has ended
+	bytes  int64    // what the run's files take, once it has ended
+}
+
+// persistNew writes r's first record and creates its event log, so an
+// accepted run survives a crash (as interrupted at worst). It does
+// nothing without a store.
+func (m *runManager) persistNew(r *run) error {
+	if m.opts.Store == nil {
+		return nil
+	}
+	d := &runDisk{store: m.opts.Store, redact: newRedactor(m.opts.Registry.globals(), r.profile, r.perRun)}
+	l, err := d.store.create(r.view(), d.redact)
+	if err != nil {
+		return err
+	}
+	d.log = l
+	r.disk = d
+	return nil
+}
+
+// appendLocked writes ev to the run's log (fsynced when sync is set). A
+// failed write is logged once; the run goes on in memory. Called under the
+// run's mu, in event order.
+func (d *runDisk) appendLocked(r *run, ev runEvent, sync bool) {
+	if d == nil || d.log == nil {
+		return
+	}
+	first := d.log.err == nil
+	if err := d.log.append(d.redact.marshal(ev, false), sync); err != nil && first {
+		r.logger.Error("writing the run's events to disk failed; they are kept in memory only", "err", err)
+	}
+}
+
+// archive writes r's final record v, closes its log and returns the view
+// to keep in memory: without the prompt and output when they are large
+// (view reads them back from disk). It returns nil, keeping everything in
+// memory, when the record could not be written.
+func (d *runDisk) archive(r *run, v runView) *runView {
+	d.log.close()
+	n, err := d.store.writeRecord(v, d.redact)
+	if err != nil {
+		r.logger.Error("writing the run's record to disk failed; it is kept in memory only", "err", err)
+		return nil
+	}
+	d.bytes = n + d.log.size
+	if len(v.Prompt) > bodyInMemory || len(v.Output) > bodyInMemory {
+		v.Prompt, v.Output = "", ""
+	}
+	return &v
+}
+
+// finalView returns the view of an ended run kept on disk: final, with
+// the prompt and output read back when they were left on disk.
+func (r *run) finalView(final *runView) runView {
+	v := *final
+	v.Servers = slices.Clone(v.Servers)
+	v.ActivatedTools = slices.Clone(v.ActivatedTools)
+	if v.Prompt != "" || v.Output != "" || r.disk == nil {
+		return v
+	}
+	onDisk, err := r.disk.store.readRecord(r.id)
+	if err != nil {
+		r.logger.Warn("reading the run's record failed", "err", err)
+		return v
+	}
+	v.Prompt, v.Output = onDisk.Prompt, onDisk.Output
+	return v
+}
+
+// summary returns the run's state like view, but never reads the disk:
+// the prompt and output of an ended run may be missing. For listings.
+func (r *run) summary() runView {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.final != nil {
+		return *r.final
+	}
+	return r.viewLocked()
+}
+
+// diskEvents returns the events of an ended run after seq, read from its
+// log.
+func (r *run) diskEvents(seq int) []runEvent {
+	events, err := r.disk.store.readEvents(r.id)
+	if err != nil {
+		r.logger.Warn("reading the run's events failed", "err", err)
+		return nil
+	}
+	if seq < 0 {
+		seq = 0
+	}
+	if seq >= len(events) {
+		return nil
+	}
+	return events[seq:]
+}
+
+// historyRun returns an ended run loaded from the store.
+func historyRun(env *runEnv, s *runStore, stored storedRun) *run {
+	v := stored.view
+	r := &run{
+		id:        v.ID,
+		env:       env,
+		logger:    env.logger.With("run", v.ID),
+		createdAt: v.CreatedAt,
+		cancel:    func() {},
+		done:      make(chan struct{}),
+		changed:   make(chan struct{}),
+		status:    v.Status,
+		errMsg:    v.Error,
+		steps:     v.Steps,
+		toolCalls: v.ToolCalls,
+		disk:      &runDisk{store: s, bytes: stored.bytes},
+	}
+	if v.EndedAt != nil {
+		r.endedAt = *v.EndedAt
+	}
+	close(r.done)
+	if len(v.Prompt) > bodyInMemory || len(v.Output) > bodyInMemory {
+		v.Prompt, v.Output = "", ""
+	}
+	r.final = &v
+	return r
+}
+
+// loadHistory keeps the runs on disk, oldest first, ending those a crash
+// interrupted. Called once, by newRunManager.
+func (m *runManager) loadHistory() {
+	stored, err := m.opts.Store.load(time.Now())
+	if err != nil {
+		m.logger.Error("loading the runs on disk failed; starting without history", "err", err)
+		return
+	}
+	interrupted := 0
+	for _, s := range stored {
+		if s.view.Error == interruptedError {
+			interrupted++
+		}
+		r := historyRun(m.env, m.opts.Store, s)
+		m.runs[r.id] = r
+		m.order = append(m.order, r.id)
+	}
+	m.logger.Info("loaded runs from disk", "runs", len(stored), "dir", m.opts.Store.dir)
+	if interrupted > 0 {
+		m.logger.Warn("runs interrupted when harnessd stopped were marked failed", "runs", interrupted)
+	}
+}
+
+// prune drops the runs retention expires, from memory and from disk.
+func (m *runManager) prune() {
+	m.mu.Lock()
+	ids := m.pruneLocked()
+	m.mu.Unlock()
+	if m.opts.Store != nil {
+		m.opts.Store.removeAll(ids)
+	}
+}
+
+// pruneLocked drops from memory the oldest finished runs beyond the
+// retention and returns their ids, for their files to be removed.
+func (m *runManager) pruneLocked() []string {
+	kept := make([]keptRun, 0, len(m.order))
+	for _, id := range m.order {
+		r := m.runs[id]
+		k := keptRun{id: id}
+		select {
+		case <-r.done:
+			k.ended = true
+			r.mu.Lock()
+			k.endedAt = r.endedAt
+			if r.disk != nil {
+				k.bytes = r.disk.bytes
+			}
+			r.mu.Unlock()
+		default:
+		}
+		kept = append(kept, k)
+	}
+	ids := m.opts.Retention.expired(kept, time.Now())
+	if len(ids) == 0 {
+		return nil
+	}
+	for _, id := range ids {
+		delete(m.runs, id)
+	}
+	m.order = slices.DeleteFunc(m.order, func(id string) bool { _, ok := m.runs[id]; return !ok })
+	return ids
+}

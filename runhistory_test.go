@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// This file holds the tests of runs kept on disk by the run manager: what
+// a run produced is on disk before it shows as ended, a finished run's
+// events and bodies are read back from disk, a second manager on the same
+// directory serves the same history, and retention removes files.
+
+// newStoredRuns returns a run manager whose model is f, keeping runs in
+// dir with keep (nil for the default), over an empty registry.
+func newStoredRuns(t *testing.T, f *fakeModel, dir string, keep *retention) *runManager {
+	t.Helper()
+	reg := newRegistry(nil, registryOptions{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(reg.close)
+	store, err := openRunStore(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := runOptionsOver(t, reg, f, "", nil)
+	opts.Store = store
+	opts.Retention = keep
+	return newRunsWith(t, opts)
+}
+
+// viewJSON encodes a run's view and events, as the API would show them.
+func viewJSON(t *testing.T, r *run) (string, string) {
+	t.Helper()
+	events, _, _ := r.eventsAfter(0)
+	return string(mustJSON(t, r.view())), string(mustJSON(t, events))
+}
+
+func TestRunsOnDisk(t *testing.T) {
+	bigPrompt := strings.Repeat("p", 3*bodyInMemory)
+	bigAnswer := strings.Repeat("a", 3*bodyInMemory)
+	f := newFakeModel(t, "openai",
+		fakeTurn{ToolCalls: []toolCall{call("find_tool", `{"query":"anything"}`)}},
+		fakeTurn{Text: bigAnswer},
+	)
+	dir := filepath.Join(t.TempDir(), "runs")
+	m := newStoredRuns(t, f, dir, nil)
+	r := startRun(t, m, runRequest{Prompt: bigPrompt})
+	store := m.opts.Store
+
+	// The moment the run shows as ended, its terminal event and final
+	// record are on disk.
+	deadline := time.Now().Add(10 * time.Second)
+	for !isTerminal(r.summary().Status) {
+		if time.Now().After(deadline) {
+			t.Fatal("the run did not end")
+		}
+	}
+	rec, err := store.readRecord(r.id)
+	if err != nil || rec.Status != runCompleted || rec.Output != bigAnswer {
+		t.Fatalf("record on disk when the run showed ended: status %q, output of %d bytes, %v; want completed with the answer",
+			rec.Status, len(rec.Output), err)
+	}
+	logged, _ := store.readEvents(r.id)
+	if n := len(logged); n == 0 || logged[n-1].Type != "run.completed" {
+		t.Fatalf("event log when the run showed ended: %+v, want it to end with run.completed", logged)
+	}
+
+	v := waitRun(t, r)
+	if v.Prompt != bigPrompt || v.Output != bigAnswer || v.Steps != 2 || v.ToolCalls != 1 {
+		t.Errorf("view = prompt of %d bytes, output of %d, steps %d, tool_calls %d; want %d, %d, 2, 1",
+			len(v.Prompt), len(v.Output), v.Steps, v.ToolCalls, len(bigPrompt), len(bigAnswer))
+	}
+	r.mu.Lock()
+	inMemory := len(r.events) + len(r.req.Prompt) + len(r.output) + len(r.final.Prompt) + len(r.final.Output)
+	r.mu.Unlock()
+	if inMemory != 0 {
+		t.Errorf("an ended run keeps %d events and body bytes in memory, want 0: they are on disk", inMemory)
+	}
+	if s := r.summary(); s.Status != runCompleted || s.Output != "" {
+		t.Errorf("summary = status %q, output of %d bytes; want completed without reading the output back", s.Status, len(s.Output))
+	}
+	wantTypes := []string{"run.started", "model.response", "tool.call.started", "tool.call.completed", "model.response", "run.completed"}
+	if got := eventTypes(r); strings.Join(got, " ") != strings.Join(wantTypes, " ") {
+		t.Errorf("events read back = %v, want %v", got, wantTypes)
+	}
+	if after, _, _ := r.eventsAfter(4); len(after) != 2 || after[0].Seq != 5 {
+		t.Errorf("eventsAfter(4) = %+v, want seq 5 and 6", after)
+	}
+	view1, events1 := viewJSON(t, r)
+
+	// A second manager on the same directory serves the same run.
+	m2 := newStoredRuns(t, f, dir, nil)
+	r2 := m2.get(r.id)
+	if r2 == nil {
+		t.Fatalf("run %s not found after a restart", r.id)
+	}
+	view2, events2 := viewJSON(t, r2)
+	if view2 != view1 {
+		t.Errorf("view after a restart:\n%s\nwant\n%s", view2, view1)
+	}
+	if events2 != events1 {
+		t.Errorf("events after a restart:\n%s\nwant\n%s", events2, events1)
+	}
+	select {
+	case <-r2.done:
+	default:
+		t.Error("a loaded run's done channel is open: followers would wait forever")
+	}
+}
+
+func TestRunsRetentionRemovesFiles(t *testing.T) {
+	f := newFakeModel(t, "openai", fakeTurn{Text: "one"}, fakeTurn{Text: "two"}, fakeTurn{Text: "three"})
+	dir := filepath.Join(t.TempDir(), "runs")
+	m := newStoredRuns(t, f, dir, &retention{MaxRuns: 2})
+	var ids []string
+	for _, p := range []string{"first", "second", "third"} {
+		r := startRun(t, m, runRequest{Prompt: p})
+		waitRun(t, r)
+		ids = append(ids, r.id)
+	}
+	// Retention runs once the run's goroutine is done with it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left, _ := filepath.Glob(filepath.Join(dir, ids[0]+"*"))
+		if len(m.list()) == 2 && m.get(ids[0]) == nil && len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kept runs = %d, files of the first = %v; want 2 runs without the first, and its files removed", len(m.list()), left)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+	for _, id := range ids[1:] {
+		if _, err := os.Stat(filepath.Join(dir, id+runRecordExt)); err != nil {
+			t.Errorf("record of kept run %s: %v", id, err)
+		}
+	}
+	// A restart with a lower bound drops more at once.
+	m2 := newStoredRuns(t, f, dir, &retention{MaxRuns: 1})
+	if got := m2.list(); len(got) != 1 || got[0].id != ids[2] {
+		t.Errorf("after a restart with max 1: %d runs, want only the newest", len(got))
+	}
+}
+
+func TestRunsOnDiskRedacted(t *testing.T) {
+	const secret = "planted-secret-0123456789"
+	f := newFakeModel(t, "openai", fakeTurn{Text: "the token is " + secret})
+	dir := filepath.Join(t.TempDir(), "runs")
+	global := serverConfig{Name: "g", Transport: transportHTTP, URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": secret}}
+	reg := newRegistry([]serverConfig{global}, registryOptions{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(reg.close)
+	store, err := openRunStore(dir, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := runOptionsOver(t, reg, f, "", nil)
+	opts.Store = store
+	m := newRunsWith(t, opts)
+	r := startRun(t, m, runRequest{Prompt: "say it"})
+	waitRun(t, r)
+	for _, p := range []string{store.recordPath(r.id), store.eventsPath(r.id)} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("%s holds a server's secret", p)
+		}
+		if !bytes.Contains(b, []byte("[redacted]")) {
+			t.Errorf("%s: no [redacted] where the secret was", p)
+		}
+	}
+	var rec map[string]any
+	b, _ := os.ReadFile(store.recordPath(r.id))
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Errorf("record is not JSON: %v", err)
+	}
+}
