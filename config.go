@@ -404,40 +404,39 @@ func tomlServers(label, source string, md toml.MetaData, tables map[string]rawSe
 	return servers, errors.Join(errs...)
 }
 
-// parseServerJSON parses a JSON array of server objects, as in
-// HARNESS_MCP_SERVERS; source names it in errors and in each Source. Names
+// parseServerJSON parses a JSON array of server objects or the object
+// shape {"mcpServers": {...}}, as in HARNESS_MCP_SERVERS; source names it in errors and in each Source. Names
 // must be unique, also once sanitized. It returns the valid servers and an
 // error joining every problem. Empty data means no servers.
 func parseServerJSON(source string, data []byte, getenv func(string) (string, bool)) ([]serverConfig, error) {
-	servers, err := decodeServers(source, source, data, getenv)
+	servers, err := decodeServers(source, source, data, true, getenv)
 	if err2 := validateServerNames(servers); err2 != nil {
 		err = errors.Join(err, err2)
 	}
 	return servers, err
 }
 
-// decodeServers decodes each element of a JSON array on its own, so that
-// one bad entry does not hide the problems of the others. A nil getenv
-// forbids ${VAR}.
-func decodeServers(label, source string, data []byte, getenv func(string) (string, bool)) ([]serverConfig, error) {
+// decodeServers decodes each element of a JSON array (or, when objects,
+// of the object shape of serverEntries) on its own, so that one bad entry
+// does not hide the problems of the others. A nil getenv forbids ${VAR}.
+func decodeServers(label, source string, data []byte, objects bool, getenv func(string) (string, bool)) ([]serverConfig, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return nil, nil
 	}
-	entries, err := decodeJSONArray(label, `[{"name": ..., "command": ...}, ...]`, data)
+	entries, err := serverEntries(label, data, objects)
 	if err != nil {
 		return nil, err
 	}
 	var servers []serverConfig
 	var errs []error
-	for i, entry := range entries {
-		entryLabel := fmt.Sprintf("%s[%d]", label, i)
+	for _, entry := range entries {
 		var raw rawServer
-		if err := decodeEntry(entry, &raw, serverFields); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", entryLabel, err))
+		if err := entry.decode(&raw); err != nil {
+			errs = append(errs, err)
 			continue
 		}
-		s, err := buildServer(entryLabel, source, raw, getenv)
+		s, err := buildServer(entry.label, source, raw, getenv)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -553,7 +552,7 @@ func parseRunServers(raw json.RawMessage, globals, profile []serverConfig) ([]se
 	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		return nil, nil
 	}
-	servers, err := decodeServers("mcp_servers", "run", raw, nil)
+	servers, err := decodeServers("mcp_servers", "run", raw, false, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@
 //	harnessd [serve] [flags]            serve the API
 //	harnessd mcp list [flags]           connect every configured server, list its tools
 //	harnessd mcp call [flags] TOOL [JSON-ARGS]
+//	harnessd mcp get|add|remove NAME [flags]
+//	harnessd mcp import [flags] FILE
 //	harnessd version
 //
 // Run any command with --help for its flags.
@@ -103,8 +105,16 @@ func (a *app) run(ctx context.Context, args []string) error {
 			return a.mcpCall(ctx, args[2:])
 		case "conformance":
 			return a.mcpConformance(ctx, args[2:])
+		case "add":
+			return a.mcpAdd(ctx, args[2:])
+		case "remove":
+			return a.mcpRemove(ctx, args[2:])
+		case "get":
+			return a.mcpGet(ctx, args[2:])
+		case "import":
+			return a.mcpImport(ctx, args[2:])
 		}
-		return usageError("mcp: unknown subcommand %q: use \"harnessd mcp list\" or \"harnessd mcp call\"", args[1])
+		return usageError("mcp: unknown subcommand %q: see harnessd --help", args[1])
 	case "version", "--version":
 		fmt.Fprintf(a.stdout, "harnessd %s\n", buildVersion)
 		return nil
@@ -126,6 +136,13 @@ Usage:
                                            connect every configured server and list its tools
   harnessd mcp call [flags] TOOL [JSON-ARGS] [-- COMMAND ARGS...]
                                            call one tool by its mcp_<server>_<tool> name
+  harnessd mcp get NAME [flags]           a server's configuration (secrets masked), status
+                                           and tools with their input schemas
+  harnessd mcp add NAME [flags] -- COMMAND ARGS...
+  harnessd mcp add NAME --url URL [--header K=V]... [flags]
+                                           add a server to the home (or --scope workspace) config.toml
+  harnessd mcp remove NAME [flags]         remove a server from that file
+  harnessd mcp import [flags] FILE         convert a Claude, Cursor, VS Code or Codex server list
   harnessd mcp conformance URL             the client side of the official MCP conformance
                                            suite (a test aid; see ./test.sh)
   harnessd version

@@ -130,8 +130,11 @@ var inheritedEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", 
 // A rawServer is one server definition as written in TOML or JSON. Pointer
 // fields tell "absent" from "empty". In TOML the name is the table key.
 type rawServer struct {
-	Name            string            `json:"name" toml:"-"`
-	Transport       *string           `json:"transport" toml:"transport"`
+	Name      string  `json:"name" toml:"-"`
+	Transport *string `json:"transport" toml:"transport"`
+	// Type is other clients' name for the transport (JSON only; see
+	// typeTransport).
+	Type            *string           `json:"type" toml:"-"`
 	Command         string            `json:"command" toml:"command"`
 	Args            []string          `json:"args" toml:"args"`
 	URL             string            `json:"url" toml:"url"`

@@ -1,0 +1,379 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// This file holds the mcp commands that manage the configured servers:
+// mcp add, mcp remove and mcp get.
+
+// A keyValueFlag is a repeatable K=V flag collected into a map.
+type keyValueFlag struct {
+	values map[string]string
+}
+
+func (f *keyValueFlag) String() string { return "" }
+
+func (f *keyValueFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", s)
+	}
+	if f.values == nil {
+		f.values = make(map[string]string)
+	}
+	f.values[k] = v
+	return nil
+}
+
+// editFlags are the flags of the commands that edit a config file.
+type editFlags struct {
+	commonFlags
+	scope   string
+	replace bool
+}
+
+// register adds the shared and editing flags to fs.
+func (f *editFlags) register(fs *flag.FlagSet, getenv func(string) (string, bool)) {
+	f.commonFlags.register(fs, getenv)
+	fs.StringVar(&f.scope, "scope", "home", "the file to edit: home ($HARNESS_HOME/config.toml) or workspace (<workspace>/.harness/config.toml)")
+}
+
+// parseNameAndFlags parses args of the form NAME [flags] or [flags] NAME
+// into fs and returns NAME, the logger and the workspace.
+func parseNameAndFlags(cmd string, fs *flag.FlagSet, c *commonFlags, args []string, w io.Writer) (string, string, error) {
+	var name string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	_, workspace, err := c.parse(fs, args, w)
+	if err != nil {
+		return "", "", err
+	}
+	rest := fs.Args()
+	if name == "" && len(rest) > 0 {
+		name, rest = rest[0], rest[1:]
+	}
+	if name == "" {
+		return "", "", usageError("%s: missing server NAME (see harnessd %s --help)", cmd, cmd)
+	}
+	if len(rest) > 0 {
+		return "", "", usageError("%s: unexpected argument %q (a server command goes after --)", cmd, rest[0])
+	}
+	return name, workspace, nil
+}
+
+const mcpAddUsage = `Usage: harnessd mcp add NAME [flags] -- COMMAND ARGS...
+       harnessd mcp add NAME --url URL [--header K=V]... [flags]
+
+Adds the [mcp_servers.NAME] table to $HARNESS_HOME/config.toml (or the
+workspace's with --scope workspace), leaving the rest of the file as it was.
+Values are written as given: quote '${TOKEN}' to store a reference to a
+variable that harnessd expands when it loads the file.
+
+`
+
+// mcpAdd implements "harnessd mcp add".
+func (a *app) mcpAdd(_ context.Context, args []string) error {
+	var f editFlags
+	var env, headers keyValueFlag
+	var raw rawServer
+	var transport, cwd, timeout, startupTimeout string
+	flagArgs, command := splitCommand(args)
+	fs := newFlagSet("mcp add", a.stderr, mcpAddUsage)
+	f.register(fs, a.getenv)
+	fs.BoolVar(&f.replace, "replace", false, "replace a server of that name in the file")
+	fs.StringVar(&raw.URL, "url", "", "the server's MCP endpoint (http or https)")
+	fs.StringVar(&transport, "transport", "", "http or sse (default: inferred; http falls back to legacy SSE)")
+	fs.Var(&headers, "header", "an HTTP header K=V sent to the server (repeatable)")
+	fs.Var(&env, "env", "an environment variable K=V of the server's process (repeatable)")
+	fs.StringVar(&cwd, "cwd", "", "the server process's working directory (absolute)")
+	fs.StringVar(&timeout, "timeout", "", "the deadline of one request, like 60s (default 30s)")
+	fs.StringVar(&startupTimeout, "startup-timeout", "", "the bound of start-up and handshake, like 60s (default 30s)")
+	name, workspace, err := parseNameAndFlags("mcp add", fs, &f.commonFlags, flagArgs, a.stderr)
+	if err != nil {
+		return err
+	}
+	if len(command) > 0 {
+		raw.Command, raw.Args = command[0], command[1:]
+	}
+	raw.Name, raw.Env, raw.Headers, raw.Cwd = name, env.values, headers.values, cwd
+	for _, opt := range []struct {
+		value string
+		field **string
+	}{{transport, &raw.Transport}, {timeout, &raw.Timeout}, {startupTimeout, &raw.StartupTimeout}} {
+		if opt.value != "" {
+			*opt.field = &opt.value
+		}
+	}
+	if _, err := buildServer("mcp add", "command line", raw, anyVarSet); err != nil {
+		return usageError("%v", err)
+	}
+	file, err := configFileForScope(f.scope, workspace, a.getenv)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	changed, err := spliceServers(file, map[string]rawServer{name: raw}, []string{name}, f.replace)
+	if err != nil {
+		return err
+	}
+	verb := "added"
+	if changed[0] {
+		verb = "replaced"
+	}
+	fmt.Fprintf(a.stdout, "%s server %q in %s\n", verb, name, file)
+	return nil
+}
+
+// spliceServers writes the servers (in the order of names) to file as
+// [mcp_servers.<name>] tables appended at its end. A server of the same
+// name already in the file is an error unless replace, in which case its
+// tables are removed first; replaced[i] says whether names[i] was. Nothing
+// is written unless every server can be and the result is valid.
+func spliceServers(file string, servers map[string]rawServer, names []string, replace bool) (replaced []bool, err error) {
+	data, err := readConfigFile(file)
+	if err != nil {
+		return nil, err
+	}
+	existing, err := fileServers(file, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s has problems; fix them first, nothing was changed:\n%v", file, err)
+	}
+	var exists []string
+	replaced = make([]bool, len(names))
+	for i, name := range names {
+		if !slices.ContainsFunc(existing, func(s serverConfig) bool { return s.Name == name }) {
+			continue
+		}
+		if !replace {
+			exists = append(exists, fmt.Sprintf("%q", name))
+			continue
+		}
+		var found bool
+		data, found = removeServerTables(data, name)
+		if !found {
+			return nil, fmt.Errorf("server %q in %s is not written as [mcp_servers.%s] tables, so it cannot be replaced; edit the file by hand", name, file, tomlKey(name))
+		}
+		replaced[i] = true
+	}
+	if len(exists) > 0 {
+		return nil, usageError("%s already defines server %s; give --replace to overwrite, or remove it with harnessd mcp remove (nothing was changed)", file, strings.Join(exists, ", "))
+	}
+	var tables []string
+	for _, name := range names {
+		tables = append(tables, serverTOML(name, servers[name]))
+	}
+	data = appendServerTable(data, strings.Join(tables, "\n"))
+	if err := writeConfigFile(file, data); err != nil {
+		return nil, err
+	}
+	return replaced, nil
+}
+
+const mcpRemoveUsage = `Usage: harnessd mcp remove NAME [flags]
+
+Removes the [mcp_servers.NAME] tables (and the comment lines just above
+them) from $HARNESS_HOME/config.toml (or the workspace's with --scope
+workspace), leaving the rest of the file as it was.
+
+`
+
+// mcpRemove implements "harnessd mcp remove".
+func (a *app) mcpRemove(_ context.Context, args []string) error {
+	var f editFlags
+	fs := newFlagSet("mcp remove", a.stderr, mcpRemoveUsage)
+	f.register(fs, a.getenv)
+	name, workspace, err := parseNameAndFlags("mcp remove", fs, &f.commonFlags, args, a.stderr)
+	if err != nil {
+		return err
+	}
+	file, err := configFileForScope(f.scope, workspace, a.getenv)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	data, err := readConfigFile(file)
+	if err != nil {
+		return err
+	}
+	out, found := removeServerTables(data, name)
+	if !found {
+		if servers, _ := fileServers(file, data); slices.ContainsFunc(servers, func(s serverConfig) bool { return s.Name == name }) {
+			return fmt.Errorf("mcp remove: server %q in %s is not written as [mcp_servers.%s] tables; edit the file by hand", name, file, tomlKey(name))
+		}
+		return usageError("mcp remove: %s defines no server %q (see harnessd mcp list; --scope picks the file)", file, name)
+	}
+	if err := writeConfigFile(file, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "removed server %q from %s\n", name, file)
+	return nil
+}
+
+const mcpGetUsage = `Usage: harnessd mcp get NAME [flags]
+
+Prints the configuration of server NAME (secret values masked), connects
+it, and prints its status, protocol version and tools with their input
+schemas. Exits 1 if the server failed.
+
+`
+
+// A serverDetails is what mcp get --json prints.
+type serverDetails struct {
+	Config serverView   `json:"config"`
+	Status serverStatus `json:"status"`
+	Tools  []toolView   `json:"tools"`
+}
+
+// A serverView is a serverConfig for display: env and header values
+// masked.
+type serverView struct {
+	Name           string            `json:"name"`
+	Source         string            `json:"source"`
+	Transport      string            `json:"transport"`
+	Command        string            `json:"command,omitempty"`
+	Args           []string          `json:"args,omitempty"`
+	URL            string            `json:"url,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Timeout        string            `json:"timeout"`
+	StartupTimeout string            `json:"startup_timeout"`
+	Enabled        bool              `json:"enabled"`
+	IncludeTools   []string          `json:"include_tools,omitempty"`
+	ExcludeTools   []string          `json:"exclude_tools,omitempty"`
+}
+
+// A toolView is one tool with its input schema.
+type toolView struct {
+	Name        string          `json:"name"`
+	ServerTool  string          `json:"server_tool"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// maskedValue stands for a secret value in output.
+const maskedValue = "********"
+
+// viewOf returns cfg for display, its env and header values masked and
+// its URL's user information removed.
+func viewOf(cfg serverConfig) serverView {
+	mask := func(m map[string]string) map[string]string {
+		if m == nil {
+			return nil
+		}
+		out := make(map[string]string, len(m))
+		for k := range m {
+			out[k] = maskedValue
+		}
+		return out
+	}
+	u := cfg.URL
+	if parsed, err := parseHTTPURL(u); err == nil && parsed.User != nil {
+		parsed.User = nil
+		u = parsed.String()
+	}
+	return serverView{
+		Name: cfg.Name, Source: cfg.Source, Transport: cfg.Transport, Command: cfg.Command,
+		Args: cfg.Args, URL: u, Env: mask(cfg.Env), Cwd: cfg.Cwd, Headers: mask(cfg.Headers),
+		Timeout: cfg.requestTimeout().String(), StartupTimeout: cfg.startupTimeout().String(),
+		Enabled: cfg.Enabled, IncludeTools: cfg.IncludeTools, ExcludeTools: cfg.ExcludeTools,
+	}
+}
+
+// mcpGet implements "harnessd mcp get".
+func (a *app) mcpGet(ctx context.Context, args []string) error {
+	var f mcpFlags
+	fs := a.mcpFlagSet("mcp get", mcpGetUsage, &f)
+	name, workspace, err := parseNameAndFlags("mcp get", fs, &f.commonFlags, args, a.stderr)
+	if err != nil {
+		return err
+	}
+	logger, err := f.logger(a.stderr)
+	if err != nil {
+		return err
+	}
+	servers, err := a.mcpServers(&f, nil, logger, workspace)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(servers, func(s serverConfig) bool { return s.Name == name })
+	if i < 0 {
+		return usageError("mcp get: no server named %q is configured (see harnessd mcp list)", name)
+	}
+	cfg := servers[i]
+	reg, err := connectForCommand(ctx, []serverConfig{cfg}, logger, workspace, a.getenv)
+	if err != nil {
+		return err
+	}
+	defer reg.close()
+	details := serverDetails{Config: viewOf(cfg), Status: reg.statuses()[0], Tools: []toolView{}}
+	for _, ts := range reg.newScope(logger).toolSets() {
+		for _, e := range ts.entries {
+			if e.Server == name {
+				details.Tools = append(details.Tools, toolView{Name: e.Name, ServerTool: e.ServerTool, Description: e.Description, InputSchema: e.InputSchema})
+			}
+		}
+	}
+	details.Status.Tools = nil
+	if f.json {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(details); err != nil {
+			return err
+		}
+	} else {
+		printDetails(a.stdout, details)
+	}
+	if st := details.Status.Status; st != statusReady && st != statusDisabled {
+		return &exitError{code: 1, err: fmt.Errorf("server %q: %s", name, details.Status.Error)}
+	}
+	return nil
+}
+
+// printDetails writes mcp get's text output.
+func printDetails(w io.Writer, d serverDetails) {
+	c := d.Config
+	fmt.Fprintf(w, "%s\n  source: %s\n  transport: %s\n", c.Name, c.Source, c.Transport)
+	if c.Command != "" {
+		fmt.Fprintf(w, "  command: %s\n", strings.Join(append([]string{c.Command}, c.Args...), " "))
+	}
+	if c.URL != "" {
+		fmt.Fprintf(w, "  url: %s\n", c.URL)
+	}
+	for _, kv := range []struct {
+		what string
+		m    map[string]string
+	}{{"env", c.Env}, {"headers", c.Headers}} {
+		for _, k := range slices.Sorted(maps.Keys(kv.m)) {
+			fmt.Fprintf(w, "  %s: %s=%s\n", kv.what, k, kv.m[k])
+		}
+	}
+	if c.Cwd != "" {
+		fmt.Fprintf(w, "  cwd: %s\n", c.Cwd)
+	}
+	fmt.Fprintf(w, "  timeout: %s, startup_timeout: %s, enabled: %t\n", c.Timeout, c.StartupTimeout, c.Enabled)
+	if len(c.IncludeTools) > 0 {
+		fmt.Fprintf(w, "  include_tools: %s\n", strings.Join(c.IncludeTools, ", "))
+	}
+	if len(c.ExcludeTools) > 0 {
+		fmt.Fprintf(w, "  exclude_tools: %s\n", strings.Join(c.ExcludeTools, ", "))
+	}
+	st := d.Status
+	fmt.Fprintf(w, "  status: %s\n", st.Status)
+	if st.ServerInfo != nil {
+		fmt.Fprintf(w, "  server: %s %s, protocol %s\n", st.ServerInfo.Name, st.ServerInfo.Version, st.ProtocolVersion)
+	}
+	if st.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", st.Error)
+	}
+	for _, t := range d.Tools {
+		fmt.Fprintf(w, "\n  %s  %s\n    input: %s\n", t.Name, firstLine(t.Description, 100), compactJSON(t.InputSchema))
+	}
+}
