@@ -45,8 +45,8 @@ type api struct {
 	// hosts says which Host headers the API answers; the zero policy
 	// allows loopback only.
 	hosts hostPolicy
-	// globalSecrets hides the global servers' env and header values.
-	globalSecrets redactor
+	// globalSecrets hides what every run may quote (see baseSecrets).
+	globalSecrets *redactor
 	mux           *http.ServeMux
 }
 
@@ -59,8 +59,12 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	if m == nil {
 		m = newMetrics()
 	}
+	secrets := baseSecrets(reg.globals(), nil)
+	if runs != nil {
+		secrets = runs.env.secrets
+	}
 	a := &api{runs: runs, reg: reg, keys: keys, metrics: m, logger: logger, stopping: stopping,
-		heartbeat: sseHeartbeat, globalSecrets: newRedactor(reg.globals()), mux: http.NewServeMux()}
+		heartbeat: sseHeartbeat, globalSecrets: secrets, mux: http.NewServeMux()}
 	a.route("/v1/runs", map[string]route{
 		http.MethodPost: {scopeRunsWrite, a.createRun},
 		http.MethodGet:  {scopeRunsRead, a.listRuns},
@@ -156,7 +160,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 
 // writeJSON answers v as indented JSON (for curl) with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	writeBody(w, status, redactor{}.marshal(v, true))
+	writeBody(w, status, (*redactor)(nil).marshal(v, true))
 }
 
 // writeBody answers a JSON body with status.
@@ -249,16 +253,15 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, _ authInfo) {
 		return
 	}
 	out := []runSummary{}
-	secrets := a.globalSecrets
 	for _, run := range a.runs.list() {
 		v := run.summary()
 		if status != "" && v.Status != status {
 			continue
 		}
-		secrets = secrets.with(run.profile, run.perRun)
-		out = append(out, runSummary{ID: v.ID, Status: v.Status, Model: v.Model, Steps: v.Steps, Error: v.Error, CreatedAt: v.CreatedAt, EndedAt: v.EndedAt})
+		// The error is the one field that may quote a secret.
+		out = append(out, runSummary{ID: v.ID, Status: v.Status, Model: v.Model, Steps: v.Steps, Error: a.runSecrets(run).redact(v.Error), CreatedAt: v.CreatedAt, EndedAt: v.EndedAt})
 	}
-	writeBody(w, http.StatusOK, secrets.marshal(map[string]any{"runs": out}, true))
+	writeBody(w, http.StatusOK, a.globalSecrets.marshal(map[string]any{"runs": out}, true))
 }
 
 // findRun returns the run named in the path or answers 404 and returns nil.
@@ -271,10 +274,13 @@ func (a *api) findRun(w http.ResponseWriter, r *http.Request) *run {
 	return run
 }
 
-// runSecrets hides the env and header values of the global servers and
-// of the run's own servers.
-func (a *api) runSecrets(run *run) redactor {
-	return a.globalSecrets.with(run.profile, run.perRun)
+// runSecrets returns the redactor of what run may quote: built once per
+// run when it started.
+func (a *api) runSecrets(run *run) *redactor {
+	if run.secrets == nil {
+		return a.globalSecrets
+	}
+	return run.secrets
 }
 
 // getRun answers GET /v1/runs/{id} with the run as one flat object.

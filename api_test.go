@@ -910,7 +910,7 @@ func TestAPINeverShowsSecrets(t *testing.T) {
 }
 
 func TestRedactorKeepsJSONValid(t *testing.T) {
-	rd := newRedactor([]serverConfig{{Env: map[string]string{"A": `quote"d<&>value`, "B": "12345678", "C": "short"}}})
+	rd := newRedactor(`quote"d<&>value`, "12345678", "short")
 	tests := []struct {
 		name string
 		in   any

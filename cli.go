@@ -158,17 +158,9 @@ func printStatuses(w io.Writer, statuses []serverStatus) {
 			width = max(width, len(tool.Name))
 		}
 		for _, tool := range st.Tools {
-			fmt.Fprintf(w, "  %-*s  %s\n", width, tool.Name, firstLine(tool.Description, 100))
+			fmt.Fprintf(w, "  %-*s  %s\n", width, tool.Name, oneLine(tool.Description, 100))
 		}
 	}
-}
-
-// firstLine returns the first line of s, at most n bytes.
-func firstLine(s string, n int) string {
-	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
-		s = s[:i]
-	}
-	return truncate(strings.TrimSpace(s), n)
 }
 
 const mcpCallUsage = `Usage: harnessd mcp call [flags] TOOL [JSON-ARGS] [-- COMMAND ARGS...]

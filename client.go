@@ -9,7 +9,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
 )
 
 // This file holds one MCP session over any transport: the handshake and
@@ -186,7 +185,7 @@ type client struct {
 	kind   string // the transport in use: the configured one, or sse after fallback
 	// secrets are the server's env and header values, redacted from what
 	// it logs through notifications/message.
-	secrets []string
+	secrets *redactor
 	nextID  atomic.Int64
 
 	mu sync.Mutex
@@ -239,7 +238,7 @@ func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client
 
 // dialAndInitialize opens one transport kind and runs the handshake.
 func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts clientOptions) (*client, error) {
-	logger := opts.Logger.With("server", cfg.Name)
+	logger := serverLogger(opts.Logger, cfg)
 	var (
 		t   transport
 		err error
@@ -280,7 +279,7 @@ func newClient(cfg serverConfig, opts clientOptions, logger *slog.Logger, t tran
 		logger:  logger,
 		t:       t,
 		pending: make(map[int64]*pendingCall),
-		secrets: cfg.secretValues(),
+		secrets: newRedactor(cfg.secretValues()...),
 		done:    make(chan struct{}),
 		// ping and roots/list answer at once: 16 in flight is a flood.
 		answering: make(chan struct{}, 16),
@@ -550,16 +549,4 @@ func (c *client) close() error {
 	})
 	<-c.done // the transport's close is bounded and ends recv, so the read loop
 	return c.closeErr
-}
-
-// truncate shortens s to at most n bytes, marking the cut, without
-// splitting a UTF-8 character.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

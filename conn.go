@@ -283,7 +283,7 @@ func (c *client) handleNotification(msg wireMessage) {
 		if json.Unmarshal(msg.Params, &p) != nil {
 			return
 		}
-		c.logger.Log(context.Background(), mcpLogLevel(p.Level), "server log", "level", p.Level, "logger", p.Logger, "data", truncate(redactSecrets(string(p.Data), c.secrets), 1000))
+		c.logger.Log(context.Background(), mcpLogLevel(p.Level), "server log", "level", p.Level, "logger", p.Logger, "data", c.secrets.cut(string(p.Data), 1000))
 	default:
 		c.logger.Debug("server notification", "method", msg.Method)
 	}

@@ -68,6 +68,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	// Every line the daemon logs passes here; servers' loggers add their
+	// own values (serverLogger).
+	logger = redactLogger(logger, baseSecrets(cfg.Servers, a.getenv))
 	if len(cfg.AuthKeys) == 0 && !insecure && !isLoopbackAddr(addr) {
 		return usageError("--addr %s is not a loopback address and no API keys are configured: add [[auth.keys]] or HARNESS_API_KEYS, or pass --insecure", addr)
 	}

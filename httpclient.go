@@ -156,8 +156,10 @@ func (e httpEndpoint) statusError(op string, resp *http.Response) error {
 	if e.untrusted {
 		return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode})
 	}
-	prefix, _ := io.ReadAll(io.LimitReader(resp.Body, statusBodyLimit))
-	return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: redactSecrets(printable(prefix), e.secrets)})
+	// Read past the limit by the longest secret, so that one crossing the
+	// cut is redacted whole before the cut.
+	prefix, _ := io.ReadAll(io.LimitReader(resp.Body, int64(statusBodyLimit+e.secrets.longest())))
+	return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: e.secrets.cut(printable(prefix), statusBodyLimit-len("…"))})
 }
 
 // notMCPError describes a 2xx answer to a request that is neither an event
@@ -170,7 +172,7 @@ func (e httpEndpoint) notMCPError(op string, resp *http.Response, body []byte) e
 	case len(bytes.TrimSpace(body)) == 0:
 		what += " and an empty body"
 	case !e.untrusted:
-		what += fmt.Sprintf(" and %q", truncate(redactSecrets(printable(body), e.secrets), 80))
+		what += fmt.Sprintf(" and %q", e.secrets.cut(printable(body), 80))
 	}
 	return fmt.Errorf("%s: the server answered %s, not a JSON-RPC message or an event stream: is the url an MCP endpoint?", op, what)
 }

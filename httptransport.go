@@ -72,7 +72,7 @@ func configuredHeader(cfg serverConfig) http.Header {
 // message size limit, the HTTP client and the logger. Read-only.
 type httpEndpoint struct {
 	header     http.Header // configured headers, canonical keys
-	secrets    []string
+	secrets    *redactor
 	maxMessage int
 	logger     *slog.Logger
 	client     *http.Client
@@ -84,7 +84,7 @@ type httpEndpoint struct {
 func newHTTPEndpoint(cfg serverConfig, logger *slog.Logger) httpEndpoint {
 	return httpEndpoint{
 		header:     configuredHeader(cfg),
-		secrets:    cfg.secretValues(),
+		secrets:    newRedactor(cfg.secretValues()...),
 		maxMessage: cfg.messageLimit(),
 		logger:     logger,
 		client:     clientFor(cfg),

@@ -374,6 +374,6 @@ func printDetails(w io.Writer, d serverDetails) {
 		fmt.Fprintf(w, "  error: %s\n", st.Error)
 	}
 	for _, t := range d.Tools {
-		fmt.Fprintf(w, "\n  %s  %s\n    input: %s\n", t.Name, firstLine(t.Description, 100), compactJSON(t.InputSchema))
+		fmt.Fprintf(w, "\n  %s  %s\n    input: %s\n", t.Name, oneLine(t.Description, 100), compactJSON(t.InputSchema))
 	}
 }

@@ -220,8 +220,9 @@ type modelEndpoint struct {
 	// baseURL and baseURLOrigin describe the base URL for error messages.
 	baseURL, baseURLOrigin string
 	keyEnv                 string
-	key                    string // never logged nor put into an error
-	publicAPI              bool   // the base URL is the provider's own API
+	key                    string    // never logged nor put into an error
+	secrets                *redactor // hides key
+	publicAPI              bool      // the base URL is the provider's own API
 	header                 http.Header
 	client                 *http.Client
 	logger                 *slog.Logger
@@ -268,6 +269,7 @@ func newModelEndpoint(spec modelSpec, wire wireDefaults, getenv func(string) (st
 		baseURLOrigin:  origin,
 		keyEnv:         wire.keyEnv,
 		key:            key,
+		secrets:        newRedactor(key),
 		publicAPI:      publicAPI,
 		header:         header,
 		client:         &http.Client{},
@@ -283,11 +285,7 @@ func (e *modelEndpoint) name() string { return e.modelName }
 // errorf returns an error prefixed with "model <provider>: ", with the API
 // key scrubbed from whatever a server or the network put into it.
 func (e *modelEndpoint) errorf(format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	if e.key != "" {
-		msg = strings.ReplaceAll(msg, e.key, "[redacted]")
-	}
-	return errors.New("model " + e.provider + ": " + msg)
+	return errors.New("model " + e.provider + ": " + e.secrets.redact(fmt.Sprintf(format, args...)))
 }
 
 // call posts body and decodes the answer, retrying transient failures.
@@ -353,6 +351,11 @@ func (e *modelEndpoint) attempt(ctx context.Context, body []byte) ([]byte, *atte
 	}
 	if len(data) > maxModelResponseBytes {
 		return nil, &attemptFailure{err: e.errorf("the answer from %s is larger than %d bytes", e.url, maxModelResponseBytes)}
+	}
+	// An endpoint may echo the key (in an error, or in the text it
+	// generates): hide it before anything quotes or cuts the answer.
+	if e.secrets.occurs(data) {
+		data = []byte(e.secrets.redact(string(data)))
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return data, nil
@@ -435,11 +438,6 @@ func errorBodyMessage(body []byte) string {
 		msg = string(body)
 	}
 	return shortText(msg, maxErrorMessageLen)
-}
-
-// shortText returns s on one line, cut to at most n bytes on a rune boundary.
-func shortText(s string, n int) string {
-	return truncate(strings.Join(strings.Fields(s), " "), n)
 }
 
 // delay returns how long to wait after the failed attempt number attempt:

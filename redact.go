@@ -2,59 +2,289 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/base64"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
-// This file holds the redaction of secrets: server env and header values
-// and model keys cut out of what harnessd logs, stores and answers.
+// This file holds the redaction of secrets (server env and header values,
+// model keys) from what harnessd logs, stores and answers, and the cutting
+// of text to a length: whatever is cut is redacted first, so no prefix of
+// a secret survives a cut.
 
-// redactSecrets returns s with every one of secrets replaced by
-// "[redacted]": what a server prints or answers may quote the values it
-// was configured with.
-func redactSecrets(s string, secrets []string) string {
-	for _, secret := range secrets {
-		s = strings.ReplaceAll(s, secret, "[redacted]")
-	}
-	return s
-}
+// minSecretLength is the shortest value treated as a secret; shorter
+// values ("1", "true", an "ollama" key) are not secrets and would blank out
+// ordinary words.
+const minSecretLength = 8
 
-// A redactor hides server secrets (env and header values) from API
-// answers: status errors and stderr tails may quote them. A zero
-// redactor hides nothing. Safe for concurrent use (never modified).
+// redactedText replaces each secret.
+const redactedText = "[redacted]"
+
+// A redactor replaces secrets in text with "[redacted]", whole tokens
+// only: a match must not continue a word on either side, so a secret that
+// happens to be part of a longer word is left alone. It is built once per
+// set of secrets; matching costs one pass over the text per distinct secret
+// length, however many secrets there are. A nil *redactor hides nothing.
+// Safe for concurrent use (never modified).
 type redactor struct {
-	secrets []string // distinct values, at least minSecretLength long
+	set     map[string]struct{}
+	lengths []int // distinct lengths in set, longest first
+	// escaped holds the secrets as encodeCompact writes them inside a JSON
+	// string; nil when no secret needs escaping.
+	escaped *redactor
 }
 
-// newRedactor returns a redactor for the env and header values of servers.
-func newRedactor(servers ...[]serverConfig) redactor {
-	return redactor{}.with(servers...)
+// newRedactor returns a redactor for values and each credential part of
+// them (see secretParts); nil when none is long enough to be a secret.
+func newRedactor(values ...string) *redactor {
+	return (*redactor)(nil).with(values...)
 }
 
-// with returns a redactor that also hides the values of servers.
-func (rd redactor) with(servers ...[]serverConfig) redactor {
-	out := redactor{secrets: slices.Clone(rd.secrets)}
-	for _, list := range servers {
-		for _, s := range list {
-			for _, v := range s.secretValues() {
-				if !slices.Contains(out.secrets, v) {
-					out.secrets = append(out.secrets, v)
+// with returns a redactor hiding the secrets of rd and those of values.
+// It returns rd itself when values add nothing.
+func (rd *redactor) with(values ...string) *redactor {
+	var added []string
+	for _, v := range values {
+		for _, p := range secretParts(v) {
+			if !rd.has(p) && !slices.Contains(added, p) {
+				added = append(added, p)
+			}
+		}
+	}
+	if len(added) == 0 {
+		return rd
+	}
+	out := &redactor{set: make(map[string]struct{}, rd.size()+len(added))}
+	if rd != nil {
+		for s := range rd.set {
+			out.set[s] = struct{}{}
+		}
+	}
+	var escaped []string
+	for _, s := range added {
+		out.set[s] = struct{}{}
+	}
+	for s := range out.set {
+		if !slices.Contains(out.lengths, len(s)) {
+			out.lengths = append(out.lengths, len(s))
+		}
+		if esc := encodeCompact(s); string(esc[1:len(esc)-1]) != s {
+			escaped = append(escaped, string(esc[1:len(esc)-1]))
+		}
+	}
+	slices.SortFunc(out.lengths, func(a, b int) int { return b - a })
+	if len(escaped) > 0 {
+		out.escaped = &redactor{set: map[string]struct{}{}}
+		for _, s := range escaped {
+			out.escaped.set[s] = struct{}{}
+			if !slices.Contains(out.escaped.lengths, len(s)) {
+				out.escaped.lengths = append(out.escaped.lengths, len(s))
+			}
+		}
+		slices.SortFunc(out.escaped.lengths, func(a, b int) int { return b - a })
+	}
+	return out
+}
+
+// has reports whether s is one of rd's secrets.
+func (rd *redactor) has(s string) bool {
+	if rd == nil {
+		return false
+	}
+	_, ok := rd.set[s]
+	return ok
+}
+
+// size returns how many secrets rd hides.
+func (rd *redactor) size() int {
+	if rd == nil {
+		return 0
+	}
+	return len(rd.set)
+}
+
+// secretParts returns the parts of a credential value that are secrets on
+// their own, each at least minSecretLength long: the value; the token after
+// an auth scheme ("Bearer <token>"); for Basic, the decoded "user:pass" and
+// each half. A server may quote any of them alone.
+func secretParts(v string) []string {
+	var parts []string
+	add := func(p string) {
+		if len(p) >= minSecretLength && !slices.Contains(parts, p) {
+			parts = append(parts, p)
+		}
+	}
+	v = strings.TrimSpace(v)
+	add(v)
+	scheme, token, ok := strings.Cut(v, " ")
+	if !ok || !isSchemeName(scheme) {
+		return parts
+	}
+	token = strings.TrimSpace(token)
+	add(token)
+	if strings.EqualFold(scheme, "Basic") {
+		if plain, err := base64.StdEncoding.DecodeString(token); err == nil {
+			add(string(plain))
+			user, pass, _ := strings.Cut(string(plain), ":")
+			add(user)
+			add(pass)
+		}
+	}
+	return parts
+}
+
+// isSchemeName reports whether s looks like an HTTP auth scheme (Bearer,
+// Basic, Token, ApiKey...).
+func isSchemeName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isWordByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isWordByte reports whether c continues a word: an ASCII letter or digit,
+// '_' or '-', or a byte of a non-ASCII character.
+func isWordByte(c byte) bool {
+	return c >= utf8.RuneSelf || c == '_' || c == '-' ||
+		(c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+}
+
+// redact returns s with every secret of rd that stands as a whole token
+// replaced by "[redacted]". It returns s itself when nothing matched.
+func (rd *redactor) redact(s string) string {
+	if rd.size() == 0 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if i > 0 && isWordByte(s[i-1]) && isWordByte(s[i]) {
+			continue // inside a word: no secret starts here
+		}
+		if n := rd.matchAt(s, i); n > 0 {
+			if b.Len() == 0 {
+				b.Grow(len(s))
+			}
+			b.WriteString(s[last:i])
+			b.WriteString(redactedText)
+			last = i + n
+			i = last - 1
+		}
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// matchAt returns the length of the longest secret that starts at s[i]
+// and ends at a word boundary, or 0.
+func (rd *redactor) matchAt(s string, i int) int {
+	for _, n := range rd.lengths {
+		end := i + n
+		if end > len(s) {
+			continue
+		}
+		if end < len(s) && isWordByte(s[end-1]) && isWordByte(s[end]) {
+			continue
+		}
+		if _, ok := rd.set[s[i:end]]; ok {
+			return n
+		}
+	}
+	return 0
+}
+
+// occurs reports whether a secret of rd appears anywhere in s, even
+// inside a word (as after a JSON escape like \n): a cheap test before
+// redacting decoded text.
+func (rd *redactor) occurs(s []byte) bool {
+	if rd.size() == 0 {
+		return false
+	}
+	for i := range s {
+		for _, n := range rd.lengths {
+			if i+n <= len(s) {
+				if _, ok := rd.set[string(s[i:i+n])]; ok {
+					return true
 				}
 			}
 		}
 	}
-	// Longest first, so a secret that contains another goes whole.
-	slices.SortFunc(out.secrets, func(a, b string) int { return len(b) - len(a) })
-	return out
+	return false
+}
+
+// longest returns the length of the longest secret, 0 for none.
+func (rd *redactor) longest() int {
+	if rd.size() == 0 {
+		return 0
+	}
+	return rd.lengths[0]
+}
+
+// cut returns s redacted, then cut to at most n bytes (see truncate).
+func (rd *redactor) cut(s string, n int) string {
+	return truncate(rd.redact(s), n)
+}
+
+// tail returns s redacted, then cut to its last n bytes at most (on a
+// rune boundary).
+func (rd *redactor) tail(s string, n int) string {
+	s = rd.redact(s)
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}
+
+// truncate returns s cut to at most n bytes on a rune boundary, with "…"
+// appended when it was cut. Text that may hold a secret goes through
+// redactor.cut instead, so that no prefix of a secret survives.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// oneLine returns the first line of s, trimmed and cut to at most n bytes.
+func oneLine(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	return truncate(s, n)
+}
+
+// shortText returns s on one line (runs of white space made one space),
+// cut to at most n bytes.
+func shortText(s string, n int) string {
+	return truncate(strings.Join(strings.Fields(s), " "), n)
 }
 
 // marshal encodes v as JSON (indented or compact) with every secret
 // inside a string replaced by "[redacted]". The JSON is only rebuilt when
 // a secret occurs, so ordinary answers keep their field order.
-func (rd redactor) marshal(v any, indent bool) []byte {
+func (rd *redactor) marshal(v any, indent bool) []byte {
 	b := encodeCompact(v)
-	if rd.occurs(b) {
+	if rd.occurs(b) || (rd != nil && rd.escaped.occurs(b)) {
 		var tree any
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.UseNumber()
@@ -86,23 +316,11 @@ func encodeCompact(v any) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// occurs reports whether a secret appears in encoded JSON, in the escaped
-// form encodeCompact gives it inside a string.
-func (rd redactor) occurs(encoded []byte) bool {
-	for _, s := range rd.secrets {
-		esc := encodeCompact(s)
-		if bytes.Contains(encoded, esc[1:len(esc)-1]) {
-			return true
-		}
-	}
-	return false
-}
-
 // walk returns tree with the secrets replaced in every string and key.
-func (rd redactor) walk(tree any) any {
+func (rd *redactor) walk(tree any) any {
 	switch t := tree.(type) {
 	case string:
-		return redactSecrets(t, rd.secrets)
+		return rd.redact(t)
 	case []any:
 		for i := range t {
 			t[i] = rd.walk(t[i])
@@ -111,9 +329,120 @@ func (rd redactor) walk(tree any) any {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, v := range t {
-			out[rd.walk(k).(string)] = rd.walk(v)
+			out[rd.redact(k)] = rd.walk(v)
 		}
 		return out
 	}
 	return tree
+}
+
+// A redactingHandler is a slog.Handler that redacts every message and
+// attribute value before the handler it wraps sees them: the one place
+// every log line passes, so no call site needs to remember. Safe for
+// concurrent use.
+type redactingHandler struct {
+	next slog.Handler
+	rd   *redactor
+}
+
+// redactLogger returns logger with rd's secrets redacted from every line;
+// logger itself when rd hides nothing.
+func redactLogger(logger *slog.Logger, rd *redactor) *slog.Logger {
+	if rd.size() == 0 {
+		return logger
+	}
+	return slog.New(&redactingHandler{next: logger.Handler(), rd: rd})
+}
+
+func (h *redactingHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.next.Enabled(ctx, level)
+}
+
+func (h *redactingHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, h.rd.redact(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+func (h *redactingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	clean := make([]slog.Attr, len(attrs))
+	for i, a := range attrs {
+		clean[i] = h.attr(a)
+	}
+	return &redactingHandler{next: h.next.WithAttrs(clean), rd: h.rd}
+}
+
+func (h *redactingHandler) WithGroup(name string) slog.Handler {
+	return &redactingHandler{next: h.next.WithGroup(name), rd: h.rd}
+}
+
+// attr returns a with its value redacted: strings, errors and anything
+// else printed as text, and each member of a group.
+func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.rd.redact(v.String()))
+	case slog.KindGroup:
+		group := v.Group()
+		clean := make([]any, len(group))
+		for i, g := range group {
+			clean[i] = h.attr(g)
+		}
+		return slog.Group(a.Key, clean...)
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return slog.String(a.Key, h.rd.redact(err.Error()))
+		}
+		if s := v.String(); h.rd.occurs([]byte(s)) {
+			return slog.String(a.Key, h.rd.redact(s))
+		}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
+
+// serverLogger returns logger for the server cfg: with its name, and with
+// its env and header values redacted from every line.
+func serverLogger(logger *slog.Logger, cfg serverConfig) *slog.Logger {
+	return redactLogger(logger.With("server", cfg.Name), newRedactor(cfg.secretValues()...))
+}
+
+// baseSecrets returns the redactor of what every run may quote: the env
+// and header values of the global servers, the model API keys and the
+// plaintext API tokens of HARNESS_API_KEYS found through getenv (nil for
+// none).
+func baseSecrets(globals []serverConfig, getenv func(string) (string, bool)) *redactor {
+	values := serverSecrets(globals)
+	if getenv != nil {
+		for _, w := range []wireDefaults{openaiDefaults, anthropicDefaults} {
+			if v, ok := getenv(w.keyEnv); ok {
+				values = append(values, strings.TrimSpace(v))
+			}
+		}
+		if raw, ok := getenv("HARNESS_API_KEYS"); ok {
+			var keys []struct {
+				Token string `json:"token"`
+			}
+			if json.Unmarshal([]byte(raw), &keys) == nil {
+				for _, k := range keys {
+					values = append(values, k.Token)
+				}
+			}
+		}
+	}
+	return newRedactor(values...)
+}
+
+// serverSecrets returns the env and header values of servers.
+func serverSecrets(servers ...[]serverConfig) []string {
+	var values []string
+	for _, list := range servers {
+		for _, s := range list {
+			values = append(values, s.secretValues()...)
+		}
+	}
+	return values
 }

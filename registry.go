@@ -69,7 +69,7 @@ func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 	}
 	var first sync.WaitGroup
 	for _, cfg := range servers {
-		s := &managedServer{cfg: cfg, logger: r.logger.With("server", cfg.Name), status: statusConnecting}
+		s := &managedServer{cfg: cfg, logger: serverLogger(r.logger, cfg), status: statusConnecting}
 		r.servers = append(r.servers, s)
 		r.byName[cfg.Name] = s
 		if !cfg.Enabled {
@@ -288,7 +288,7 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 			return fmt.Errorf("server %q: a server of that name is already connected in this run", cfg.Name)
 		}
 	}
-	ms := &managedServer{cfg: cfg, dynamic: kind.dynamic(), logger: s.logger.With("server", cfg.Name), status: statusConnecting}
+	ms := &managedServer{cfg: cfg, dynamic: kind.dynamic(), logger: serverLogger(s.logger, cfg), status: statusConnecting}
 	s.local[cfg.Name] = ms
 	s.order = append(s.order, cfg.Name)
 	s.mu.Unlock()

@@ -46,21 +46,26 @@ type runEnv struct {
 	logger     *slog.Logger
 	metrics    *metrics
 	allowHosts []string // connect_mcp's [connect_mcp] allow_hosts
+	// secrets hides what every run may quote (see baseSecrets).
+	secrets *redactor
 }
 
 // A run is one agent run. The fields above mu are fixed when the run is
 // created; those below it change as it progresses, and readers take
 // views. Safe for concurrent use.
 type run struct {
-	id        string
-	env       *runEnv
-	logger    *slog.Logger // env's, with the run's id
-	req       runRequest
-	model     modelSpec
-	provider  modelProvider
-	maxSteps  int
-	profile   []serverConfig
-	perRun    []serverConfig
+	id       string
+	env      *runEnv
+	logger   *slog.Logger // env's, with the run's id
+	req      runRequest
+	model    modelSpec
+	provider modelProvider
+	maxSteps int
+	profile  []serverConfig
+	perRun   []serverConfig
+	// secrets hides env's secrets and those of the run's own servers;
+	// set once the servers are resolved.
+	secrets   *redactor
 	createdAt time.Time
 	scope     *runScope
 	catalog   *catalog

@@ -19,9 +19,9 @@ const bodyInMemory = 4 << 10
 // redact, which are fixed.
 type runDisk struct {
 	store  *runStore
-	redact redactor // the run's secrets, cut out of what is written
-	log    *runLog  // nil once the run has ended
-	bytes  int64    // what the run's files take, once it has ended
+	redact *redactor // the run's secrets, cut out of what is written
+	log    *runLog   // nil once the run has ended
+	bytes  int64     // what the run's files take, once it has ended
 }
 
 // persistNew writes r's first record and creates its event log, so an
@@ -31,7 +31,7 @@ func (m *runManager) persistNew(r *run) error {
 	if m.opts.Store == nil {
 		return nil
 	}
-	d := &runDisk{store: m.opts.Store, redact: newRedactor(m.opts.Registry.globals(), r.profile, r.perRun)}
+	d := &runDisk{store: m.opts.Store, redact: r.secrets}
 	l, err := d.store.create(r.view(), d.redact)
 	if err != nil {
 		return err

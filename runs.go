@@ -97,7 +97,8 @@ func newRunManager(opts runManagerOptions) *runManager {
 		opts.Retention = &k
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	env := &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: opts.AllowHosts}
+	env := &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: opts.AllowHosts,
+		secrets: baseSecrets(opts.Registry.globals(), opts.Getenv)}
 	m := &runManager{opts: opts, logger: opts.Logger, env: env, ctx: ctx, stop: stop, runs: map[string]*run{}}
 	if opts.Store != nil {
 		m.loadHistory()
@@ -187,6 +188,7 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if err := m.resolveServers(r, allowCommand); err != nil {
 		return nil, err
 	}
+	r.secrets = m.env.secrets.with(serverSecrets(r.profile, r.perRun)...)
 	return r, nil
 }
 
@@ -236,6 +238,9 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 		return invalidRequest(err)
 	}
 	for i, s := range servers {
+		if err := checkRunServerValues(s); err != nil {
+			return invalidRequest(err)
+		}
 		if s.Transport == transportStdio && !allowCommand {
 			return &requestError{forbidden: true,
 				msg: fmt.Sprintf("mcp_servers: server %q has a command: starting programs on the host needs the admin scope", s.Name)}
@@ -312,4 +317,24 @@ func (m *runManager) shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// checkRunServerValues refuses a per-run server with more than
+// maxRunServerValues headers or env entries, or a value over
+// maxRunValueBytes.
+func checkRunServerValues(s serverConfig) error {
+	for _, f := range []struct {
+		field  string
+		values map[string]string
+	}{{"headers", s.Headers}, {"env", s.Env}} {
+		if len(f.values) > maxRunServerValues {
+			return fmt.Errorf("mcp_servers: server %q: %s: %d entries, over the limit of %d per server; send fewer", s.Name, f.field, len(f.values), maxRunServerValues)
+		}
+		for k, v := range f.values {
+			if len(v) > maxRunValueBytes {
+				return fmt.Errorf("mcp_servers: server %q: %s %q: the value is %d bytes, over the limit of %d; send a shorter value", s.Name, f.field, k, len(v), maxRunValueBytes)
+			}
+		}
+	}
+	return nil
 }

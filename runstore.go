@@ -68,7 +68,7 @@ func (s *runStore) eventsPath(id string) string { return filepath.Join(s.dir, id
 // write a temporary file, fsync it, rename it over the record and fsync
 // the directory, so that after a crash the record is whole, old or new.
 // It returns the record's size.
-func (s *runStore) writeRecord(v runView, rd redactor) (int64, error) {
+func (s *runStore) writeRecord(v runView, rd *redactor) (int64, error) {
 	b := append(rd.marshal(v, false), '\n')
 	if err := writeFileAtomic(s.recordPath(v.ID), b); err != nil {
 		return 0, fmt.Errorf("run %s: write record: %w", v.ID, err)
@@ -141,7 +141,7 @@ type runLog struct {
 // create writes the first record of a new run and creates its empty event
 // log, both durable before it returns (so an accepted run survives a
 // crash, as interrupted at worst).
-func (s *runStore) create(v runView, rd redactor) (*runLog, error) {
+func (s *runStore) create(v runView, rd *redactor) (*runLog, error) {
 	f, err := os.OpenFile(s.eventsPath(v.ID), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: create event log: %w; check the free space and permissions of %s", v.ID, err, s.dir)
@@ -325,7 +325,7 @@ func (s *runStore) recover(v runView, now time.Time) (runView, error) {
 			return v, err
 		}
 	}
-	_, err = s.writeRecord(v, redactor{})
+	_, err = s.writeRecord(v, nil)
 	return v, err
 }
 

@@ -69,7 +69,7 @@ func lifecycle(start time.Time, status, output, errMsg string) []runEvent {
 
 func TestRunStoreFilesArePrivate(t *testing.T) {
 	s := newTestRunStore(t)
-	l, err := s.create(testRunView("run_a", time.Now()), redactor{})
+	l, err := s.create(testRunView("run_a", time.Now()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestRunStoreFilesArePrivate(t *testing.T) {
 			t.Errorf("mode of %s = %v, want %v", path, got, want)
 		}
 	}
-	if _, err := s.create(testRunView("run_a", time.Now()), redactor{}); err == nil {
+	if _, err := s.create(testRunView("run_a", time.Now()), nil); err == nil {
 		t.Errorf("create(run_a) twice = nil error, want one: a run's log is never reused")
 	}
 }
@@ -91,7 +91,7 @@ func TestRunStoreFilesArePrivate(t *testing.T) {
 func TestRunStoreTornLastLine(t *testing.T) {
 	s := newTestRunStore(t)
 	start := time.Now()
-	l, err := s.create(testRunView("run_torn", start), redactor{})
+	l, err := s.create(testRunView("run_torn", start), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,19 +146,19 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 	base := newTestRunStore(t)
 	start := time.Now().Add(-time.Minute)
 	earlier := testRunView("run_earlier", start)
-	l, err := base.create(earlier, redactor{})
+	l, err := base.create(earlier, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	appendEvents(t, l, lifecycle(start, runCompleted, "earlier answer", "")...)
 	l.close()
 	earlier.Status, earlier.Output, earlier.Steps = runCompleted, "earlier answer", 2
-	if _, err := base.writeRecord(earlier, redactor{}); err != nil {
+	if _, err := base.writeRecord(earlier, nil); err != nil {
 		t.Fatal(err)
 	}
 
 	crashed := testRunView("run_crashed", start.Add(time.Second))
-	l, err = base.create(crashed, redactor{})
+	l, err = base.create(crashed, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func copyFile(t *testing.T, src, dst string) {
 func TestRunStoreRecordWriteIsAtomic(t *testing.T) {
 	s := newTestRunStore(t)
 	v := testRunView("run_rec", time.Now())
-	l, err := s.create(v, redactor{})
+	l, err := s.create(v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestRunStoreRecoveryMarking(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newTestRunStore(t)
 			start := time.Now().Add(-time.Hour)
-			l, err := s.create(testRunView("run_x", start), redactor{})
+			l, err := s.create(testRunView("run_x", start), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -367,14 +367,14 @@ func TestRunStoreLoadOrderAndRemove(t *testing.T) {
 	for i := 3; i >= 1; i-- {
 		id := fmt.Sprintf("run_%d", i)
 		v := testRunView(id, start.Add(time.Duration(i)*time.Minute))
-		l, err := s.create(v, redactor{})
+		l, err := s.create(v, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		appendEvents(t, l, lifecycle(v.CreatedAt, runCompleted, "out", "")...)
 		l.close()
 		v.Status = runCompleted
-		s.writeRecord(v, redactor{})
+		s.writeRecord(v, nil)
 	}
 	runs, err := s.load(time.Now())
 	if err != nil {

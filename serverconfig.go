@@ -38,14 +38,14 @@ const (
 	maxNameLength      = 64
 	// maxRunServers bounds the mcp_servers of one run request.
 	maxRunServers = 32
+	// maxRunServerValues bounds the headers and the env entries of each
+	// server of a run request, and maxRunValueBytes each of their values:
+	// every value is a secret to hide from all the run shows.
+	maxRunServerValues = 64
+	maxRunValueBytes   = 4096
 	// minTokenLength is the shortest plaintext API token accepted.
 	minTokenLength = 16
 )
-
-// minSecretLength is the shortest env or header value treated as a secret;
-// shorter values ("1", "true") are not secrets and would blank out
-// ordinary words.
-const minSecretLength = 8
 
 // A serverConfig is one validated MCP server definition, whatever its source.
 // Every field is resolved: Transport is one of the transport constants, the
@@ -81,28 +81,11 @@ type serverConfig struct {
 	Source string
 }
 
-// secretValues returns the env and header values of cfg that are at least
-// minSecretLength long, longest first (so a secret containing another is
-// redacted whole), without duplicates. Nil when there are none.
+// secretValues returns the env and header values of cfg, which may be
+// secrets; newRedactor keeps those long enough and their credential parts.
 func (cfg serverConfig) secretValues() []string {
-	return secretSet(slices.Collect(maps.Values(cfg.Env)), slices.Collect(maps.Values(cfg.Headers)), cfg.OAuth.secrets())
-}
-
-// secretSet returns the values of lists that are at least minSecretLength
-// long, without duplicates, longest first (so a secret containing another
-// is redacted whole), ties in the order given. Nil when there are none.
-// It is the one dedupe-and-sort of secret lists.
-func secretSet(lists ...[]string) []string {
-	var secrets []string
-	for _, list := range lists {
-		for _, v := range list {
-			if len(v) >= minSecretLength && !slices.Contains(secrets, v) {
-				secrets = append(secrets, v)
-			}
-		}
-	}
-	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
-	return secrets
+	values := append(slices.Collect(maps.Values(cfg.Env)), slices.Collect(maps.Values(cfg.Headers))...)
+	return append(values, cfg.OAuth.secrets()...)
 }
 
 // requestTimeout returns the deadline of one request to the server. A

@@ -30,6 +30,9 @@ const stopGrace = 2 * time.Second
 // stderrTailBytes is how much of a server's stderr is kept for errors.
 const stderrTailBytes = 64 << 10
 
+// stderrLogBytes is how much of each stderr line the debug log shows.
+const stderrLogBytes = 500
+
 // A stdioTransport runs an MCP server as a subprocess and speaks
 // newline-delimited JSON-RPC over its stdin and stdout. It is safe for
 // concurrent use.
@@ -38,7 +41,7 @@ type stdioTransport struct {
 	logger     *slog.Logger
 	cmd        *exec.Cmd
 	maxMessage int
-	secrets    []string // the server's env values, redacted from its stderr
+	secrets    *redactor // the server's env values, redacted from its stderr
 	groups     *procGroups
 
 	// writeMu guards writes to stdin, so messages never interleave.
@@ -118,7 +121,7 @@ func startStdio(cfg serverConfig, env []string, groups *procGroups, logger *slog
 		logger:     logger,
 		cmd:        cmd,
 		maxMessage: cfg.messageLimit(),
-		secrets:    cfg.secretValues(),
+		secrets:    newRedactor(cfg.secretValues()...),
 		groups:     groups,
 		stdin:      stdinW,
 		stdout:     stdoutR,
@@ -320,7 +323,7 @@ func (t *stdioTransport) deliver(line []byte, owned bool) bool {
 		return true
 	}
 	if line[0] != '{' && line[0] != '[' {
-		t.logger.Warn("ignoring non-JSON line on server stdout", "line", truncate(string(line), 200))
+		t.logger.Warn("ignoring non-JSON line on server stdout", "line", t.secrets.cut(string(line), 200))
 		return true
 	}
 	if !owned {
@@ -378,12 +381,24 @@ func (t *stdioTransport) readStderr() {
 	defer t.readers.Done()
 	defer close(t.stderrEOF)
 	r := bufio.NewReaderSize(t.stderr, 4096)
+	debug := t.logger.Enabled(context.Background(), slog.LevelDebug)
+	// A line longer than the reader's buffer comes in chunks; the logged
+	// line is its start, kept long enough that a secret crossing the cut
+	// is still whole when it is redacted.
+	keep := stderrLogBytes + t.secrets.longest()
+	var long []byte
 	for {
-		line, err := r.ReadSlice('\n')
-		if len(line) > 0 {
-			t.tail.Write(line)
-			if t.logger.Enabled(context.Background(), slog.LevelDebug) {
-				t.logger.Debug("server stderr", "line", truncate(redactSecrets(string(bytes.TrimRight(line, "\r\n")), t.secrets), 500))
+		chunk, err := r.ReadSlice('\n')
+		if len(chunk) > 0 {
+			t.tail.Write(chunk)
+		}
+		if debug {
+			if room := keep - len(long); room > 0 {
+				long = append(long, chunk[:min(room, len(chunk))]...)
+			}
+			if err == nil || (!errors.Is(err, bufio.ErrBufferFull) && len(long) > 0) {
+				t.logger.Debug("server stderr", "line", t.secrets.cut(string(bytes.TrimRight(long, "\r\n")), stderrLogBytes))
+				long = long[:0]
 			}
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
@@ -422,10 +437,7 @@ func (t *stdioTransport) end() {
 // stderrTail returns up to n bytes of the end of the server's stderr.
 func (t *stdioTransport) stderrTail(n int) string {
 	b := t.tail.Bytes()
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return redactSecrets(strings.TrimSpace(string(b)), t.secrets)
+	return strings.TrimSpace(t.secrets.tail(string(b), n))
 }
 
 // err returns why the server went away (exit status and stderr tail), or

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 	"sync"
-	"unicode/utf8"
 )
 
 // This file holds the tool catalog: mcp_ naming, tiers and tags, and the
@@ -245,17 +243,4 @@ func (c *catalog) activatedNames() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.activated)
-}
-
-// oneLine returns the first line of s, cut to at most n bytes on a rune
-// boundary.
-func oneLine(s string, n int) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
