@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -154,8 +157,9 @@ func TestSecretLeakPaths(t *testing.T) {
 	if err := reg.waitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	store := newTestRunStore(t)
 	runs := newRunManager(runManagerOptions{
-		Registry: reg, Logger: logger, Home: t.TempDir(), Getenv: getenv, Model: modelSpec{Provider: providerOpenAI, Model: "fake-model"}, Metrics: newMetrics(),
+		Registry: reg, Logger: logger, Home: t.TempDir(), Getenv: getenv, Model: modelSpec{Provider: providerOpenAI, Model: "fake-model"}, Metrics: newMetrics(), Store: store,
 		newProvider: func(spec modelSpec, getenv func(string) (string, bool), logger *slog.Logger) (modelProvider, error) {
 			p, err := newModelProvider(spec, getenv, logger)
 			if err == nil {
@@ -210,7 +214,18 @@ func TestSecretLeakPaths(t *testing.T) {
 			t.Errorf("logs lack %q:\n%s", want, logs.String())
 		}
 	}
-	for what, text := range map[string]string{"API answers": answers.String(), "logs": logs.String()} {
+	var records strings.Builder
+	filepath.WalkDir(store.dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(path)
+			fmt.Fprintf(&records, "%s\n%s\n", path, b)
+		}
+		return nil
+	})
+	if !strings.Contains(records.String(), "your key is [redacted]") {
+		t.Errorf("run records lack the echoing run's output:\n%s", records.String())
+	}
+	for what, text := range map[string]string{"API answers": answers.String(), "logs": logs.String(), "run records": records.String()} {
 		for _, secret := range secrets {
 			for i := 0; i+12 <= len(secret); i++ {
 				if j := strings.Index(text, secret[i:i+12]); j >= 0 {
