@@ -959,12 +959,12 @@ func TestServerStatusStderrTail(t *testing.T) {
 			if tt.status != statusReady {
 				c.callTool(t.Context(), "crash", json.RawMessage(`{}`))
 				select {
-				case <-c.closed():
+				case <-c.ended:
 				case <-t.Context().Done():
 					t.Fatal("the server did not crash")
 				}
 			}
-			ms := &managedServer{cfg: cfg, status: tt.status, client: c, lastErr: c.failure()}
+			ms := &managedServer{cfg: cfg, status: tt.status, client: c, lastErr: c.endErr()}
 			got := ms.snapshot().StderrTail
 			if len(got) > statusStderrTail {
 				t.Errorf("stderr_tail is %d bytes, want at most %d", len(got), statusStderrTail)

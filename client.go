@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"sync/atomic"
 )
 
 // This file holds one MCP session over any transport: the handshake and
@@ -24,11 +23,12 @@ type transport interface {
 	// caller cancels it once the answer has arrived or the call is over.
 	send(ctx context.Context, msg []byte) error
 	// recv returns the channel of every message the server sends, in order.
-	// It is closed when the transport has ended, after which err says why.
+	// It is closed when the transport has ended, after which endErr says
+	// why.
 	recv() <-chan []byte
-	// err returns why the transport ended (nil while it runs, or after a
+	// endErr returns why the transport ended (nil while it runs, or after a
 	// clean close). For stdio it includes the exit status and stderr tail.
-	err() error
+	endErr() error
 	// close ends the transport. It is bounded in time and idempotent.
 	close() error
 }
@@ -173,24 +173,14 @@ type clientOptions struct {
 	OAuth *oauthClients
 }
 
-// A client is one MCP session with one server. It is safe for concurrent
-// use: calls are multiplexed by request id. A client is created by connect
-// and ends with close, or when its transport ends (done is then closed and
-// every pending and later call fails with the reason).
+// A client is one MCP session with one server: the handshake's outcome
+// and the MCP requests, over the conn that multiplexes them. It is safe
+// for concurrent use. A client is created by connect and ends with close,
+// or when its transport ends (ended is then closed and every pending and
+// later call fails with endErr).
 type client struct {
-	cfg    serverConfig
-	opts   clientOptions
-	logger *slog.Logger
-	t      transport
-	kind   string // the transport in use: the configured one, or sse after fallback
-	// secrets are the server's env and header values, redacted from what
-	// it logs through notifications/message.
-	secrets *redactor
-	nextID  atomic.Int64
-
-	mu sync.Mutex
-	// guards pending
-	pending map[int64]*pendingCall
+	*conn
+	kind string // the transport in use: the configured one, or sse after fallback
 
 	// initMu serializes re-initialization after an expired HTTP session.
 	initMu sync.Mutex
@@ -198,21 +188,24 @@ type client struct {
 	stateMu      sync.RWMutex
 	initResult   initializeResult
 	sessionEpoch int
-
-	done     chan struct{} // closed when the read loop has exited
-	closeErr error         // the transport's close error; set under closeOnce
-	// answering bounds the server requests being answered at once.
-	answering chan struct{}
-	doneErr   error // why the session ended; set before done is closed
-	closeOnce sync.Once
-	closing   atomic.Bool
 }
 
 // connect starts the server's transport, performs the handshake and
 // returns a ready session. The handshake is bounded by cfg.StartupTimeout
 // and by ctx; the session itself outlives ctx and ends only with close or
-// when the server goes away. On error nothing is left running.
+// when the server goes away. On error nothing is left running, and the
+// error names the server.
 func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, error) {
+	c, err := dial(ctx, cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", cfg.Name, err)
+	}
+	return c, nil
+}
+
+// dial is connect for a caller that names the server itself: its error
+// does not.
+func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -231,7 +224,7 @@ func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client
 		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("no answer within startup_timeout %s: %w", startup, err)
 		}
-		return nil, fmt.Errorf("server %q: %w", cfg.Name, err)
+		return nil, err
 	}
 	return c, nil
 }
@@ -262,31 +255,12 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 	if err != nil {
 		return nil, err
 	}
-	c := newClient(cfg, opts, logger, t)
-	c.kind = kind
+	c := &client{conn: newConn(cfg, opts, logger, t), kind: kind}
 	if err := c.initialize(ctx); err != nil {
 		c.close()
 		return nil, err
 	}
 	return c, nil
-}
-
-// newClient wraps a started transport and starts the read loop.
-func newClient(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transport) *client {
-	c := &client{
-		cfg:     cfg,
-		opts:    opts,
-		logger:  logger,
-		t:       t,
-		pending: make(map[int64]*pendingCall),
-		secrets: newRedactor(cfg.secretValues()...),
-		done:    make(chan struct{}),
-		// ping and roots/list answer at once: 16 in flight is a flood.
-		answering: make(chan struct{}, 16),
-	}
-	// Owned by the client; exits when the transport closes its recv channel.
-	go c.readLoop()
-	return c
 }
 
 // initialize performs the handshake: 2025-11-25 first, 2024-11-05 when the
@@ -328,7 +302,7 @@ func (c *client) initializeWith(ctx context.Context, version string) (*initializ
 		"capabilities":    capabilities,
 		"clientInfo":      implementation{Name: "harnessd", Version: buildVersion},
 	}
-	raw, err := c.roundTrip(ctx, "initialize", params, false)
+	raw, err := c.roundTrip(ctx, request{method: "initialize", params: params, handshake: true})
 	if err != nil {
 		return nil, err
 	}
@@ -369,26 +343,26 @@ func (c *client) capabilities() serverCapabilities {
 	return c.initResult.Capabilities
 }
 
-// request sends a request and decodes its result into result (which may be
+// request sends req and decodes its result into result (which may be
 // nil; a *json.RawMessage receives the result undecoded and unvalidated).
 // An expired HTTP session is initialized again once and the request resent.
 // Errors name the method; rpc errors are returned as *rpcError.
-func (c *client) request(ctx context.Context, method string, params, result any) error {
+func (c *client) request(ctx context.Context, req request, result any) error {
 	c.stateMu.RLock()
 	epoch := c.sessionEpoch
 	c.stateMu.RUnlock()
-	raw, err := c.roundTrip(ctx, method, params, true)
+	raw, err := c.roundTrip(ctx, req)
 	if errors.Is(err, errSessionExpired) {
 		if rerr := c.reinitialize(ctx, epoch); rerr != nil {
-			return fmt.Errorf("%s: session expired and re-initialize failed: %w", method, rerr)
+			return fmt.Errorf("%s: session expired and re-initialize failed: %w", req.method, rerr)
 		}
-		raw, err = c.roundTrip(ctx, method, params, true)
+		raw, err = c.roundTrip(ctx, req)
 	}
 	if err == nil && result != nil {
 		err = decodeResult(raw, result)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
+		return fmt.Errorf("%s: %w", req.method, err)
 	}
 	return nil
 }
@@ -449,7 +423,7 @@ func listAll[T any](ctx context.Context, c *client, method, key string) ([]T, er
 			params = map[string]string{"cursor": cursor}
 		}
 		var res map[string]json.RawMessage
-		if err := c.request(ctx, method, params, &res); err != nil {
+		if err := c.request(ctx, request{method: method, params: params}, &res); err != nil {
 			return nil, err
 		}
 		if items, ok := res[key]; ok && string(items) != "null" {
@@ -498,7 +472,7 @@ func (c *client) readResource(ctx context.Context, uri string) (*readResourceRes
 		return nil, errNoResources
 	}
 	var res readResourceResult
-	if err := c.request(ctx, "resources/read", map[string]string{"uri": uri}, &res); err != nil {
+	if err := c.request(ctx, request{method: "resources/read", params: map[string]string{"uri": uri}}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -516,11 +490,6 @@ type callMeta struct {
 	ProgressToken int64 `json:"progressToken"`
 }
 
-func (p callParams) withProgressToken(id int64) any {
-	p.Meta = &callMeta{ProgressToken: id}
-	return p
-}
-
 // callTool calls a tool by the server's own name. args must be a JSON
 // object or empty (sent as {}). A result with isError is returned as a
 // result, not an error: the error return is for calls that failed.
@@ -528,8 +497,11 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
+	call := request{method: "tools/call", withProgress: func(token int64) any {
+		return callParams{Name: name, Arguments: args, Meta: &callMeta{ProgressToken: token}}
+	}}
 	var raw json.RawMessage
-	if err := c.request(ctx, "tools/call", callParams{Name: name, Arguments: args}, &raw); err != nil {
+	if err := c.request(ctx, call, &raw); err != nil {
 		return nil, err
 	}
 	res := callResult{Raw: raw}
@@ -537,16 +509,4 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 		return nil, fmt.Errorf("tools/call: decode result: %w", err)
 	}
 	return &res, nil
-}
-
-// close ends the session: the transport is closed (bounded, see the
-// transport's close) and every pending call fails. It is idempotent and
-// safe to call concurrently; it returns once the read loop has exited.
-func (c *client) close() error {
-	c.closeOnce.Do(func() {
-		c.closing.Store(true)
-		c.closeErr = c.t.close()
-	})
-	<-c.done // the transport's close is bounded and ends recv, so the read loop
-	return c.closeErr
 }

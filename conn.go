@@ -8,12 +8,61 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// This file holds the JSON-RPC multiplexer of a client: request ids and
-// pending calls, deadlines and cancellation, the read loop, notifications,
-// and answers to server requests.
+// This file holds the JSON-RPC multiplexer under an MCP session: request
+// ids and pending calls, deadlines and cancellation, the read loop,
+// notifications, and answers to server requests.
+
+// A conn multiplexes JSON-RPC calls over one transport: each request gets
+// an id and waits for the response with that id, which the read loop
+// delivers. It is safe for concurrent use. It ends with close, or when its
+// transport ends: ended is then closed and every pending and later call
+// fails with endErr.
+type conn struct {
+	cfg    serverConfig
+	opts   clientOptions
+	logger *slog.Logger
+	t      transport
+	// secrets are the server's env and header values, redacted from what
+	// it logs through notifications/message.
+	secrets *redactor
+	nextID  atomic.Int64
+
+	mu sync.Mutex
+	// guards pending
+	pending map[int64]*pendingCall
+
+	// answering bounds the server requests being answered at once.
+	answering chan struct{}
+
+	ended     chan struct{} // closed when the read loop has exited
+	endCause  error         // why the transport ended; set before ended is closed
+	closing   atomic.Bool   // set by close before the transport closes
+	closeErr  error         // the transport's close error; set under closeOnce
+	closeOnce sync.Once
+}
+
+// newConn wraps a started transport and starts the read loop.
+func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transport) *conn {
+	c := &conn{
+		cfg:     cfg,
+		opts:    opts,
+		logger:  logger,
+		t:       t,
+		pending: make(map[int64]*pendingCall),
+		secrets: newRedactor(cfg.secretValues()...),
+		ended:   make(chan struct{}),
+		// ping and roots/list answer at once: 16 in flight is a flood.
+		answering: make(chan struct{}, 16),
+	}
+	// Owned by the conn; exits when the transport closes its recv channel.
+	go c.readLoop()
+	return c
+}
 
 // A pendingCall is a request awaiting its response.
 type pendingCall struct {
@@ -23,38 +72,46 @@ type pendingCall struct {
 	extend func()
 }
 
-// progressParams is implemented by params that carry a progress token.
-type progressParams interface {
-	withProgressToken(id int64) any
+// A request is one JSON-RPC call as roundTrip sends it.
+type request struct {
+	method string
+	params any
+	// withProgress, when set, returns the params carrying token as
+	// _meta.progressToken, asking the server for progress notifications;
+	// roundTrip calls it with the request id and ignores params.
+	withProgress func(token int64) any
+	// handshake marks initialize: it is never cancelled (the protocol
+	// forbids it) and progress does not push its deadline out.
+	handshake bool
 }
 
 // roundTrip sends one request and waits for its response, bounded by ctx
 // and the server's timeout (pushed out by progress notifications, up to 10×
-// the timeout), and returns the raw result (empty when the response had
-// none). On expiry or cancellation it sends notifications/cancelled (except
-// for initialize, which must not be cancelled).
-func (c *client) roundTrip(ctx context.Context, method string, params any, cancellable bool) (json.RawMessage, error) {
+// the timeout, except for the handshake), and returns the raw result
+// (empty when the response had none). On expiry or cancellation it sends
+// notifications/cancelled, except for the handshake.
+func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, error) {
 	select {
-	case <-c.done:
-		return nil, c.lostErr()
+	case <-c.ended:
+		return nil, c.endErr()
 	default:
 	}
 	id := c.nextID.Add(1)
-	if p, ok := params.(progressParams); ok {
-		params = p.withProgressToken(id)
+	params := req.params
+	if req.withProgress != nil {
+		params = req.withProgress(id)
 	}
-	msg, err := json.Marshal(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
+	msg, err := json.Marshal(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: req.method, Params: params})
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
-
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	timeout := c.cfg.requestTimeout()
 	pc := &pendingCall{ch: make(chan rpcResponse, 1)}
 	timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
 	defer timer.Stop()
-	if cancellable {
+	if !req.handshake {
 		limit := time.Now().Add(10 * timeout)
 		pc.extend = func() {
 			next := timeout
@@ -80,7 +137,7 @@ func (c *client) roundTrip(ctx context.Context, method string, params any, cance
 		// Over HTTP the request may have reached the server, which answers
 		// only when done (a JSON response): tell it to stop.
 		cause := context.Cause(callCtx)
-		if cause != nil && cancellable {
+		if cause != nil && !req.handshake {
 			c.sendCancelled(id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
@@ -92,8 +149,8 @@ func (c *client) roundTrip(ctx context.Context, method string, params any, cance
 			timer := time.NewTimer(stopGrace)
 			defer timer.Stop()
 			select {
-			case <-c.done:
-				return nil, c.lostErr()
+			case <-c.ended:
+				return nil, c.endErr()
 			case <-timer.C:
 			}
 		}
@@ -108,15 +165,15 @@ func (c *client) roundTrip(ctx context.Context, method string, params any, cance
 		return resp.Result, nil
 	case <-callCtx.Done():
 		cause := context.Cause(callCtx)
-		if cancellable {
+		if !req.handshake {
 			c.sendCancelled(id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
 			return nil, timeoutError(timeout)
 		}
 		return nil, ctx.Err()
-	case <-c.done:
-		return nil, c.lostErr()
+	case <-c.ended:
+		return nil, c.endErr()
 	}
 }
 
@@ -127,7 +184,7 @@ func timeoutError(timeout time.Duration) error {
 
 // sendCancelled tells the server a request is abandoned. It never blocks
 // the caller for long: the send is bounded by two seconds.
-func (c *client) sendCancelled(id int64, cause error) {
+func (c *conn) sendCancelled(id int64, cause error) {
 	reason := "request cancelled"
 	if errors.Is(cause, errTimeout) {
 		reason = "request timed out"
@@ -140,7 +197,7 @@ func (c *client) sendCancelled(id int64, cause error) {
 }
 
 // notify sends a notification.
-func (c *client) notify(ctx context.Context, method string, params any) error {
+func (c *conn) notify(ctx context.Context, method string, params any) error {
 	msg, err := json.Marshal(outgoingRequest{JSONRPC: "2.0", Method: method, Params: params})
 	if err != nil {
 		return err
@@ -148,47 +205,40 @@ func (c *client) notify(ctx context.Context, method string, params any) error {
 	return c.t.send(ctx, msg)
 }
 
-// lostErr is the error for calls on a session whose transport has ended.
-func (c *client) lostErr() error {
+// endErr returns why the session ended, for the calls it fails, or nil
+// while it runs: errClientClosed after close, else the transport's cause.
+func (c *conn) endErr() error {
+	select {
+	case <-c.ended:
+	default:
+		return nil
+	}
 	if c.closing.Load() {
 		return errClientClosed
 	}
-	if c.doneErr != nil {
-		return fmt.Errorf("connection lost: %w", c.doneErr)
+	if c.endCause != nil {
+		return fmt.Errorf("connection lost: %w", c.endCause)
 	}
 	return fmt.Errorf("connection lost: %w", errClientClosed)
 }
 
-// closed returns a channel closed when the session has ended.
-func (c *client) closed() <-chan struct{} { return c.done }
-
-// failure returns why the session ended, or nil while it runs.
-func (c *client) failure() error {
-	select {
-	case <-c.done:
-		return c.lostErr()
-	default:
-		return nil
-	}
-}
-
 // readLoop dispatches every message from the transport until it ends.
-func (c *client) readLoop() {
+func (c *conn) readLoop() {
 	for raw := range c.t.recv() {
 		c.dispatch(raw)
 	}
-	c.doneErr = c.t.err()
-	if c.doneErr != nil && !c.closing.Load() {
-		c.logger.Warn("server connection lost", "err", c.doneErr)
+	c.endCause = c.t.endErr()
+	if c.endCause != nil && !c.closing.Load() {
+		c.logger.Warn("server connection lost", "err", c.endCause)
 	}
-	close(c.done)
+	close(c.ended)
 }
 
 // dispatch routes one message: a message with a method is a server request
 // or notification, never a response, whatever its id. A well-formed
 // response is routed after a scan of its top level, its result left for
 // the waiting call to decode; anything else is decoded whole here.
-func (c *client) dispatch(raw []byte) {
+func (c *conn) dispatch(raw []byte) {
 	if shape := scanMessage(raw); shape.complete && shape.method == nil && shape.id != nil {
 		resp := rpcResponse{Result: shape.result}
 		if len(shape.error) > 0 && string(shape.error) != "null" {
@@ -211,7 +261,7 @@ func (c *client) dispatch(raw []byte) {
 	case msg.Method != "" && len(msg.ID) > 0 && string(msg.ID) != "null":
 		select {
 		case c.answering <- struct{}{}:
-			// Owned by the client; ends when the answer is sent or the
+			// Owned by the conn; ends when the answer is sent or the
 			// session ends.
 			go func() {
 				defer func() { <-c.answering }()
@@ -233,7 +283,7 @@ func (c *client) dispatch(raw []byte) {
 
 // deliverResponse hands a response to the call waiting for its id; a
 // response to no pending call is logged and dropped.
-func (c *client) deliverResponse(rawID json.RawMessage, resp rpcResponse) {
+func (c *conn) deliverResponse(rawID json.RawMessage, resp rpcResponse) {
 	id, ok := parseID(rawID)
 	if !ok {
 		c.logger.Warn("ignoring response with unknown id", "id", string(rawID))
@@ -251,7 +301,7 @@ func (c *client) deliverResponse(rawID json.RawMessage, resp rpcResponse) {
 }
 
 // handleNotification acts on a server notification.
-func (c *client) handleNotification(msg wireMessage) {
+func (c *conn) handleNotification(msg wireMessage) {
 	switch msg.Method {
 	case "notifications/tools/list_changed":
 		if c.opts.OnToolsChanged != nil {
@@ -306,7 +356,7 @@ func mcpLogLevel(level string) slog.Level {
 
 // answerServerRequest answers ping and roots/list; any other method gets
 // -32601. The answer's send is bounded by the server's timeout.
-func (c *client) answerServerRequest(msg wireMessage) {
+func (c *conn) answerServerRequest(msg wireMessage) {
 	resp := outgoingResponse{JSONRPC: "2.0", ID: msg.ID}
 	switch msg.Method {
 	case "ping":
@@ -324,7 +374,12 @@ func (c *client) answerServerRequest(msg wireMessage) {
 	}
 	out, err := json.Marshal(resp)
 	if err != nil {
-		return
+		// The server still gets an answer, so it does not wait for one.
+		c.logger.Warn("encode answer to server request failed", "method", msg.Method, "err", err)
+		resp.Result, resp.Error = nil, &rpcError{Code: codeInternalError, Message: "harnessd could not encode its answer to " + msg.Method}
+		if out, err = json.Marshal(resp); err != nil {
+			return // unreachable: the id came in as valid JSON
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.requestTimeout())
 	defer cancel()
@@ -332,7 +387,7 @@ func (c *client) answerServerRequest(msg wireMessage) {
 		// Owned by answerServerRequest; ends when the session ends or the
 		// answer was sent (cancel below).
 		select {
-		case <-c.done:
+		case <-c.ended:
 			cancel()
 		case <-ctx.Done():
 		}
@@ -348,7 +403,8 @@ type root struct {
 	Name string `json:"name,omitempty"`
 }
 
-func (c *client) roots() []root {
+// roots returns the configured roots as roots/list answers them.
+func (c *conn) roots() []root {
 	roots := make([]root, 0, len(c.opts.Roots))
 	for _, dir := range c.opts.Roots {
 		abs, err := filepath.Abs(dir)
@@ -359,4 +415,16 @@ func (c *client) roots() []root {
 		roots = append(roots, root{URI: u.String(), Name: filepath.Base(abs)})
 	}
 	return roots
+}
+
+// close ends the conn: the transport is closed (bounded, see the
+// transport's close) and every pending call fails. It is idempotent and
+// safe to call concurrently; it returns once the read loop has exited.
+func (c *conn) close() error {
+	c.closeOnce.Do(func() {
+		c.closing.Store(true)
+		c.closeErr = c.t.close()
+	})
+	<-c.ended // the transport's close is bounded and ends recv, so the read loop
+	return c.closeErr
 }

@@ -112,10 +112,10 @@ type streamableTransport struct {
 	// the next successful POST (the initialized notification).
 	getWanted atomic.Bool
 
-	// guards closed, failure, sessionID, expired, protocolVersion and stopGet
+	// guards closed, endCause, sessionID, expired, protocolVersion and stopGet
 	mu              sync.Mutex
 	closed          bool
-	failure         error // why the transport ended by itself; see fail
+	endCause        error // why the transport ended by itself; see fail
 	sessionID       string
 	expired         bool // the session expired and no new one was given yet
 	protocolVersion string
@@ -150,13 +150,14 @@ func (t *streamableTransport) getStreamSettled() <-chan struct{} { return t.getS
 // once close has stopped every reader.
 func (t *streamableTransport) recv() <-chan []byte { return t.recvCh }
 
-// err returns why the transport ended by itself (the server could not be
-// reached), or nil while it runs and after a close. Other failed requests
-// report their own error from send and leave the transport running.
-func (t *streamableTransport) err() error {
+// endErr returns why the transport ended by itself (the server could not
+// be reached), or nil while it runs and after a close. Other failed
+// requests report their own error from send and leave the transport
+// running.
+func (t *streamableTransport) endErr() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.failure
+	return t.endCause
 }
 
 // isUnreachable reports whether err says no server listens at the
@@ -169,16 +170,16 @@ func isUnreachable(err error) bool {
 }
 
 // fail ends the transport because the server cannot be reached: err is
-// kept for err(), and recv is closed, so the client's session ends and its
+// kept for endErr, and recv is closed, so the client's session ends and its
 // owner (the registry) reconnects with backoff. It closes asynchronously
 // since it runs on a goroutine that close waits for.
 func (t *streamableTransport) fail(err error) {
 	t.mu.Lock()
-	if t.closed || t.failure != nil {
+	if t.closed || t.endCause != nil {
 		t.mu.Unlock()
 		return
 	}
-	t.failure = fmt.Errorf("server unreachable: %w", err)
+	t.endCause = fmt.Errorf("server unreachable: %w", err)
 	t.mu.Unlock()
 	t.logger.Warn("mcp http server unreachable; ending the session", "error", err)
 	// Owned by the transport; ends when close returns (bounded).

@@ -492,7 +492,7 @@ func TestStreamableClose(t *testing.T) {
 	if err := tr.send(t.Context(), []byte(listRequest)); !errors.Is(err, errTransportClosed) {
 		t.Errorf("send after close = %v, want %v", err, errTransportClosed)
 	}
-	if err := tr.err(); err != nil {
+	if err := tr.endErr(); err != nil {
 		t.Errorf("err() after close = %v, want nil", err)
 	}
 }
@@ -646,7 +646,7 @@ func TestSSETransport(t *testing.T) {
 					t.Errorf("POST %s %q, want POST /messages %q", req.path, req.body, listRequest)
 				}
 			}
-			if err := tr.err(); err != nil {
+			if err := tr.endErr(); err != nil {
 				t.Errorf("err() after close = %v, want nil", err)
 			}
 		})
@@ -668,7 +668,7 @@ func TestSSETransportStreamEnds(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("recv not closed within 5s of the stream's end")
 	}
-	if err := tr.err(); err == nil || !strings.Contains(err.Error(), "sse stream closed by server") {
+	if err := tr.endErr(); err == nil || !strings.Contains(err.Error(), "sse stream closed by server") {
 		t.Errorf("err() = %v, want it to say the sse stream closed", err)
 	}
 	if err := tr.send(t.Context(), []byte(listRequest)); !errors.Is(err, errTransportClosed) {

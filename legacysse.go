@@ -32,9 +32,9 @@ type sseTransport struct {
 	readerDone chan struct{} // closed after recvCh
 	closeOnce  sync.Once
 
-	// guards endErr
-	mu     sync.Mutex
-	endErr error // why the stream ended; nil while it runs or after close
+	// guards endCause
+	mu       sync.Mutex
+	endCause error // why the stream ended; nil while it runs or after close
 }
 
 // newSSETransport GETs cfg.URL as an event stream and waits, bounded by ctx,
@@ -93,7 +93,7 @@ func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("sse connect: waiting for the endpoint event: %w", ctx.Err())
 			}
-			return nil, fmt.Errorf("sse connect: stream ended before the endpoint event: %w", t.err())
+			return nil, fmt.Errorf("sse connect: stream ended before the endpoint event: %w", t.endErr())
 		}
 	}
 	t.endpoint, err = resolveEndpoint(base, endpoint)
@@ -136,9 +136,9 @@ func (t *sseTransport) readStream(body io.ReadCloser, endpoints chan<- string) {
 		if err != nil {
 			if t.ctx.Err() == nil {
 				t.mu.Lock()
-				t.endErr = errors.New("sse stream closed by server")
+				t.endCause = errors.New("sse stream closed by server")
 				if err != io.EOF {
-					t.endErr = fmt.Errorf("sse stream: read: %w", err)
+					t.endCause = fmt.Errorf("sse stream: read: %w", err)
 				}
 				t.mu.Unlock()
 			}
@@ -171,11 +171,12 @@ func (t *sseTransport) requestHeader() http.Header {
 // stream ends or on close.
 func (t *sseTransport) recv() <-chan []byte { return t.recvCh }
 
-// err returns why the stream ended, or nil while it runs or after close.
-func (t *sseTransport) err() error {
+// endErr returns why the stream ended, or nil while it runs or after
+// close.
+func (t *sseTransport) endErr() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.endErr
+	return t.endCause
 }
 
 // send POSTs msg to the endpoint; its answer arrives on the stream. It
@@ -183,7 +184,7 @@ func (t *sseTransport) err() error {
 func (t *sseTransport) send(ctx context.Context, msg []byte) error {
 	select {
 	case <-t.readerDone:
-		if err := t.err(); err != nil {
+		if err := t.endErr(); err != nil {
 			return fmt.Errorf("%w: %v", errTransportClosed, err)
 		}
 		return errTransportClosed

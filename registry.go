@@ -34,7 +34,7 @@ type registry struct {
 	logger *slog.Logger
 	ctx    context.Context // the servers' lifetime; cancelled by close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // supervisors
+	wg     sync.WaitGroup // supervise loops
 
 	servers []*managedServer // fixed after newRegistry; in config order
 	byName  map[string]*managedServer
@@ -69,18 +69,28 @@ func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 	}
 	var first sync.WaitGroup
 	for _, cfg := range servers {
-		s := &managedServer{cfg: cfg, logger: serverLogger(r.logger, cfg), status: statusConnecting}
+		s := newManagedServer(cfg, false, r.logger)
 		r.servers = append(r.servers, s)
 		r.byName[cfg.Name] = s
 		if !cfg.Enabled {
-			s.status = statusDisabled
 			continue
 		}
 		first.Add(1)
 		r.wg.Add(1)
+		sv := supervision{
+			client:     opts.Client,
+			restart:    opts.Restart,
+			backoffMin: opts.BackoffMin,
+			backoffMax: opts.BackoffMax,
+			peers:      r.toolSets,
+			firstDone:  first.Done,
+		}
 		// Owned by the registry; exits when the registry is closed (or,
 		// without Restart, after the first attempt fails).
-		go r.supervise(s, first.Done)
+		go func() {
+			defer r.wg.Done()
+			s.supervise(ctx, sv)
+		}()
 	}
 	// Owned by the registry; exits once every first attempt is over.
 	go func() {
@@ -88,20 +98,6 @@ func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 		close(r.ready)
 	}()
 	return r
-}
-
-// refreshTools re-lists a server's tools after tools/list_changed.
-func (r *registry) refreshTools(s *managedServer) {
-	c, err := s.current()
-	if err != nil {
-		return
-	}
-	if err := s.relist(r.ctx, c); err != nil {
-		s.logger.Warn("re-listing tools failed", "err", err)
-		return
-	}
-	s.logger.Info("tools changed", "tools", len(s.toolSet().entries))
-	warnToolClashes(s.logger, s.toolSet(), r.toolSets())
 }
 
 // waitReady blocks until every global server made its first attempt or
@@ -288,18 +284,12 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 			return fmt.Errorf("server %q: a server of that name is already connected in this run", cfg.Name)
 		}
 	}
-	ms := &managedServer{cfg: cfg, dynamic: kind.dynamic(), logger: serverLogger(s.logger, cfg), status: statusConnecting}
+	ms := newManagedServer(cfg, kind.dynamic(), s.logger)
 	s.local[cfg.Name] = ms
 	s.order = append(s.order, cfg.Name)
 	s.mu.Unlock()
 
-	relist := newDebouncer(listDebounce, func() {
-		if c, err := ms.current(); err == nil {
-			if err := ms.relist(context.Background(), c); err != nil {
-				ms.logger.Warn("re-listing tools failed", "err", err)
-			}
-		}
-	})
+	relist := newDebouncer(listDebounce, func() { ms.refresh(context.Background(), nil) })
 	err := ms.open(ctx, s.opts, relist.trigger)
 	s.mu.Lock()
 	if err != nil && kind.keepFailed() && !s.closed {
@@ -307,7 +297,7 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 		// with its error instead of reaching a global server it shadows.
 		s.mu.Unlock()
 		relist.stop()
-		return err
+		return fmt.Errorf("server %q: %w", cfg.Name, err)
 	}
 	if err != nil || s.closed {
 		delete(s.local, cfg.Name)
@@ -316,9 +306,9 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 		relist.stop()
 		if err == nil {
 			ms.stop()
-			err = fmt.Errorf("server %q: run has ended", cfg.Name)
+			return fmt.Errorf("server %q: run has ended", cfg.Name)
 		}
-		return err
+		return fmt.Errorf("server %q: %w", cfg.Name, err)
 	}
 	s.mu.Unlock()
 	warnToolClashes(ms.logger, ms.toolSet(), s.toolSets())

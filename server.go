@@ -63,32 +63,73 @@ type statusTool struct {
 	Description string `json:"description,omitempty"`
 }
 
-// A managedServer is one connected (or connecting) server and its tools.
-// It is safe for concurrent use.
+// A managedServer is one server of the registry or of a run scope: its
+// session, its tools and its status. It owns its state machine: status
+// changes only through move, and stateLocked is the one reading of it that
+// callers see. It is safe for concurrent use.
+//
+//	connecting ─► ready ─► restarting ─► ready …     (supervised: global servers)
+//	     │          │           │
+//	     └─► failed ◄┘ ◄────────┘ (no restart, or a session that ended unsupervised)
+//	any ─► closed (stop; a server that never connected stays failed)
+//	disabled (never connected; stop makes it closed)
 type managedServer struct {
 	cfg     serverConfig
 	dynamic bool
 	logger  *slog.Logger
 
 	mu sync.Mutex
-	// guards everything below
+	// guards everything below; status and lastErr are written by move only
 	status    string
+	lastErr   error // why the server is not ready; nil when it is
 	client    *client
 	tools     *serverTools
-	lastErr   error
 	restarts  int
 	nextRetry time.Time
+}
+
+// newManagedServer returns a server in its first status: connecting, or
+// disabled when cfg is not enabled. Nothing is started.
+func newManagedServer(cfg serverConfig, dynamic bool, logger *slog.Logger) *managedServer {
+	status := statusConnecting
+	if !cfg.Enabled {
+		status = statusDisabled
+	}
+	return &managedServer{cfg: cfg, dynamic: dynamic, logger: serverLogger(logger, cfg), status: status}
+}
+
+// move is the one place a status changes: the server is now in status to,
+// for cause (nil when ready). The caller holds s.mu.
+func (s *managedServer) move(to string, cause error) {
+	s.status, s.lastErr = to, cause
+	if to == statusReady {
+		s.nextRetry = time.Time{}
+	}
+}
+
+// stateLocked returns the server's status and why it is not ready. A
+// ready server whose session has ended is failed, with the session's end
+// as the cause: a run's own server has no supervisor to record the end,
+// and a global one's supervisor may not have yet. The caller holds s.mu.
+func (s *managedServer) stateLocked() (string, error) {
+	if s.status == statusReady {
+		if cause := s.client.endErr(); cause != nil {
+			return statusFailed, cause
+		}
+	}
+	return s.status, s.lastErr
 }
 
 // snapshot returns the server's status for display.
 func (s *managedServer) snapshot() serverStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	status, cause := s.stateLocked()
 	st := serverStatus{
 		Name:      s.cfg.Name,
 		Transport: s.cfg.Transport,
 		Source:    s.cfg.Source,
-		Status:    s.status,
+		Status:    status,
 		Restarts:  s.restarts,
 		Tools:     []statusTool{},
 	}
@@ -98,22 +139,15 @@ func (s *managedServer) snapshot() serverStatus {
 		st.ServerInfo = &info
 		st.Transport = s.client.transportKind()
 	}
-	if s.lastErr != nil {
-		st.Error = s.lastErr.Error()
+	if cause != nil {
+		st.Error = fmt.Sprintf("server %q: %v", s.cfg.Name, cause)
 	}
-	// A session that ended with no supervisor to notice (a run's own
-	// server), or just before its supervisor did, is not ready.
-	if s.status == statusReady && s.client != nil {
-		if failure := s.client.failure(); failure != nil {
-			st.Status, st.Error = statusFailed, failure.Error()
-		}
-	}
-	if st.Status != statusReady && s.client != nil {
+	if status != statusReady && s.client != nil {
 		if t, ok := s.client.t.(*stdioTransport); ok {
 			st.StderrTail = t.stderrTail(statusStderrTail)
 		}
 	}
-	if !s.nextRetry.IsZero() && s.status != statusReady {
+	if !s.nextRetry.IsZero() && status != statusReady {
 		next := s.nextRetry
 		st.NextRetry = &next
 	}
@@ -125,26 +159,20 @@ func (s *managedServer) snapshot() serverStatus {
 	return st
 }
 
-// current returns the server's session, or an error saying why there is
-// none (wrapping errServerUnavailable).
+// current returns the server's session, or an error naming the server and
+// its status that wraps both errServerUnavailable and the cause.
 func (s *managedServer) current() (*client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	status, lastErr := s.status, s.lastErr
-	if s.client != nil {
-		failure := s.client.failure()
-		if failure == nil {
-			return s.client, nil
-		}
-		// The session just ended and supervise has not recorded it yet.
-		if lastErr == nil {
-			status, lastErr = "down", failure
-		}
+	status, cause := s.stateLocked()
+	switch {
+	case status == statusReady:
+		return s.client, nil
+	case cause != nil:
+		return nil, fmt.Errorf("server %q is %s: %w: %w", s.cfg.Name, status, errServerUnavailable, cause)
+	default:
+		return nil, fmt.Errorf("server %q is %s: %w", s.cfg.Name, status, errServerUnavailable)
 	}
-	if lastErr != nil {
-		return nil, fmt.Errorf("server %q is %s: %w: %v", s.cfg.Name, status, errServerUnavailable, lastErr)
-	}
-	return nil, fmt.Errorf("server %q is %s: %w", s.cfg.Name, status, errServerUnavailable)
 }
 
 // toolSet returns the server's current tools (nil before the first list).
@@ -154,11 +182,12 @@ func (s *managedServer) toolSet() *serverTools {
 	return s.tools
 }
 
-// open connects the server once and lists its tools. On success the
-// server is ready; on failure it records the error and returns it.
+// open connects the server once and lists its tools: the server is then
+// ready, or failed with the error open returns. Errors recorded here do
+// not name the server: snapshot and current name it once.
 func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange func()) error {
-	opts.OnToolsChanged = onChange // opts.Logger is the owner's: connect adds the server's name
-	c, err := connect(ctx, s.cfg, opts)
+	opts.OnToolsChanged = onChange // opts.Logger is the owner's: dial adds the server's name
+	c, err := dial(ctx, s.cfg, opts)
 	if err == nil {
 		err = s.relist(ctx, c)
 		if err != nil {
@@ -168,14 +197,11 @@ func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange f
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		s.status = statusFailed
-		s.lastErr = err
+		s.move(statusFailed, err)
 		return err
 	}
 	s.client = c
-	s.status = statusReady
-	s.lastErr = nil
-	s.nextRetry = time.Time{}
+	s.move(statusReady, nil)
 	return nil
 }
 
@@ -185,16 +211,33 @@ func (s *managedServer) relist(ctx context.Context, c *client) error {
 	defer cancel()
 	infos, err := c.listTools(listCtx)
 	if err != nil {
-		return fmt.Errorf("server %q: %w", s.cfg.Name, err)
+		return err
 	}
 	tools, err := newServerTools(s.cfg.Name, infos, s.cfg.IncludeTools, s.cfg.ExcludeTools, s.dynamic)
 	if err != nil {
-		return fmt.Errorf("server %q: %w", s.cfg.Name, err)
+		return err
 	}
 	s.mu.Lock()
 	s.tools = tools
 	s.mu.Unlock()
 	return nil
+}
+
+// refresh re-lists the tools after tools/list_changed, on ctx, and warns
+// of names that clash with peers' tools (peers may be nil).
+func (s *managedServer) refresh(ctx context.Context, peers func() []*serverTools) {
+	c, err := s.current()
+	if err != nil {
+		return
+	}
+	if err := s.relist(ctx, c); err != nil {
+		s.logger.Warn("re-listing tools failed", "err", err)
+		return
+	}
+	s.logger.Info("tools changed", "tools", len(s.toolSet().entries))
+	if peers != nil {
+		warnToolClashes(s.logger, s.toolSet(), peers())
+	}
 }
 
 // stop closes the server's session; the status becomes closed, except for
@@ -203,7 +246,7 @@ func (s *managedServer) stop() {
 	s.mu.Lock()
 	c := s.client
 	if c != nil || s.status != statusFailed {
-		s.status = statusClosed // one that never connected stays failed
+		s.move(statusClosed, s.lastErr)
 	}
 	s.mu.Unlock()
 	if c != nil {
@@ -211,82 +254,91 @@ func (s *managedServer) stop() {
 	}
 }
 
-// supervise keeps one global server connected: connect, wait for the
-// session to end, back off, connect again, until the registry closes.
-func (r *registry) supervise(s *managedServer, firstDone func()) {
-	defer r.wg.Done()
-	backoff := r.opts.BackoffMin
-	once := sync.OnceFunc(firstDone)
+// A supervision is how a global server is kept connected.
+type supervision struct {
+	client clientOptions
+	// restart turns on reconnection after a failed start or a lost session;
+	// without it the server ends failed.
+	restart bool
+	// backoffMin and backoffMax bound the delay between attempts.
+	backoffMin, backoffMax time.Duration
+	// peers returns the other servers' tools, for name clash warnings.
+	peers func() []*serverTools
+	// firstDone is called once the first attempt is over.
+	firstDone func()
+}
+
+// supervise keeps the server connected: connect, wait for the session to
+// end, back off, connect again, until ctx is done (or, without restart,
+// once the first attempt is over). It blocks until then.
+func (s *managedServer) supervise(ctx context.Context, sv supervision) {
+	once := sync.OnceFunc(sv.firstDone)
 	defer once()
-	// dead is the session that ended last. Its transport may still run (a
+	failures := 0
+	// ended is the session that ended last. Its transport may still run (a
 	// server that closed its stdout and lives on): it is closed before the
 	// next attempt, after the backoff, so calls that were in flight still
-	// report why it ended; registry.close stops it otherwise.
-	var dead *client
+	// report why it ended; stop closes it otherwise.
+	var ended *client
 	for {
 		started := time.Now()
-		relist := newDebouncer(listDebounce, func() { r.refreshTools(s) })
-		err := s.open(r.ctx, r.opts.Client, relist.trigger)
+		relist := newDebouncer(listDebounce, func() { s.refresh(ctx, sv.peers) })
+		err := s.open(ctx, sv.client, relist.trigger)
 		once()
 		if err == nil {
 			s.logger.Info("server ready", "tools", len(s.toolSet().entries))
-			warnToolClashes(s.logger, s.toolSet(), r.toolSets())
+			warnToolClashes(s.logger, s.toolSet(), sv.peers())
 			s.mu.Lock()
-			c := s.client // set by open; current() would refuse one that already died
+			c := s.client // set by open; current() would refuse one that already ended
 			s.mu.Unlock()
 			select {
-			case <-r.ctx.Done():
+			case <-ctx.Done():
 				relist.stop()
 				return
-			case <-c.closed():
+			case <-c.ended:
 			}
 			relist.stop()
-			err = c.failure()
-			dead = c
+			err = c.endErr()
+			ended = c
 			s.mu.Lock()
-			s.status = statusRestarting
-			s.lastErr = err
+			s.move(statusRestarting, err)
 			s.restarts++
 			s.mu.Unlock()
 			s.logger.Warn("server connection lost", "err", err)
 			if time.Since(started) > backoffReset {
-				backoff = r.opts.BackoffMin
+				failures = 0
 			}
 		} else {
 			relist.stop()
-			if r.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
 			level := slog.LevelError
-			if !r.opts.Restart {
+			if !sv.restart {
 				level = slog.LevelWarn // the mcp commands report it themselves
 			}
-			s.logger.Log(r.ctx, level, "server failed to start", "err", err)
+			s.logger.Log(ctx, level, "server failed to start", "err", err)
 		}
-		if !r.opts.Restart {
-			s.mu.Lock()
-			s.status = statusFailed
+		s.mu.Lock()
+		if !sv.restart {
+			s.move(statusFailed, s.lastErr)
 			s.mu.Unlock()
 			return
 		}
-		s.mu.Lock()
-		s.nextRetry = time.Now().Add(backoff)
+		failures++
+		delay := backoffDelay(sv.backoffMin, sv.backoffMax, failures)
+		s.nextRetry = time.Now().Add(delay)
 		s.mu.Unlock()
-		timer := time.NewTimer(backoff)
-		select {
-		case <-r.ctx.Done():
-			timer.Stop()
+		if !sleepContext(ctx, delay) {
 			return
-		case <-timer.C:
 		}
-		if dead != nil {
-			dead.close()
-			dead = nil
+		if ended != nil {
+			ended.close()
+			ended = nil
 		}
-		backoff = min(2*backoff, r.opts.BackoffMax)
 		s.mu.Lock()
 		if s.status == statusFailed {
-			s.status = statusRestarting
+			s.move(statusRestarting, s.lastErr)
 		}
 		s.mu.Unlock()
 	}

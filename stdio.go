@@ -59,7 +59,7 @@ type stdioTransport struct {
 	exitErr   error // set by the waiter before exited is closed
 	closeErr  error
 	closing   atomic.Bool // set by close before quit is closed
-	endErr    error
+	endCause  error       // why the server went away; set under endOnce
 	endOnce   sync.Once
 
 	closeOnce sync.Once
@@ -231,7 +231,7 @@ func (t *stdioTransport) readStdout() {
 	defer t.readers.Done()
 	defer close(t.msgs)
 	if frameLines(t.stdout, 64<<10, t.maxMessage, t.deliver, t.rejectOversized) {
-		t.end()
+		t.recordEnd()
 	}
 }
 
@@ -407,9 +407,10 @@ func (t *stdioTransport) readStderr() {
 	}
 }
 
-// end records why the transport ended: the exit status and stderr tail.
-// It waits briefly for the process to be reaped so the status is known.
-func (t *stdioTransport) end() {
+// recordEnd records why the transport ended: the exit status and stderr
+// tail. It waits briefly for the process to be reaped so the status is
+// known.
+func (t *stdioTransport) recordEnd() {
 	t.endOnce.Do(func() {
 		select {
 		case <-t.exited:
@@ -424,12 +425,12 @@ func (t *stdioTransport) end() {
 			case <-t.quit:
 			case <-time.After(stopGrace):
 			}
-			t.endErr = fmt.Errorf("server process %s", t.exitErr)
+			t.endCause = fmt.Errorf("server process %s", t.exitErr)
 		default:
-			t.endErr = errors.New("server closed its stdout")
+			t.endCause = errors.New("server closed its stdout")
 		}
 		if tail := t.stderrTail(2048); tail != "" {
-			t.endErr = fmt.Errorf("%w; stderr: %s", t.endErr, tail)
+			t.endCause = fmt.Errorf("%w; stderr: %s", t.endCause, tail)
 		}
 	})
 }
@@ -440,13 +441,13 @@ func (t *stdioTransport) stderrTail(n int) string {
 	return strings.TrimSpace(t.secrets.tail(string(b), n))
 }
 
-// err returns why the server went away (exit status and stderr tail), or
-// nil while it runs or after close stopped it on purpose.
-func (t *stdioTransport) err() error {
+// endErr returns why the server went away (exit status and stderr tail),
+// or nil while it runs or after close stopped it on purpose.
+func (t *stdioTransport) endErr() error {
 	if t.closing.Load() {
 		return nil
 	}
-	return t.endErr
+	return t.endCause
 }
 
 // close stops the server: close stdin, wait stopGrace, SIGTERM the group,
