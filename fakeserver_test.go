@@ -127,6 +127,10 @@ func runFakeServer(mode string) int {
 				return 1
 			}
 		}
+	case "deaf":
+		for { // never reads stdin; SIGTERM ends it
+			time.Sleep(time.Hour)
+		}
 	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {

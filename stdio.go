@@ -44,7 +44,8 @@ type stdioTransport struct {
 	secrets    *redactor // the server's env values, redacted from its stderr
 	groups     *procGroups
 
-	// writeMu guards writes to stdin, so messages never interleave.
+	// writeMu guards writes to stdin, so messages never interleave. close
+	// does not take it: closing stdin unblocks a write stuck on a full pipe.
 	writeMu sync.Mutex
 	stdin   *os.File
 	stdout  *os.File
@@ -451,16 +452,15 @@ func (t *stdioTransport) endErr() error {
 }
 
 // close stops the server: close stdin, wait stopGrace, SIGTERM the group,
-// wait stopGrace, SIGKILL the group. It returns once the process is reaped
-// and the readers are done, within about 2×stopGrace plus a last bound.
+// wait stopGrace, SIGKILL the group, wait stopGrace. It returns once the
+// process is reaped and the readers are done, within 3×stopGrace: it never
+// waits for a write, since closing stdin makes a stuck one fail at once.
 // It is idempotent.
 func (t *stdioTransport) close() error {
 	t.closeOnce.Do(func() {
 		t.closing.Store(true)
 		close(t.quit)
-		t.writeMu.Lock()
 		t.stdin.Close()
-		t.writeMu.Unlock()
 		if !t.waitExit(stopGrace) {
 			t.killGroup(syscall.SIGTERM)
 			if !t.waitExit(stopGrace) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -365,5 +366,76 @@ func TestStdioCloseStopsStubbornServerAndGrandchildren(t *testing.T) {
 				t.Errorf("callTool after close = %v, want errClientClosed", err)
 			}
 		})
+	}
+}
+
+// TestStdioCloseDoesNotWaitForStuckWrite fills the stdin pipe of a server
+// that never reads it, so a send blocks in its write: close still returns
+// within the stop ladder's bound, and the stuck send fails as closed.
+func TestStdioCloseDoesNotWaitForStuckWrite(t *testing.T) {
+	t.Parallel()
+	cfg := fakeServerConfig(t, "deaf")
+	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), discardLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.close() })
+	// Fill the pipe with non-blocking writes until it takes no more:
+	// chunks first, then single bytes, as a pipe takes a small write only
+	// whole.
+	raw, err := tr.stdin.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fillErr error
+	err = raw.Write(func(fd uintptr) bool {
+		for _, size := range []int{4 << 10, 1} {
+			chunk := make([]byte, size)
+			for {
+				if _, err := syscall.Write(int(fd), chunk); err != nil {
+					if err != syscall.EAGAIN {
+						fillErr = err
+						return true
+					}
+					break
+				}
+			}
+		}
+		return true
+	})
+	if err != nil || fillErr != nil {
+		t.Fatalf("fill stdin: %v, %v", err, fillErr)
+	}
+
+	// The send's own deadline is far past the ladder's bound: a close that
+	// waited for it would take a minute.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	sent := make(chan error, 1)
+	go func() { sent <- tr.send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)) }()
+	// Wait until the send holds the write lock: its write cannot finish.
+	for tr.writeMu.TryLock() {
+		tr.writeMu.Unlock()
+		select {
+		case err := <-sent:
+			t.Fatalf("send into a full pipe returned %v before close", err)
+		default:
+			runtime.Gosched()
+		}
+	}
+
+	bound := 3 * stopGrace
+	start := time.Now()
+	tr.close()
+	if took := time.Since(start); took > bound {
+		t.Errorf("close with a stuck write took %s, want at most %s", took, bound)
+	}
+	select {
+	case err := <-sent:
+		if !errors.Is(err, errTransportClosed) {
+			t.Errorf("stuck send after close = %v, want errTransportClosed", err)
+		}
+	case <-ctx.Done():
+		t.Error("stuck send did not return after close")
 	}
 }
