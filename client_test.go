@@ -352,35 +352,97 @@ func TestClientInferredHTTPFallsBackToSSE(t *testing.T) {
 	}
 }
 
-// TestClientProgressExtendsDeadline calls server-everything's long-running
-// tool with a timeout shorter than the whole operation but longer than its
-// progress interval: the call succeeds. The same operation in one step
-// times out.
+// TestClientProgressExtendsDeadline runs two calls with the same timeout
+// against a scripted server: one kept alive by progress notifications,
+// one without. The silent one times out; the other, which started first,
+// is still waiting then, and gets its answer.
 func TestClientProgressExtendsDeadline(t *testing.T) {
 	t.Parallel()
-	cfg := stdioPeerConfig("everything", everythingStdioCommand(t))
-	cfg.Timeout = time.Second
-	c := connectPeer(t, cfg, clientOptions{})
-	tests := []struct {
-		name    string
-		args    string
-		wantErr error
-	}{
-		{"ten steps of 250ms", `{"duration":2.5,"steps":10}`, nil},
-		{"one step of 2.5s", `{"duration":2.5,"steps":1}`, errTimeout},
+	const timeout = time.Second
+	pt := newPipeTransport()
+	c := &client{conn: newConn(serverConfig{Name: "scripted", Timeout: timeout}, clientOptions{}, discardLogger(), pt)}
+	t.Cleanup(func() { c.close() })
+
+	type outcome struct {
+		res *callResult
+		err error
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			res, err := c.callTool(t.Context(), "trigger-long-running-operation", json.RawMessage(tt.args))
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("callTool(trigger-long-running-operation, %s) = %v, want %v", tt.args, err, tt.wantErr)
-			}
-			if err == nil && !strings.Contains(resultText(t, res), "Long running operation completed") {
-				t.Errorf("callTool(trigger-long-running-operation, %s) = %q, want completion", tt.args, resultText(t, res))
-			}
-		})
+	// start calls tool and returns its outcome and the request's id and
+	// progress token as the server sees them.
+	start := func(tool string) (<-chan outcome, string, string) {
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := c.callTool(t.Context(), tool, nil)
+			done <- outcome{res, err}
+		}()
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Meta struct {
+					ProgressToken json.RawMessage `json:"progressToken"`
+				} `json:"_meta"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(<-pt.sent, &req); err != nil {
+			t.Fatal(err)
+		}
+		return done, string(req.ID), string(req.Params.Meta.ProgressToken)
 	}
+	long, longID, token := start("long")
+	if token == "" {
+		t.Fatal("tools/call carries no progress token")
+	}
+	silent, _, _ := start("silent")
+
+	pace := time.NewTicker(timeout / 20)
+	defer pace.Stop()
+	for step := 0; ; step++ {
+		pt.msgs <- []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d}}`, token, step))
+		select {
+		case o := <-long:
+			t.Fatalf("callTool(long) with progress = %v, %v before the silent call timed out, want it still waiting", o.res, o.err)
+		case o := <-silent:
+			if !errors.Is(o.err, errTimeout) {
+				t.Fatalf("callTool(silent) = %v, %v, want errTimeout", o.res, o.err)
+			}
+		case <-pace.C:
+			continue
+		}
+		break
+	}
+	pt.msgs <- []byte(`{"jsonrpc":"2.0","id":` + longID + `,"result":{"content":[{"type":"text","text":"done"}]}}`)
+	if o := <-long; o.err != nil || resultText(t, o.res) != "done" {
+		t.Errorf("callTool(long) = %v, %v, want done", o.res, o.err)
+	}
+}
+
+// A pipeTransport is a transport whose server is the test: what the
+// client sends arrives on sent, and the test delivers the server's
+// messages on msgs (never after close). Safe for concurrent use.
+type pipeTransport struct {
+	sent      chan []byte
+	msgs      chan []byte
+	closeOnce sync.Once
+}
+
+func newPipeTransport() *pipeTransport {
+	return &pipeTransport{sent: make(chan []byte, 16), msgs: make(chan []byte)}
+}
+
+func (p *pipeTransport) send(ctx context.Context, msg []byte) error {
+	select {
+	case p.sent <- msg:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (p *pipeTransport) recv() <-chan []byte { return p.msgs }
+func (p *pipeTransport) endErr() error       { return nil }
+func (p *pipeTransport) close() error {
+	p.closeOnce.Do(func() { close(p.msgs) })
+	return nil
 }
 
 // TestClientServerRequests declares sampling and elicitation so
