@@ -307,7 +307,7 @@ func (e *modelEndpoint) call(ctx context.Context, body []byte, decode func([]byt
 		}
 		if !fail.retry || attempt >= e.retry.attempts {
 			if attempt > 1 {
-				return nil, fmt.Errorf("%v (gave up after %d attempts)", fail.err, attempt)
+				return nil, fmt.Errorf("%w (gave up after %d attempts)", fail.err, attempt)
 			}
 			return nil, fail.err
 		}

@@ -668,6 +668,9 @@ func TestModelUnreachable(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) || !strings.HasSuffix(err.Error(), "(gave up after 4 attempts)") {
 				t.Fatalf("complete(unreachable) = %v, want error starting %q, ending with the attempts", err, tt.wantErr)
 			}
+			if last := errors.Unwrap(err); last == nil || !strings.HasPrefix(last.Error(), tt.wantErr) {
+				t.Errorf("errors.Unwrap(complete(unreachable)) = %v, want the last attempt's error", last)
+			}
 		})
 	}
 }

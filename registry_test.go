@@ -542,3 +542,50 @@ func TestRegistryCloseLeavesNoProcess(t *testing.T) {
 		t.Errorf("status after close = %q, want %q", st.Status, statusClosed)
 	}
 }
+
+// TestServerUnavailableKeepsCause checks what a call to a server that is
+// not ready fails with: errServerUnavailable and the cause, both visible
+// to errors.Is, and the server named once.
+func TestServerUnavailableKeepsCause(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		status string
+		cause  error
+	}{
+		{"failed start timed out", statusFailed, fmt.Errorf("initialize: %w", errTimeout)},
+		{"restarting after a lost session", statusRestarting, fmt.Errorf("connection lost: %w", errClientClosed)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms := newManagedServer(serverConfig{Name: "x", Enabled: true}, false, discardLogger())
+			ms.mu.Lock()
+			ms.move(tt.status, tt.cause)
+			ms.mu.Unlock()
+			_, err := ms.current()
+			if !errors.Is(err, errServerUnavailable) || !errors.Is(err, tt.cause) {
+				t.Errorf("current() = %v, want errServerUnavailable and %v", err, tt.cause)
+			}
+			for _, msg := range []string{err.Error(), ms.snapshot().Error} {
+				if n := strings.Count(msg, `server "x"`); n != 1 {
+					t.Errorf("%q names the server %d times, want once", msg, n)
+				}
+			}
+		})
+	}
+
+	// A real failed start: the run's server exits in initialize.
+	reg := startRegistry(t, nil, registryOptions{})
+	scope := reg.newScope(discardLogger())
+	t.Cleanup(scope.close)
+	addErr := scope.add(t.Context(), namedFake(t, "dies", "exit-in-initialize"), perRunServer)
+	_, err := scope.callTool(t.Context(), "dies", "echo", nil)
+	for _, e := range []error{addErr, err} {
+		if e == nil || strings.Count(e.Error(), `server "dies"`) != 1 || !strings.Contains(e.Error(), "status 7") {
+			t.Errorf("error = %v, want it to name the server once and say it exited with status 7", e)
+		}
+	}
+	if !errors.Is(err, errServerUnavailable) {
+		t.Errorf("callTool(dies) = %v, want errServerUnavailable", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -437,5 +438,24 @@ func TestStdioCloseDoesNotWaitForStuckWrite(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Error("stuck send did not return after close")
+	}
+}
+
+// TestStdioServerRequestUnencodableAnswer answers a server request with a
+// result that cannot be encoded: the server still gets an answer, an
+// internal error, instead of waiting for one that never comes.
+func TestStdioServerRequestUnencodableAnswer(t *testing.T) {
+	t.Parallel()
+	c := connectFake(t, fakeServerConfig(t, "normal"), clientOptions{
+		HandleRequest: func(method string, params json.RawMessage) (any, *rpcError, bool) {
+			return math.Inf(1), nil, true // JSON has no infinity
+		},
+	})
+	res, err := c.callTool(t.Context(), "server-requests", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := resultText(t, res), fmt.Sprintf(`other={"code":%d`, codeInternalError); !strings.Contains(got, want) {
+		t.Errorf("server-requests = %s, want it to contain %s", got, want)
 	}
 }
