@@ -197,46 +197,107 @@ func (t *streamableTransport) setProtocolVersion(v string) {
 }
 
 // send POSTs msg. It returns once the answer's headers are processed: a
-// JSON answer is already on recv; an SSE answer is read by a goroutine
-// bound to ctx, so the caller keeps ctx alive until the answer arrived.
-// It returns errSessionExpired when the server forgot the session (404),
-// errTransportClosed after close, and *httpStatusError (possibly wrapped)
-// for another non-success status.
+// JSON answer is already on recv; an SSE answer is read by its
+// answerStream's goroutine, which follows ctx until the answer arrived, so
+// the caller keeps ctx alive until then. It returns errSessionExpired when
+// the server forgot the session (404), errTransportClosed after close, and
+// *httpStatusError (possibly wrapped) for another non-success status.
 func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
+	sessionID, version, initializing, err := t.admit(msg)
+	if err != nil {
+		return err
+	}
+	a := t.newAnswerStream(ctx, msg)
+	sse, err := a.post(ctx, sessionID, version, initializing)
+	if sse != nil {
+		a.readAsync(sse)
+	} else {
+		a.end()
+	}
+	if err != nil {
+		return err
+	}
+	if t.getWanted.Load() {
+		t.startGetStream()
+	}
+	return nil
+}
+
+// admit lets one message out: it returns the session to send it in, and
+// whether it is an initialize that a new session waits for, and counts it
+// as a producer (the answerStream's end releases it). It refuses with
+// errTransportClosed after close and errSessionExpired while an expired
+// session awaits a new initialize.
+func (t *streamableTransport) admit(msg []byte) (sessionID, version string, initializing bool, err error) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.closed {
-		t.mu.Unlock()
-		return errTransportClosed
+		return "", "", false, errTransportClosed
 	}
 	// Until a new initialize gives a new session, a message would go out
 	// without one and be refused: the client re-initializes first.
-	initializing := false
 	if t.expired {
 		if initializing = isInitialize(msg); !initializing {
-			t.mu.Unlock()
-			return errSessionExpired
+			return "", "", false, errSessionExpired
 		}
 	}
 	t.producers.Add(1)
-	sessionID, version := t.sessionID, t.protocolVersion
-	t.mu.Unlock()
+	return t.sessionID, t.protocolVersion, initializing, nil
+}
 
-	// The request lives on the transport's context and follows send's ctx
-	// only until the answer: an SSE answer is then read to its end, so its
-	// connection returns to the pool even when the caller cancels at once.
-	reqCtx, cancelReq := context.WithCancel(t.ctx)
-	unwatch := context.AfterFunc(ctx, cancelReq)
-	streaming := false
-	defer func() {
-		if !streaming {
-			unwatch()
-			cancelReq()
-			t.producers.Done()
-		}
-	}()
+// An answerStream is one POST and its answer. Its request lives on the
+// transport's context and follows the caller's ctx only until the answer
+// arrived: an SSE answer is then read to its end, for at most answerGrace,
+// so its connection returns to the pool even when the caller cancels at
+// once. end releases it; whoever reads the answer calls it: send for a JSON
+// answer (or none), the stream's goroutine for an SSE answer.
+type answerStream struct {
+	t   *streamableTransport
+	msg []byte
+	// ctx is the request's context; cancel ends it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// unwatch stops following the caller's ctx; it reports false once that
+	// ctx has cancelled the request.
+	unwatch func() bool
+	// grace bounds the reading after the answer; nil before. Owned by the
+	// goroutine that reads the answer.
+	grace *time.Timer
+}
 
+// newAnswerStream returns the answer stream of msg, sent on behalf of
+// caller. The transport must have admitted msg.
+func (t *streamableTransport) newAnswerStream(caller context.Context, msg []byte) *answerStream {
+	ctx, cancel := context.WithCancel(t.ctx)
+	return &answerStream{t: t, msg: msg, ctx: ctx, cancel: cancel, unwatch: context.AfterFunc(caller, cancel)}
+}
+
+// answered detaches the stream from its caller once the answer is on its
+// way to recv: the rest is read for at most answerGrace.
+func (a *answerStream) answered() {
+	if a.unwatch() {
+		a.grace = time.AfterFunc(answerGrace, a.cancel)
+	}
+}
+
+// end cancels the request and releases the transport's producer count.
+// It is called once.
+func (a *answerStream) end() {
+	a.unwatch()
+	if a.grace != nil {
+		a.grace.Stop()
+	}
+	a.cancel()
+	a.t.producers.Done()
+}
+
+// post sends the message and handles the answer's status. It returns the
+// response when the answer is an SSE stream still to be read (the caller
+// hands it to readAsync), else nil: a JSON answer is already on recv.
+func (a *answerStream) post(ctx context.Context, sessionID, version string, initializing bool) (*http.Response, error) {
+	t := a.t
 	resp, err := t.auth.do(ctx, t.client, func() (*http.Request, error) {
-		req, err := t.newRequest(reqCtx, http.MethodPost, sessionID, version, msg)
+		req, err := t.newRequest(a.ctx, http.MethodPost, sessionID, version, a.msg)
 		if err == nil {
 			req.Header[headerAccept] = acceptPost
 			req.Header[headerContentType] = contentTypeRPC
@@ -248,7 +309,7 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 		if isUnreachable(err) {
 			t.fail(err)
 		}
-		return err
+		return nil, err
 	}
 	t.captureSession(resp)
 	if initializing && resp.StatusCode/100 == 2 {
@@ -256,55 +317,43 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 		t.expired = false // even if the server gave no session this time
 		t.mu.Unlock()
 	}
-
 	switch {
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
 		drainClose(resp.Body)
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		if isEventStream(resp.Header) {
-			streaming = true
-			// Owned by the transport; exits when the stream ends (after any
-			// resumption), when send's ctx is done before the answer,
-			// answerGrace after the answer, or on close.
-			go func() {
-				var grace *time.Timer
-				defer func() {
-					unwatch()
-					if grace != nil {
-						grace.Stop()
-					}
-					cancelReq()
-					t.producers.Done()
-				}()
-				t.readAnswerStream(reqCtx, resp, msg, func() {
-					if unwatch() {
-						grace = time.AfterFunc(answerGrace, cancelReq)
-					}
-				})
-			}()
-			break
+			return resp, nil
 		}
 		body, err := readBody(resp, t.maxMessage)
 		if err != nil {
-			return fmt.Errorf("post message: read answer: %w", err)
+			return nil, fmt.Errorf("post message: read answer: %w", err)
 		}
-		if isRequest(msg) && !isJSONRPCAnswer(body) {
-			return t.notMCPError("post message", resp, body)
+		if isRequest(a.msg) && !isJSONRPCAnswer(body) {
+			return nil, t.notMCPError("post message", resp, body)
 		}
-		if len(bytes.TrimSpace(body)) > 0 && !deliverMessages(reqCtx, t.recvCh, body, nil, nil) {
-			return httpRequestError("post message", ctx, t.ctx, reqCtx.Err())
+		if len(bytes.TrimSpace(body)) > 0 && !deliverMessages(a.ctx, t.recvCh, body, nil, nil) {
+			return nil, httpRequestError("post message", ctx, t.ctx, a.ctx.Err())
 		}
 	case resp.StatusCode == http.StatusNotFound && sessionID != "":
 		drainClose(resp.Body)
 		t.expireSession(sessionID)
-		return errSessionExpired
+		return nil, errSessionExpired
 	default:
-		return t.statusError("post message", resp)
+		return nil, t.statusError("post message", resp)
 	}
-	if t.getWanted.Load() {
-		t.startGetStream()
-	}
-	return nil
+	return nil, nil
+}
+
+// readAsync reads the SSE answer resp on a goroutine of its own, which
+// ends the stream when done.
+func (a *answerStream) readAsync(resp *http.Response) {
+	// Owned by the transport; exits when the stream ends (after any
+	// resumption), when the caller's ctx is done before the answer,
+	// answerGrace after the answer, or on close.
+	go func() {
+		defer a.end()
+		a.read(resp)
+	}()
 }
 
 // newRequest returns a request to the endpoint carrying the configured
@@ -483,7 +532,7 @@ type streamCursor struct {
 // (nil) or fails (the read error). With a non-nil onAnswer it notes the
 // first response in cur and then calls onAnswer.
 func (t *streamableTransport) pump(ctx context.Context, body io.Reader, cur *streamCursor, onAnswer func()) error {
-	p := newSSEParser(body, t.maxMessage, 0)
+	p := newSSEParser(body, t.maxMessage)
 	defer p.release()
 	p.lastID, p.retry = cur.lastID, cur.retry
 	for {
@@ -512,16 +561,17 @@ func (t *streamableTransport) pump(ctx context.Context, body io.Reader, cur *str
 	}
 }
 
-// readAnswerStream delivers the SSE answer to the POSTed msg and calls
-// onAnswer once the answer is on recv. A stream that
-// breaks before the answer is resumed with GET and Last-Event-ID when the
-// server gave event ids; failing that, the breakage is logged and a request
-// gets an error answer on recv so its caller does not wait for its deadline.
-func (t *streamableTransport) readAnswerStream(ctx context.Context, resp *http.Response, msg []byte, onAnswer func()) {
+// read delivers the SSE answer resp to the POSTed message, calling
+// answered once the answer is on its way to recv. A stream that breaks
+// before the answer is resumed with GET and Last-Event-ID when the server
+// gave event ids; failing that, the breakage is logged and a request gets
+// an error answer on recv so its caller does not wait for its deadline.
+func (a *answerStream) read(resp *http.Response) {
+	t, ctx, msg := a.t, a.ctx, a.msg
 	var cur streamCursor
 	resumeID, attempts := "", 0
 	for {
-		err := t.pump(ctx, resp.Body, &cur, onAnswer)
+		err := t.pump(ctx, resp.Body, &cur, a.answered)
 		resp.Body.Close()
 		if cur.answered || ctx.Err() != nil || !isRequest(msg) {
 			return

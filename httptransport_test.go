@@ -510,6 +510,10 @@ func TestStreamableNoGoroutineLeak(t *testing.T) {
 		}
 	}))
 	tr := newStreamableTransport(testConfig(srv.URL), discardLogger())
+	// A client of its own: the shared one's pool holds other tests'
+	// connections, and closing its idle ones would close theirs.
+	client := newHTTPClient(nil)
+	tr.client = client
 	tr.setProtocolVersion("2025-11-25")
 	for range 3 {
 		if err := tr.send(t.Context(), []byte(listRequest)); err != nil {
@@ -519,7 +523,7 @@ func TestStreamableNoGoroutineLeak(t *testing.T) {
 	receive(t, tr, 4)
 	remaining(t, tr)
 	srv.Close()
-	httpClient.CloseIdleConnections()
+	client.CloseIdleConnections()
 	deadline := time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > baseline && time.Now().Before(deadline) {
 		runtime.Gosched()
@@ -715,9 +719,14 @@ func TestSSETransportConnectFails(t *testing.T) {
 }
 
 // parseAll returns every event of stream, read through a buffer of bufSize
-// bytes (0: the default) from a reader giving one byte at a time if slow.
+// bytes (0: the pooled one) from a reader giving one byte at a time if slow.
 func parseAll(stream []byte, maxData, bufSize int, slow bool) []sseEvent {
-	p := newSSEParser(iotestReader(stream, slow), maxData, bufSize)
+	var p *sseParser
+	if bufSize > 0 {
+		p = newSSEParserSize(iotestReader(stream, slow), maxData, bufSize)
+	} else {
+		p = newSSEParser(iotestReader(stream, slow), maxData)
+	}
 	defer p.release()
 	var events []sseEvent
 	for {
@@ -764,7 +773,7 @@ func TestSSEParser(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, slow := range []bool{false, true} {
-				p := newSSEParser(iotestReader([]byte(tt.stream), slow), 16, 16)
+				p := newSSEParserSize(iotestReader([]byte(tt.stream), slow), 16, 16)
 				var events []sseEvent
 				for {
 					ev, err := p.next()

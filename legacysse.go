@@ -129,7 +129,7 @@ func (t *sseTransport) readStream(body io.ReadCloser, endpoints chan<- string) {
 	defer close(t.readerDone)
 	defer close(t.recvCh)
 	defer body.Close()
-	p := newSSEParser(body, t.maxMessage, 0)
+	p := newSSEParser(body, t.maxMessage)
 	defer p.release()
 	for {
 		ev, err := p.next()

@@ -47,18 +47,19 @@ type sseParser struct {
 var sseReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 32<<10) }}
 
 // newSSEParser returns a parser of r whose events carry at most maxData
-// bytes of data. bufSize 0 means a pooled 32 KiB read buffer, given back by
-// release.
-func newSSEParser(r io.Reader, maxData, bufSize int) *sseParser {
-	p := &sseParser{maxData: maxData, lineLimit: maxData + 64}
-	if bufSize == 0 {
-		p.r = sseReaders.Get().(*bufio.Reader)
-		p.r.Reset(r)
-		p.pooled = true
-	} else {
-		p.r = bufio.NewReaderSize(r, bufSize)
-	}
-	return p
+// bytes of data, reading through a pooled 32 KiB buffer that release gives
+// back.
+func newSSEParser(r io.Reader, maxData int) *sseParser {
+	br := sseReaders.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &sseParser{r: br, pooled: true, maxData: maxData, lineLimit: maxData + 64}
+}
+
+// newSSEParserSize is newSSEParser with a read buffer of its own, of
+// bufSize bytes (tests use small ones to split lines across reads);
+// release does nothing.
+func newSSEParserSize(r io.Reader, maxData, bufSize int) *sseParser {
+	return &sseParser{r: bufio.NewReaderSize(r, bufSize), maxData: maxData, lineLimit: maxData + 64}
 }
 
 // release gives the read buffer back; the parser must not be used after.
