@@ -19,6 +19,10 @@ const (
 	scopeAdmin     = "admin"
 )
 
+// authScopes are the scopes an API key may hold, in the order error
+// messages list them.
+var authScopes = []string{scopeRunsRead, scopeRunsWrite, scopeAdmin}
+
 // authInfo is who made a request.
 type authInfo struct {
 	key    string // the key's name; "" with auth off

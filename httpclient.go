@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -330,18 +329,15 @@ func mergeContexts(ctx, lifetime context.Context) (context.Context, func()) {
 // response arrives, calling onAnswer (when non-nil) just before delivering
 // it. It returns false if ctx ended first.
 func deliverMessages(ctx context.Context, recv chan<- []byte, data []byte, answered *bool, onAnswer func()) bool {
-	i := skipSpace(data, 0)
-	if i < len(data) && data[i] == '[' {
-		var batch []json.RawMessage
-		if json.Unmarshal(data, &batch) == nil {
-			for _, m := range batch {
-				if !deliverMessage(ctx, recv, m, answered, onAnswer) {
-					return false
-				}
+	if batch, isBatch, err := splitBatch(data); isBatch && err == nil {
+		for _, m := range batch {
+			if !deliverMessage(ctx, recv, m, answered, onAnswer) {
+				return false
 			}
-			return true
 		}
+		return true
 	}
+	// Not a batch, or a malformed one: the client reports it as it is.
 	return deliverMessage(ctx, recv, data, answered, onAnswer)
 }
 
@@ -381,11 +377,7 @@ func reconnectDelay(retry time.Duration, n int) time.Duration {
 	if retry > 0 {
 		return retry
 	}
-	d := reconnectInitialDelay
-	for i := 1; i < n && d < reconnectMaxDelay; i++ {
-		d *= 2
-	}
-	return min(d, reconnectMaxDelay)
+	return backoffDelay(reconnectInitialDelay, reconnectMaxDelay, n)
 }
 
 // sleepContext waits for d; it returns false if ctx ended first.

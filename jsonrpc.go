@@ -81,6 +81,20 @@ func parseID(raw json.RawMessage) (int64, bool) {
 	return id, err == nil
 }
 
+// splitBatch returns the messages of a JSON-RPC batch: the elements of
+// data when it is a JSON array. isBatch is false when data is not an
+// array; err reports an array that is not valid JSON.
+func splitBatch(data []byte) (msgs []json.RawMessage, isBatch bool, err error) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return nil, false, nil
+	}
+	if err := json.Unmarshal(data, &msgs); err != nil {
+		return nil, true, err
+	}
+	return msgs, true, nil
+}
+
 // jsonrpcShape reports whether the JSON object msg has a top-level "method"
 // member and returns the raw text of its "id" member (nil when absent). It
 // reads only the top level and does not validate: on malformed input the

@@ -447,11 +447,7 @@ func (p retryPolicy) delay(attempt int, retryAfter time.Duration, hasRetryAfter 
 	if hasRetryAfter {
 		return min(max(retryAfter, 0), p.retryAfterCap)
 	}
-	d := p.backoffBase
-	for i := 1; i < attempt && d < p.backoffCap; i++ {
-		d *= 2
-	}
-	d = min(d, p.backoffCap)
+	d := backoffDelay(p.backoffBase, p.backoffCap, attempt)
 	if d <= 0 {
 		return 0
 	}

@@ -38,9 +38,6 @@ type authKey struct {
 	Source string
 }
 
-// authScopes are the scopes an API key may hold.
-var authScopes = []string{"runs:read", "runs:write", "admin"}
-
 // A rawAuthKey is one API key as written in TOML or HARNESS_API_KEYS. A
 // plaintext token is accepted only from the environment.
 type rawAuthKey struct {

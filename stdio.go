@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -330,32 +329,31 @@ func (t *stdioTransport) deliver(line []byte, owned bool) bool {
 	if !owned {
 		line = bytes.Clone(line)
 	}
-	if line[0] == '[' {
-		return t.deliverBatch(line)
+	if line[0] != '[' {
+		return t.put(line)
 	}
-	select {
-	case t.msgs <- line:
-		return true
-	case <-t.quit:
-		return false
-	}
-}
-
-// deliverBatch splits a JSON-RPC batch into its messages.
-func (t *stdioTransport) deliverBatch(line []byte) bool {
-	var batch []json.RawMessage
-	if err := json.Unmarshal(line, &batch); err != nil {
+	batch, _, err := splitBatch(line)
+	if err != nil {
 		t.logger.Warn("ignoring malformed batch on server stdout", "err", err)
 		return true
 	}
 	for _, m := range batch {
-		select {
-		case t.msgs <- []byte(m):
-		case <-t.quit:
+		if !t.put(m) {
 			return false
 		}
 	}
 	return true
+}
+
+// put hands one message to recv; it returns false when the transport is
+// closing.
+func (t *stdioTransport) put(msg []byte) bool {
+	select {
+	case t.msgs <- msg:
+		return true
+	case <-t.quit:
+		return false
+	}
 }
 
 // rejectOversized answers the call an oversized line was meant for with an
