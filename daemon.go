@@ -21,8 +21,13 @@ and serves the HTTP API.
 
 `
 
-// shutdownBudget bounds graceful shutdown on SIGINT/SIGTERM.
-const shutdownBudget = 10 * time.Second
+// shutdownBudget bounds shutdown as a whole. Closing the servers is
+// bounded by their stop ladder (serverCloseBound), so they get that much
+// at the end; the runs and the API's connections get the rest first.
+const (
+	shutdownBudget   = 10 * time.Second
+	serverCloseBound = 3 * stopGrace
+)
 
 // serve implements "harnessd serve".
 func (a *app) serve(ctx context.Context, args []string) error {
@@ -123,36 +128,41 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	stopping := make(chan struct{})
 	api := newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping)
 	api.hosts = newHostPolicy(addr, cfg.AllowedHosts)
-	srv := newHTTPServer(api, logger)
+	srv := newHTTPServer(api, logger, readHeaderTimeout)
 	serveErr := make(chan error, 1)
 	// Owned by serve; exits when the server is shut down below.
 	go func() { serveErr <- srv.Serve(ln) }()
 	logger.Info("harnessd listening", "addr", ln.Addr().String(), "version", buildVersion, "servers", len(cfg.Servers),
 		"auth", len(cfg.AuthKeys) > 0, "config_files", cfg.Files, "model", model.name())
 
+	var serveFailed error
 	select {
 	case <-ctx.Done():
+		logger.Info("shutting down")
 	case err := <-serveErr:
-		runsCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		runs.shutdown(runsCtx)
-		reg.close()
-		return fmt.Errorf("serve: %w", err)
+		serveFailed = fmt.Errorf("serve: %w", err)
 	}
-	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownBudget)
+	shutdown(logger, srv, runs, reg, stopping)
+	if serveFailed != nil {
+		return serveFailed
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// shutdown stops the daemon within shutdownBudget: it stops accepting at
+// once, but cancels the runs while their event streams are still open, so
+// followers see each run end; then it ends the streams that are left and
+// closes the servers. It blocks until then.
+func shutdown(logger *slog.Logger, srv *http.Server, runs *runManager, reg *registry, stopping chan<- struct{}) {
+	budget, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()
-	// Stop accepting at once, but cancel the runs while their event
-	// streams are still open, so followers see each run end; then end the
-	// streams that are left.
-	httpCtx, httpCancel := context.WithTimeout(shutdownCtx, 2*time.Second)
-	defer httpCancel()
+	runsCtx, cancelRuns := context.WithTimeout(budget, shutdownBudget-serverCloseBound)
+	defer cancelRuns()
 	httpDone := make(chan error, 1)
-	// Owned by serve; exits when every connection is closed or httpCtx is
-	// done.
-	go func() { httpDone <- srv.Shutdown(httpCtx) }()
-	runsCtx, runsCancel := context.WithTimeout(shutdownCtx, 2*time.Second)
-	defer runsCancel()
+	// Owned by shutdown; exits when every connection is closed or runsCtx
+	// is done.
+	go func() { httpDone <- srv.Shutdown(runsCtx) }()
 	if err := runs.shutdown(runsCtx); err != nil {
 		logger.Warn("runs still ending at shutdown", "err", err)
 	}
@@ -161,7 +171,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		srv.Close()
 	}
 	closed := make(chan struct{})
-	// Owned by serve; exits when every server is closed (bounded by the
+	// Owned by shutdown; exits when every server is closed (bounded by the
 	// stop ladder).
 	go func() {
 		reg.close()
@@ -169,20 +179,19 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	}()
 	select {
 	case <-closed:
-	case <-shutdownCtx.Done():
+	case <-budget.Done():
 		logger.Warn("servers still closing at the shutdown deadline")
 	}
-	logger.Info("stopped")
-	return nil
 }
 
 // newHTTPServer returns the API's server: a client must send its request
-// headers within readHeaderTimeout, and idle connections close after
-// idleTimeout. No overall read or write timeout: event streams are long.
-func newHTTPServer(handler http.Handler, logger *slog.Logger) *http.Server {
+// headers within headerTimeout (the daemon's is readHeaderTimeout), and
+// idle connections close after idleTimeout. No overall read or write
+// timeout: event streams are long.
+func newHTTPServer(handler http.Handler, logger *slog.Logger, headerTimeout time.Duration) *http.Server {
 	return &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: readHeaderTimeout,
+		ReadHeaderTimeout: headerTimeout,
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
