@@ -376,7 +376,7 @@ func TestStdioCloseStopsStubbornServerAndGrandchildren(t *testing.T) {
 func TestStdioCloseDoesNotWaitForStuckWrite(t *testing.T) {
 	t.Parallel()
 	cfg := fakeServerConfig(t, "deaf")
-	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), discardLogger())
+	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), nil, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
