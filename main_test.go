@@ -68,7 +68,7 @@ func serversJSON(t *testing.T, servers ...map[string]any) string {
 
 func TestCommandLine(t *testing.T) {
 	t.Parallel()
-	everything := everythingStdioCommand(t)
+	everything := everythingIfPresent(t) // cases with node set need it
 	echoURL := startEchoServerHTTP(t, "http")
 	fake := fakeServerConfig(t, "normal")
 	everythingEnv := map[string]string{"HARNESS_MCP_SERVERS": serversJSON(t,
@@ -88,9 +88,10 @@ func TestCommandLine(t *testing.T) {
 		wantStdout []string // each must appear
 		wantStderr []string
 		exact      string // the whole stdout, when set
+		node       bool   // the case starts server-everything
 	}{
 		{
-			name: "list configured stdio", env: everythingEnv, args: []string{"mcp", "list"},
+			name: "list configured stdio", env: everythingEnv, args: []string{"mcp", "list"}, node: true,
 			wantStdout: []string{"everything  stdio  ready  mcp-servers/everything 2.0.0  protocol 2025-11-25", "mcp_everything_echo", "mcp_everything_get_env"},
 		},
 		{
@@ -102,11 +103,11 @@ func TestCommandLine(t *testing.T) {
 			wantStdout: []string{"go-sdk  http  ready", "mcp_go_sdk_echo", "mcp_go_sdk_add"},
 		},
 		{
-			name: "list command", args: append([]string{"mcp", "list"}, stdioAdhoc...),
+			name: "list command", args: append([]string{"mcp", "list"}, stdioAdhoc...), node: true,
 			wantStdout: []string{"adhoc  stdio  ready", "mcp_adhoc_echo", "mcp_adhoc_trigger_long_running_operation"},
 		},
 		{
-			name: "list with a failed server", env: brokenEnv, args: []string{"mcp", "list"}, wantCode: 1,
+			name: "list with a failed server", env: brokenEnv, args: []string{"mcp", "list"}, wantCode: 1, node: true,
 			wantStdout: []string{"everything  stdio  ready", "broken  stdio  failed", `error: server "broken"`, "/nonexistent/mcp-server"},
 			wantStderr: []string{"harnessd: 1 of 2 servers failed"},
 		},
@@ -120,11 +121,11 @@ func TestCommandLine(t *testing.T) {
 			exact: "hi there\n",
 		},
 		{
-			name: "call command", args: append([]string{"mcp", "call", "mcp_adhoc_echo", `{"message":"via stdio"}`}, stdioAdhoc...),
+			name: "call command", args: append([]string{"mcp", "call", "mcp_adhoc_echo", `{"message":"via stdio"}`}, stdioAdhoc...), node: true,
 			exact: "Echo: via stdio\n",
 		},
 		{
-			name: "call configured", env: everythingEnv, args: []string{"mcp", "call", "mcp_everything_get_sum", `{"a":2,"b":40}`},
+			name: "call configured", env: everythingEnv, args: []string{"mcp", "call", "mcp_everything_get_sum", `{"a":2,"b":40}`}, node: true,
 			wantStdout: []string{"42"},
 		},
 		{
@@ -168,7 +169,7 @@ func TestCommandLine(t *testing.T) {
 		},
 		{name: "no servers", args: []string{"mcp", "list"}, wantCode: 2, wantStderr: []string{"harnessd: no MCP servers configured"}},
 		{name: "url not http", args: []string{"mcp", "list", "--url", "ftp://example.com/mcp"}, wantCode: 2, wantStderr: []string{`harnessd: command line: server "adhoc": url: scheme "ftp" is not supported`}},
-		{name: "url and command", args: append([]string{"mcp", "list", "--url", echoURL}, stdioAdhoc...), wantCode: 2, wantStderr: []string{"harnessd: give either --url or a command after --"}},
+		{name: "url and command", args: []string{"mcp", "list", "--url", echoURL, "--", fake.Command}, wantCode: 2, wantStderr: []string{"harnessd: give either --url or a command after --"}},
 		{name: "list argument", args: []string{"mcp", "list", "extra"}, wantCode: 2, wantStderr: []string{`harnessd: mcp list: unexpected argument "extra"`}},
 		{name: "call without tool", args: []string{"mcp", "call", "--url", echoURL}, wantCode: 2, wantStderr: []string{"harnessd: mcp call: want TOOL [JSON-ARGS], got 0 arguments"}},
 		{name: "call arguments not an object", args: []string{"mcp", "call", "--url", echoURL, "mcp_adhoc_echo", "[1]"}, wantCode: 2, wantStderr: []string{"harnessd: mcp call: JSON-ARGS must be a JSON object"}},
@@ -185,6 +186,9 @@ func TestCommandLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
+			if tt.node {
+				requireNode(t)
+			}
 			code, stdout, stderr := runHarnessd(t, tt.env, tt.args...)
 			if code != tt.wantCode {
 				t.Errorf("harnessd %q exit = %d, want %d\nstdout:\n%s\nstderr:\n%s", tt.args, code, tt.wantCode, stdout, stderr)
@@ -214,7 +218,7 @@ func TestCommandLine(t *testing.T) {
 func TestCommandLineJSON(t *testing.T) {
 	t.Parallel()
 	echoURL := startEchoServerHTTP(t, "http")
-	everything := everythingStdioCommand(t)
+	everything := everythingIfPresent(t) // list needs it
 	env := map[string]string{"HARNESS_MCP_SERVERS": serversJSON(t, map[string]any{
 		"name": "everything", "command": everything.Command, "args": everything.Args,
 		"env": map[string]string{"SECRET_TOKEN": "tok-8d1e0b"},
@@ -222,6 +226,7 @@ func TestCommandLineJSON(t *testing.T) {
 
 	t.Run("list", func(t *testing.T) {
 		t.Parallel()
+		requireNode(t)
 		code, stdout, stderr := runHarnessd(t, env, "mcp", "list", "--json")
 		if code != 0 {
 			t.Fatalf("mcp list --json exit = %d, stderr %q", code, stderr)

@@ -41,11 +41,24 @@ type peerCommand struct {
 // it otherwise, saying to run ./test.sh.
 func requireNode(t testing.TB) string {
 	t.Helper()
+	modules, missing := nodePeers()
+	if missing == "" {
+		return modules
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("real MCP peers: %s: run ./test.sh (or npm ci in testdata/npm)", missing)
+	}
+	t.Skipf("\n*** SKIPPED: real MCP peers unavailable: %s.\n*** Run ./test.sh once (it runs npm ci in testdata/npm) to test against them. ***", missing)
+	return ""
+}
+
+// nodePeers returns the absolute path of testdata/npm/node_modules and
+// what is missing to run the npm peers ("" when nothing is).
+func nodePeers() (modules, missing string) {
 	modules, err := filepath.Abs(filepath.Join("testdata", "npm", "node_modules"))
 	if err != nil {
-		t.Fatal(err)
+		return "", err.Error()
 	}
-	var missing string
 	if _, err := exec.LookPath("node"); err != nil {
 		missing = "node is not on PATH"
 	}
@@ -55,14 +68,18 @@ func requireNode(t testing.TB) string {
 			missing = entry + " is missing"
 		}
 	}
-	if missing == "" {
-		return modules
+	return modules, missing
+}
+
+// everythingIfPresent is everythingStdioCommand for a test whose other
+// cases run without the npm peers: it returns a zero command when they are
+// missing, and the cases that need it call requireNode.
+func everythingIfPresent(t testing.TB) peerCommand {
+	t.Helper()
+	if _, missing := nodePeers(); missing != "" {
+		return peerCommand{}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("real MCP peers: %s: run ./test.sh (or npm ci in testdata/npm)", missing)
-	}
-	t.Skipf("\n*** SKIPPED: real MCP peers unavailable: %s.\n*** Run ./test.sh once (it runs npm ci in testdata/npm) to test against them. ***", missing)
-	return ""
+	return everythingStdioCommand(t)
 }
 
 // nodePeer returns the command that runs an npm server's entry point with
