@@ -392,7 +392,7 @@ func TestServerJSONEnvelope(t *testing.T) {
 	tests := []struct{ name, in, wantErr string }{
 		{name: "empty", in: "  "},
 		{name: "empty array", in: "[]"},
-		{name: "object", in: `{"name":"a"}`, wantErr: `HARNESS_MCP_SERVERS: not a JSON array; write [{"name": ..., "command": ...}, ...]`},
+		{name: "object", in: `{"name":"a"}`, wantErr: `HARNESS_MCP_SERVERS: a JSON object must hold only "mcpServers" or "servers"; write {"mcpServers": {"NAME": {"command": ...}}} or an array [{"name": ..., "command": ...}]`},
 		{name: "trailing", in: `[] x`, wantErr: `HARNESS_MCP_SERVERS: invalid JSON: invalid character 'x' after top-level value`},
 		{name: "every entry reported", in: `[{"name":"a"}, 5, {"name":"b","command":"x"}, {"name":"c","url":"x://"}]`,
 			wantErr: "HARNESS_MCP_SERVERS[0]: server \"a\": command/url: neither is set; set command for a stdio server or url for an http server\n" +
