@@ -105,6 +105,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		ln.Close()
 		return err
 	}
+	defer store.close()
 
 	reg := newRegistry(cfg.Servers, registryOptions{
 		Logger:  logger,

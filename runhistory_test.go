@@ -26,10 +26,20 @@ func newStoredRuns(t *testing.T, f *fakeModel, dir string, keep *retention) *run
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(store.close)
 	opts := runOptionsOver(t, reg, f, "", nil)
 	opts.Store = store
 	opts.Retention = keep
 	return newRunsWith(t, opts)
+}
+
+// stopRuns shuts m down and closes its store, as harnessd does on exit.
+func stopRuns(t *testing.T, m *runManager) {
+	t.Helper()
+	if err := m.shutdown(t.Context()); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	m.opts.Store.close()
 }
 
 // viewJSON encodes a run's view and events, as the API would show them.
@@ -92,7 +102,9 @@ func TestRunsOnDisk(t *testing.T) {
 	}
 	view1, events1 := viewJSON(t, r)
 
-	// A second manager on the same directory serves the same run.
+	// A second manager on the same directory, once the first has stopped,
+	// serves the same run.
+	stopRuns(t, m)
 	m2 := newStoredRuns(t, f, dir, nil)
 	r2 := m2.get(r.id)
 	if r2 == nil {
@@ -140,6 +152,7 @@ func TestRunsRetentionRemovesFiles(t *testing.T) {
 		}
 	}
 	// A restart with a lower bound drops more at once.
+	stopRuns(t, m)
 	m2 := newStoredRuns(t, f, dir, &retention{MaxRuns: 1})
 	if got := m2.list(); len(got) != 1 || got[0].id != ids[2] {
 		t.Errorf("after a restart with max 1: %d runs, want only the newest", len(got))
@@ -157,6 +170,7 @@ func TestRunsOnDiskRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(store.close)
 	opts := runOptionsOver(t, reg, f, "", nil)
 	opts.Store = store
 	m := newRunsWith(t, opts)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -37,16 +38,19 @@ const (
 // stopped without ending it (a crash, kill -9, a power cut).
 const interruptedError = "interrupted: harnessd stopped"
 
-// A runStore keeps runs as files in one directory (0700; files 0600). It
-// is safe for concurrent use: every run has its own files, and a
-// directory fsync is safe to race.
+// A runStore keeps runs as files in one directory (0700; files 0600),
+// which it holds locked so that no other harnessd takes it for its own
+// (and ends its active runs as interrupted). It is safe for concurrent
+// use: every run has its own files, and a directory fsync is safe to race.
 type runStore struct {
 	dir    string
 	logger *slog.Logger
+	lock   *os.File // holds the directory's lock until close
 }
 
-// openRunStore creates (0700) or opens dir and removes the temporary files
-// an interrupted record write left.
+// openRunStore creates (0700) or opens dir, locks it, and removes the
+// temporary files an interrupted record write left. It fails when
+// another process (or another store of this one) holds dir.
 func openRunStore(dir string, logger *slog.Logger) (*runStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("runs directory %s: %w; check that $HARNESS_HOME is writable", dir, err)
@@ -54,11 +58,24 @@ func openRunStore(dir string, logger *slog.Logger) (*runStore, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("runs directory %s: %w", dir, err)
 	}
+	lock, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("runs directory %s: %w", dir, err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("runs directory %s is in use by another harnessd (%v); give each instance its own HARNESS_HOME", dir, err)
+	}
 	temps, _ := filepath.Glob(filepath.Join(dir, "*"+runTempExt))
 	for _, p := range temps {
 		os.Remove(p)
 	}
-	return &runStore{dir: dir, logger: logger}, nil
+	return &runStore{dir: dir, logger: logger, lock: lock}, nil
+}
+
+// close releases the directory's lock. The store must not be used after.
+func (s *runStore) close() {
+	s.lock.Close()
 }
 
 func (s *runStore) recordPath(id string) string { return filepath.Join(s.dir, id+runRecordExt) }
@@ -236,8 +253,8 @@ type storedRun struct {
 	bytes int64
 }
 
-// load reads every run on disk, oldest first, ending each run a crash
-// left active: one whose log holds its terminal event takes its outcome
+// load reads every run on disk, oldest first, removing event logs
+// without a record and ending each run a crash left active: one whose log holds its terminal event takes its outcome
 // from it (the crash came between the event and the record); any other
 // gets a run.failed event with interruptedError. Runs whose record cannot
 // be read are logged and left alone.
@@ -248,6 +265,14 @@ func (s *runStore) load(now time.Time) ([]storedRun, error) {
 	}
 	var runs []storedRun
 	for _, e := range entries {
+		// An event log without a record is of a run never accepted: the
+		// crash came between the two files of create.
+		if id, ok := strings.CutSuffix(e.Name(), runEventsExt); ok {
+			if _, err := os.Stat(s.recordPath(id)); errors.Is(err, fs.ErrNotExist) {
+				os.Remove(s.eventsPath(id))
+			}
+			continue
+		}
 		id, ok := strings.CutSuffix(e.Name(), runRecordExt)
 		if !ok || e.IsDir() {
 			continue

@@ -22,6 +22,7 @@ func newTestRunStore(t *testing.T) *runStore {
 	if err != nil {
 		t.Fatalf("openRunStore: %v", err)
 	}
+	t.Cleanup(s.close)
 	return s
 }
 
@@ -255,10 +256,15 @@ func TestRunStoreRecordWriteIsAtomic(t *testing.T) {
 	// A crash while the final record was being written leaves its
 	// temporary file, half done; the record in place is the old one.
 	os.WriteFile(s.recordPath("run_rec")+runTempExt, []byte(`{"id":"run_rec","status":"compl`), 0o600)
+	if _, err := openRunStore(s.dir, s.logger); err == nil || !strings.Contains(err.Error(), "in use by another harnessd") {
+		t.Fatalf("openRunStore of a directory in use = %v, want it refused", err)
+	}
+	s.close()
 	s2, err := openRunStore(s.dir, s.logger)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s2.close()
 	if _, err := os.Stat(s.recordPath("run_rec") + runTempExt); !os.IsNotExist(err) {
 		t.Errorf("the temporary record is still there after openRunStore (stat: %v)", err)
 	}
@@ -376,9 +382,13 @@ func TestRunStoreLoadOrderAndRemove(t *testing.T) {
 		v.Status = runCompleted
 		s.writeRecord(v, nil)
 	}
+	os.WriteFile(s.eventsPath("run_orphan"), []byte(`{"seq":1,"type":"run.started"}`+"\n"), 0o600)
 	runs, err := s.load(time.Now())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.eventsPath("run_orphan")); !os.IsNotExist(err) {
+		t.Errorf("an event log without a record is still there after load (stat: %v)", err)
 	}
 	var ids []string
 	for _, r := range runs {
@@ -396,5 +406,48 @@ func TestRunStoreLoadOrderAndRemove(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(s.dir, "run_1*")); len(left) != 0 {
 		t.Errorf("files left of a removed run: %v", left)
+	}
+}
+
+func TestKeptRunsSettings(t *testing.T) {
+	def := defaultRetention()
+	tests := []struct {
+		name    string
+		toml    string
+		env     map[string]string
+		flags   keptRunsSettings
+		want    retention
+		wantErr string
+	}{
+		{name: "defaults", want: def},
+		{name: "toml", toml: "max_kept_runs = 10\nmax_kept_run_age = \"1h\"\nmax_kept_run_bytes = 4096\n",
+			want: retention{MaxRuns: 10, MaxAge: time.Hour, MaxBytes: 4096}},
+		{name: "env over toml", toml: "max_kept_runs = 10\n", env: map[string]string{"HARNESS_MAX_KEPT_RUNS": "20", "HARNESS_MAX_KEPT_RUN_AGE": "0"},
+			want: retention{MaxRuns: 20, MaxAge: 0, MaxBytes: def.MaxBytes}},
+		{name: "flag over env", env: map[string]string{"HARNESS_MAX_KEPT_RUN_BYTES": "100"},
+			flags: keptRunsSettings{bytes: keptRunsSetting{value: "0", source: "--max-kept-run-bytes"}},
+			want:  retention{MaxRuns: def.MaxRuns, MaxAge: def.MaxAge, MaxBytes: 0}},
+		{name: "bad values", toml: "max_kept_runs = -1\nmax_kept_run_age = \"a month\"\n", env: map[string]string{"HARNESS_MAX_KEPT_RUN_BYTES": "1GB"},
+			wantErr: `F: max_kept_runs: "-1" is not a number of runs; give a whole number, or 0 for no bound
+HARNESS_MAX_KEPT_RUN_BYTES: "1GB" is not a number of bytes; give a whole number, or 0 for no bound
+F: max_kept_run_age: "a month" is not a duration; give one like 720h (30 days), or 0 for no bound`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			writeFile(t, home, "config.toml", tt.toml)
+			cfg, err := loadConfig(loadOptions{Home: home, Getenv: fakeEnv(tt.env)})
+			if got := strings.ReplaceAll(errString(err), filepath.Join(home, "config.toml"), "F"); got != tt.wantErr {
+				t.Fatalf("loadConfig(%q) error =\n%s\nwant\n%s", tt.toml, got, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			cfg.KeptRuns.merge(tt.flags)
+			got, err := cfg.KeptRuns.retention()
+			if err != nil || got != tt.want {
+				t.Errorf("retention() = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
 	}
 }
