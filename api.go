@@ -202,8 +202,9 @@ func decodeStrictJSON(body io.Reader, v any) error {
 
 // createRun answers POST /v1/runs: 202 with {run_id, status} once the
 // request is validated (synchronously) and the run started in the
-// background; 400 for what the caller got wrong, 403 for a per-run server
-// with a command without the admin scope, 503 once shutdown has begun.
+// background or queued; 400 for what the caller got wrong, 403 for a
+// per-run server with a command without the admin scope, 429 with
+// Retry-After when the queue is full, 503 once shutdown has begun.
 func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	var req runRequest
 	if err := decodeBody(w, r, &req); err != nil {
@@ -213,11 +214,15 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	run, err := a.runs.start(req, info.has(scopeAdmin))
 	if err != nil {
 		var reqErr *requestError
+		var busy *busyError
 		switch {
 		case errors.As(err, &reqErr) && reqErr.forbidden:
 			writeError(w, http.StatusForbidden, "forbidden", err.Error())
 		case errors.As(err, &reqErr):
 			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		case errors.As(err, &busy):
+			w.Header().Set("Retry-After", strconv.Itoa(int(busy.retryAfter.Seconds())))
+			writeError(w, http.StatusTooManyRequests, "too_many_runs", err.Error())
 		case errors.Is(err, errShuttingDown):
 			writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
 		default:
@@ -408,7 +413,8 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 }
 
 // readyz answers 200 once every global server finished its first
-// connection attempt (whatever its outcome), 503 before.
+// connection attempt (whatever its outcome) and every required one is
+// ready, 503 otherwise.
 func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	if !a.reg.isReady() {
 		var pending []string
@@ -418,6 +424,10 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 			}
 		}
 		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("global MCP servers still connecting: %s", strings.Join(pending, ", ")))
+		return
+	}
+	if down := a.reg.requiredDown(); len(down) > 0 {
+		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("required global MCP servers not ready: %s (see GET /v1/mcp/servers)", strings.Join(down, ", ")))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

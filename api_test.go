@@ -485,7 +485,9 @@ func TestAPIErrorShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRun(t, existing)
-	// A body of exactly the limit is accepted.
+	// A body of exactly the limit is accepted (with max_prompt_bytes
+	// raised to it: the body limit is what this case tests).
+	at.runs.opts.Limits.MaxPromptBytes = maxRequestBody
 	fill := strings.Repeat("a", maxRequestBody-len(`{"prompt":""}`))
 	atLimit := `{"prompt":"` + fill + `"}`
 	overLimit := `{"prompt":"` + fill + `a"}`
@@ -881,7 +883,8 @@ func TestAPINeverShowsSecrets(t *testing.T) {
 	runLeak := leak("runleak", "RUN_SECRET", "run-"+secret)
 	perRun, err := json.Marshal(map[string]any{"prompt": "x", "mcp_servers": []any{map[string]any{
 		"name": runLeak.Name, "command": runLeak.Command, "env": runLeak.Env,
-		"args": []string{runLeak.Args[0], strings.ReplaceAll(runLeak.Args[1], "$", "$$")},
+		"args":     []string{runLeak.Args[0], strings.ReplaceAll(runLeak.Args[1], "$", "$$")},
+		"required": false,
 	}}})
 	if err != nil {
 		t.Fatal(err)

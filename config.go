@@ -41,6 +41,9 @@ type config struct {
 	MaxConnections int
 	// KeptRuns are the retention settings of the files and environment.
 	KeptRuns keptRunsSettings
+	// Limits are the run limits the files and environment set (see
+	// limits.go); unset ones are 0.
+	Limits runLimits
 	// Files lists the TOML files that existed and were read, in order.
 	Files []string
 }
@@ -60,6 +63,7 @@ type loadOptions struct {
 
 // A tomlConfig is one config.toml file.
 type tomlConfig struct {
+	runLimits
 	AllowedHosts    *[]string            `toml:"allowed_hosts"`
 	MaxConnections  *int                 `toml:"max_connections"`
 	MaxKeptRuns     *int64               `toml:"max_kept_runs"`
@@ -91,6 +95,7 @@ type configLayer struct {
 	allowedHosts   *[]string
 	maxConnections *int
 	keptRuns       keptRunsSettings
+	limits         runLimits
 }
 
 // defaultHome returns $HARNESS_HOME, or $HOME/.harness when it is unset or
@@ -169,6 +174,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 			cfg.MaxConnections = *layer.maxConnections
 		}
 		cfg.KeptRuns.merge(layer.keptRuns)
+		cfg.Limits.overlay(layer.limits)
 	}
 	if err := validateServerNames(fileServers); err != nil {
 		errs = append(errs, err)
@@ -208,6 +214,9 @@ func loadConfig(opts loadOptions) (*config, error) {
 		}
 		cfg.MaxConnections = n
 	}
+	envLimits, limitErrs := limitsFromEnv(getenv)
+	errs = append(errs, limitErrs...)
+	cfg.Limits.overlay(envLimits)
 
 	cfg.KeptRuns.merge(keptRunsFromEnv(getenv))
 	if _, err := cfg.KeptRuns.retention(); err != nil {
@@ -335,6 +344,8 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	if n := doc.MaxKeptRunBytes; n != nil {
 		layer.keptRuns.bytes = setting("max_kept_run_bytes", strconv.FormatInt(*n, 10))
 	}
+	errs = append(errs, doc.runLimits.checkTOML(file)...)
+	layer.limits = doc.runLimits
 	return layer, errors.Join(errs...)
 }
 

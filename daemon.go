@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -37,6 +38,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		insecure bool
 		maxConns int
 		keepRuns keptRunsSettings
+		limits   runLimits
 	)
 	fs := newFlagSet("serve", a.stderr, serveUsage)
 	f.register(fs, a.getenv)
@@ -58,6 +60,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		k.set.source = "--" + k.name
 		fs.StringVar(&k.set.value, k.name, "", k.help)
 	}
+	registerLimitFlags(fs, &limits)
 	logger, workspace, err := f.parse(fs, args, a.stderr)
 	if err != nil {
 		return err
@@ -88,6 +91,10 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	if err := errors.Join(limits.checkFlags()...); err != nil {
+		return usageError("%v", err)
+	}
+	cfg.Limits.overlay(limits)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -125,6 +132,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Metrics:    m,
 		Store:      store,
 		Retention:  &keep,
+		Limits:     cfg.Limits,
 	})
 	stopping := make(chan struct{})
 	api := newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping)

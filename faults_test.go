@@ -276,12 +276,13 @@ func TestFaultsStdioServers(t *testing.T) {
 }
 
 // perRunServers returns the mcp_servers field of a run request that starts
-// cfg (a fake stdio server) for the run.
+// cfg (a fake stdio server) for the run, not required.
 func perRunServers(t *testing.T, cfg serverConfig) json.RawMessage {
 	t.Helper()
 	entry := map[string]any{
 		"name": cfg.Name, "command": cfg.Command, "env": cfg.Env,
 		"timeout": cfg.Timeout.String(), "startup_timeout": cfg.StartupTimeout.String(),
+		"required": false, // the run goes on and meets the fault
 	}
 	b, err := json.Marshal([]any{entry})
 	if err != nil {

@@ -43,7 +43,10 @@ func TestKill9(t *testing.T) {
 	rand.Read(markerBytes[:])
 	marker := hex.EncodeToString(markerBytes[:])
 	home, workspace := t.TempDir(), t.TempDir()
-	config := fmt.Sprintf(`[mcp_servers.brood]
+	// Room for every active run at once, whatever the machine's size.
+	config := fmt.Sprintf(`max_concurrent_runs = 64
+
+[mcp_servers.brood]
 command = %q
 env = { %s = "brood", %s = %q }
 `, exe, fakeServerEnv, e2eMarkerEnv, marker)

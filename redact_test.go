@@ -183,7 +183,7 @@ func TestSecretLeakPaths(t *testing.T) {
 		resp, data := at.do(t, "GET", path, "Bearer "+apiToken, "")
 		fmt.Fprintf(&answers, "GET %s -> %d\n%s\n", path, resp.StatusCode, data)
 	}
-	basicServer, _ := json.Marshal([]any{map[string]any{"name": "basic", "url": echoing.URL, "headers": map[string]string{"Authorization": "Basic " + basic}}})
+	basicServer, _ := json.Marshal([]any{map[string]any{"name": "basic", "url": echoing.URL, "headers": map[string]string{"Authorization": "Basic " + basic}, "required": false}})
 	for _, body := range []string{
 		fmt.Sprintf(`{"prompt":%q,"mcp_servers":%s}`, "basic", basicServer),
 		fmt.Sprintf(`{"prompt":%q}`, failModel),

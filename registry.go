@@ -130,6 +130,18 @@ func (r *registry) statuses() []serverStatus {
 	return out
 }
 
+// requiredDown returns the names of the required global servers that are
+// not ready, in config order.
+func (r *registry) requiredDown() []string {
+	var down []string
+	for _, s := range r.servers {
+		if s.cfg.Required && s.snapshot().Status != statusReady {
+			down = append(down, s.cfg.Name)
+		}
+	}
+	return down
+}
+
 // server returns the global server named name, or nil.
 func (r *registry) server(name string) *managedServer { return r.byName[name] }
 
@@ -185,6 +197,9 @@ type runScope struct {
 	reg    *registry
 	logger *slog.Logger
 	opts   clientOptions
+	// starts bounds the run-local servers starting at once, across scopes;
+	// set before the scope is used (nil: no bound).
+	starts startGate
 
 	mu sync.Mutex
 	// guards local and closed
@@ -290,7 +305,7 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 	s.mu.Unlock()
 
 	relist := newDebouncer(listDebounce, func() { ms.refresh(context.Background(), nil) })
-	err := ms.open(ctx, s.opts, relist.trigger)
+	err := s.starts.run(ctx, func() error { return ms.open(ctx, s.opts, relist.trigger) })
 	s.mu.Lock()
 	if err != nil && kind.keepFailed() && !s.closed {
 		// The failed server keeps its name in the run: calls to it fail

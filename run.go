@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -24,6 +26,7 @@ type runEvent struct {
 type runView struct {
 	ID             string         `json:"id"`
 	Status         string         `json:"status"`
+	QueuePosition  int            `json:"queue_position,omitempty"` // 1 for the next queued run to start
 	Prompt         string         `json:"prompt"`
 	Profile        string         `json:"profile,omitempty"`
 	ProfileFound   *bool          `json:"profile_found,omitempty"`
@@ -48,6 +51,11 @@ type runEnv struct {
 	allowHosts []string // connect_mcp's [connect_mcp] allow_hosts
 	// secrets hides what every run may quote (see baseSecrets).
 	secrets *redactor
+	limits  runLimits
+	starts  startGate // shared by every run's scope
+	// queuePosition returns a run's place in the manager's queue, 0 when
+	// it is not queued.
+	queuePosition func(*run) int
 }
 
 // A run is one agent run. The fields above mu are fixed when the run is
@@ -92,6 +100,11 @@ type run struct {
 	// final is the ended run when it is kept on disk: its events and large
 	// bodies are read from there, and events is nil.
 	final *runView
+	// servers and activated replace scope and catalog in views once the
+	// run has ended, so that its servers' memory (stderr tails, sessions)
+	// is freed; scope and catalog are nil then.
+	servers   []serverStatus
+	activated []string
 }
 
 // newRun returns a queued run of req over a fresh scope of env's
@@ -100,6 +113,7 @@ func newRun(env *runEnv, req runRequest) *run {
 	id := newRunID()
 	logger := env.logger.With("run", id)
 	scope := env.reg.newScope(logger)
+	scope.starts = env.starts
 	return &run{
 		id:        id,
 		env:       env,
@@ -159,11 +173,16 @@ func isTerminal(status string) bool {
 // view returns the run's current state. For an ended run kept on disk, it
 // may read its prompt and output from there.
 func (r *run) view() runView {
+	position := r.env.queuePosition(r)
 	r.mu.Lock()
 	final := r.final
 	if final == nil {
 		defer r.mu.Unlock()
-		return r.viewLocked()
+		v := r.viewLocked()
+		if v.Status == runQueued {
+			v.QueuePosition = position
+		}
+		return v
 	}
 	r.mu.Unlock()
 	return r.finalView(final)
@@ -183,9 +202,16 @@ func (r *run) viewLocked() runView {
 		Steps:          r.steps,
 		ToolCalls:      r.toolCalls,
 		Usage:          r.usage,
-		Servers:        r.scope.localStatuses(),
-		ActivatedTools: r.catalog.activatedNames(),
+		Servers:        r.servers,
+		ActivatedTools: r.activated,
 		CreatedAt:      r.createdAt,
+	}
+	if r.scope != nil {
+		v.Servers = r.scope.localStatuses()
+		v.ActivatedTools = r.catalog.activatedNames()
+	}
+	if v.Servers == nil {
+		v.Servers = []serverStatus{}
 	}
 	if !r.startedAt.IsZero() {
 		t := r.startedAt
@@ -201,15 +227,22 @@ func (r *run) viewLocked() runView {
 	return v
 }
 
-// finish closes the run's servers, then records the terminal status, so
-// whoever sees the status also sees the servers closed. The terminal
-// record is written here and nowhere else: on disk first (the terminal
-// event fsynced, then the record), and only then shown to readers.
+// finish ends the run. The terminal event goes out first (on disk,
+// fsynced, then to followers), so that followers see the run end even when
+// its servers are slow to stop; then the servers are closed, and the final
+// record is written and shown, so whoever sees the terminal status also
+// sees the servers closed. The terminal record is written here and nowhere
+// else. The output is cut at max_output_bytes; the servers' statuses are
+// kept without their stderr tails, and the scope is let go.
 func (r *run) finish(status, output, errMsg string) {
-	r.scope.close()
+	fullOutput := len(output)
+	output = truncate(output, r.env.limits.MaxOutputBytes)
 	data := map[string]any{"status": status}
 	if output != "" {
 		data["output"] = output
+	}
+	if len(output) < fullOutput {
+		data["output_bytes"] = fullOutput
 	}
 	if errMsg != "" {
 		data["error"] = errMsg
@@ -217,8 +250,22 @@ func (r *run) finish(status, output, errMsg string) {
 	r.mu.Lock()
 	ev := runEvent{Seq: len(r.events) + 1, Type: terminalEventType(status), Time: time.Now().UTC(), Data: data}
 	r.disk.appendLocked(r, ev, true)
+	r.publishLocked(ev)
+	r.mu.Unlock()
+
+	r.scope.close()
+	servers := r.scope.localStatuses()
+	for i := range servers {
+		servers[i].StderrTail = ""
+	}
+	activated := r.catalog.activatedNames()
+	if activated == nil {
+		activated = []string{}
+	}
+	r.mu.Lock()
 	v := r.viewLocked()
 	v.Status, v.Output, v.Error, v.EndedAt = status, output, errMsg, &ev.Time
+	v.Servers, v.ActivatedTools = servers, activated
 	steps := r.steps
 	r.mu.Unlock()
 	var final *runView
@@ -230,7 +277,8 @@ func (r *run) finish(status, output, errMsg string) {
 	r.output = output
 	r.errMsg = errMsg
 	r.endedAt = ev.Time
-	r.publishLocked(ev)
+	r.servers, r.activated = servers, activated
+	r.scope, r.catalog = nil, nil
 	if final != nil {
 		r.final, r.events = final, nil
 		r.req.Prompt, r.output = "", ""
@@ -241,9 +289,27 @@ func (r *run) finish(status, output, errMsg string) {
 	close(r.done)
 }
 
+// duration returns how long the run ran; 0 before it ended or when it
+// never started.
+func (r *run) duration() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.startedAt.IsZero() || r.endedAt.IsZero() {
+		return 0
+	}
+	return r.endedAt.Sub(r.startedAt)
+}
+
 // execute runs the agent loop until a terminal status.
 func (r *run) execute(ctx context.Context) {
-	r.begin(ctx)
+	if err := r.begin(ctx); err != nil {
+		if ctx.Err() != nil {
+			r.finish(runCancelled, "", "run cancelled")
+			return
+		}
+		r.finish(runFailed, "", err.Error())
+		return
+	}
 	messages := []chatMessage{{Role: roleUser, Content: r.req.Prompt}}
 	for step := 1; step <= r.maxSteps; step++ {
 		if ctx.Err() != nil {
@@ -275,8 +341,9 @@ func (r *run) execute(ctx context.Context) {
 }
 
 // begin marks the run running and connects its profile and per-run
-// servers, reporting each as an event.
-func (r *run) begin(ctx context.Context) {
+// servers, reporting each as an event. It returns an error naming each
+// required server that could not start.
+func (r *run) begin(ctx context.Context) error {
 	r.mu.Lock()
 	r.status = runRunning
 	r.startedAt = time.Now().UTC()
@@ -285,15 +352,29 @@ func (r *run) begin(ctx context.Context) {
 	if r.profileFound != nil && !*r.profileFound {
 		r.emit("profile.missing", map[string]any{"profile": r.req.Profile, "message": "no profile file found; running without profile servers"})
 	}
+	var (
+		mu     sync.Mutex
+		failed []error
+	)
+	required := map[string]bool{}
+	for _, s := range slices.Concat(r.profile, r.perRun) {
+		required[s.Name] = s.Required
+	}
 	onServer := func(ev scopeEvent) {
 		if ev.Err != nil {
 			r.emit("mcp.server.failed", map[string]any{"server": ev.Server, "source": ev.Source, "error": ev.Err.Error()})
+			if required[ev.Server] {
+				mu.Lock()
+				failed = append(failed, fmt.Errorf("required server failed to start: %v; fix it, or mark it \"required\": false to run without it", ev.Err))
+				mu.Unlock()
+			}
 			return
 		}
 		r.emit("mcp.server.connected", map[string]any{"server": ev.Server, "source": ev.Source, "tools": ev.Tools})
 	}
 	r.scope.open(ctx, r.profile, profileServer, onServer)
 	r.scope.open(ctx, r.perRun, perRunServer, onServer)
+	return errors.Join(failed...)
 }
 
 // callModel sends the conversation with the tools offered now, records
@@ -322,7 +403,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	for _, tc := range resp.ToolCalls {
 		calls = append(calls, tc.Name)
 	}
-	r.emit("model.response", map[string]any{"step": step, "content": resp.Content, "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
+	r.emit("model.response", map[string]any{"step": step, "content": truncate(resp.Content, r.env.limits.MaxOutputBytes), "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
 	return resp, nil
 }
 

@@ -528,6 +528,7 @@ func TestRealPerRunServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	started := make(chan *run, 1)
 	memTools := func(req fakeRequest) []string {
 		var names []string
 		for _, name := range req.toolNames() {
@@ -555,6 +556,16 @@ func TestRealPerRunServer(t *testing.T) {
 				if got := memTools(req); len(got) != 9 || len(req.Tools) != 10 {
 					return fmt.Errorf("offered tools = %v, want find_tool and the 9 tools of mem", req.toolNames())
 				}
+				// While the run lasts, its scope holds mem's tools.
+				r := <-started
+				r.mu.Lock()
+				scope := r.scope
+				r.mu.Unlock()
+				for _, e := range scope.lookupLocal("mem").toolSet().entries {
+					if !slices.Contains(e.Tags, "dynamic") || !slices.Contains(e.Tags, "mcp_server:mem") {
+						return fmt.Errorf("tags of %s = %v, want dynamic and mcp_server:mem", e.Name, e.Tags)
+					}
+				}
 				return nil
 			},
 			ToolCalls: calls("mcp_mem_create_entities", `{"entities":[{"name":"harnessd","entityType":"program","observations":["speaks MCP"]}]}`),
@@ -567,6 +578,7 @@ func TestRealPerRunServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start with mcp_servers %s = %v", body, err)
 	}
+	started <- r
 	v := waitRun(t, r)
 	requireCompleted(t, v)
 	if !strings.HasPrefix(v.Output, "ok: ") || !strings.Contains(v.Output, `"speaks MCP"`) {
@@ -578,11 +590,6 @@ func TestRealPerRunServer(t *testing.T) {
 	}
 	if len(v.Servers) != 1 || v.Servers[0].Name != "mem" || v.Servers[0].Status != statusClosed {
 		t.Errorf("run servers = %+v, want mem closed", v.Servers)
-	}
-	for _, e := range r.scope.lookupLocal("mem").toolSet().entries {
-		if !slices.Contains(e.Tags, "dynamic") || !slices.Contains(e.Tags, "mcp_server:mem") {
-			t.Errorf("tags of %s = %v, want dynamic and mcp_server:mem", e.Name, e.Tags)
-		}
 	}
 	graph, err := os.ReadFile(memory.Env["MEMORY_FILE_PATH"])
 	if err != nil || !strings.Contains(string(graph), `"name":"harnessd"`) {

@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
-// This file holds the run manager: validating run requests, starting
+// This file holds the run manager: validating run requests, admission
+// (a bounded number of runs at once, a bounded queue, then 429), starting
 // runs, listing and retention, and shutdown.
 
 // Run statuses.
@@ -59,6 +62,9 @@ type runManagerOptions struct {
 	// Retention bounds the finished runs kept; nil means
 	// defaultRetention().
 	Retention *retention
+	// Limits bound admission and what runs keep; unset ones take their
+	// defaults.
+	Limits runLimits
 	// newProvider builds providers; tests replace it. Nil means
 	// newModelProvider.
 	newProvider func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error)
@@ -76,8 +82,21 @@ type runManager struct {
 
 	mu sync.Mutex
 	// guards runs and order
-	runs  map[string]*run
-	order []string // creation order
+	runs    map[string]*run
+	order   []string // creation order
+	running int      // runs admitted and not queued that have not ended
+	queue   []queuedRun
+	// runTime is a moving average of how long runs take, for Retry-After.
+	runTime time.Duration
+}
+
+// A queuedRun is a run waiting for a slot. stop detaches the cancel hook
+// that ends it while it waits; it reports false once that hook has begun,
+// and then the hook owns the run.
+type queuedRun struct {
+	r    *run
+	ctx  context.Context
+	stop func() bool
 }
 
 // newRunManager returns a manager with no runs; zero options take their
@@ -97,9 +116,11 @@ func newRunManager(opts runManagerOptions) *runManager {
 		opts.Retention = &k
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	env := &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: opts.AllowHosts,
-		secrets: baseSecrets(opts.Registry.globals(), opts.Getenv)}
-	m := &runManager{opts: opts, logger: opts.Logger, env: env, ctx: ctx, stop: stop, runs: map[string]*run{}}
+	opts.Limits = opts.Limits.resolve()
+	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}}
+	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: opts.AllowHosts,
+		secrets: baseSecrets(opts.Registry.globals(), opts.Getenv),
+		limits:  opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
 	if opts.Store != nil {
 		m.loadHistory()
 		m.prune()
@@ -131,13 +152,30 @@ func invalidRequest(err error) error {
 // errShuttingDown is start's error once shutdown has begun.
 var errShuttingDown = errors.New("start run: harnessd is shutting down; retry against another instance or after it restarts")
 
-// start validates req synchronously and starts the run in the background.
-// allowCommand says whether the caller may start per-run stdio servers.
-// Errors are *requestError for what the caller got wrong, or
-// errShuttingDown.
+// A busyError is start's error when max_concurrent_runs run and
+// max_queued_runs wait; the API answers 429 with Retry-After.
+type busyError struct {
+	running, queued int
+	retryAfter      time.Duration
+}
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("start run: %d runs running and %d queued, the limits (max_concurrent_runs, max_queued_runs); retry after %s",
+		e.running, e.queued, e.retryAfter)
+}
+
+// start validates req synchronously and starts the run in the background,
+// or queues it when max_concurrent_runs are running. allowCommand says
+// whether the caller may start per-run stdio servers. Errors are
+// *requestError for what the caller got wrong, *busyError when the queue
+// is full, or errShuttingDown.
 func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	r, err := m.prepare(req, allowCommand)
 	if err != nil {
+		return nil, err
+	}
+	// Refuse a full queue before touching the disk; admit checks again.
+	if err := m.checkRoom(); err != nil {
 		return nil, err
 	}
 	if err := m.persistNew(r); err != nil {
@@ -145,7 +183,7 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
 	r.cancel = cancel
-	if err := m.admit(r); err != nil {
+	if err := m.admit(ctx, r); err != nil {
 		cancel()
 		if r.disk != nil {
 			r.disk.log.close()
@@ -154,14 +192,6 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 		return nil, err
 	}
 	m.opts.Metrics.runStarted()
-	// Owned by the run manager; exits when the run reaches a terminal
-	// status (cancel and shutdown make it end promptly).
-	go func() {
-		defer m.wg.Done()
-		defer cancel()
-		r.execute(ctx)
-		m.prune()
-	}()
 	return r, nil
 }
 
@@ -170,6 +200,9 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if strings.TrimSpace(req.Prompt) == "" {
 		return nil, badRequest("prompt", "is empty: say what the agent should do")
+	}
+	if n := len(req.Prompt) + len(req.SystemPrompt); n > m.opts.Limits.MaxPromptBytes {
+		return nil, badRequest("prompt", "%d bytes with system_prompt, over max_prompt_bytes (%d): send a shorter prompt, or raise the limit", n, m.opts.Limits.MaxPromptBytes)
 	}
 	if req.MaxSteps < 0 || req.MaxSteps > maxMaxSteps {
 		return nil, badRequest("max_steps", "%d is out of range: use 1 to %d (default %d)", req.MaxSteps, maxMaxSteps, m.opts.MaxSteps)
@@ -259,19 +292,110 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 	return nil
 }
 
-// admit keeps r and counts it in wg, or returns errShuttingDown once
-// shutdown has begun. Under mu, so that no run is added to wg once
-// shutdown has stopped the manager and may be waiting on it.
-func (m *runManager) admit(r *run) error {
+// checkRoom returns a *busyError when no run could be admitted now, or
+// errShuttingDown once shutdown has begun.
+func (m *runManager) checkRoom() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.roomLocked()
+}
+
+func (m *runManager) roomLocked() error {
 	if m.ctx.Err() != nil {
 		return errShuttingDown
+	}
+	if m.running >= m.opts.Limits.MaxConcurrentRuns && len(m.queue) >= m.opts.Limits.MaxQueuedRuns {
+		return &busyError{running: m.running, queued: len(m.queue), retryAfter: m.retryAfterLocked()}
+	}
+	return nil
+}
+
+// admit keeps r and starts it, or queues it, or refuses it with a
+// *busyError; errShuttingDown once shutdown has begun. Under mu, so that
+// no run is added to wg once shutdown has stopped the manager and may be
+// waiting on it.
+func (m *runManager) admit(ctx context.Context, r *run) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.roomLocked(); err != nil {
+		return err
 	}
 	m.runs[r.id] = r
 	m.order = append(m.order, r.id)
 	m.wg.Add(1)
+	if m.running < m.opts.Limits.MaxConcurrentRuns {
+		m.running++
+		m.launchLocked(ctx, r)
+		return nil
+	}
+	stop := context.AfterFunc(ctx, func() { m.dropQueued(r) })
+	m.queue = append(m.queue, queuedRun{r: r, ctx: ctx, stop: stop})
 	return nil
+}
+
+// launchLocked starts r's goroutine; r is counted in running and wg.
+func (m *runManager) launchLocked(ctx context.Context, r *run) {
+	// Owned by the run manager; exits when the run reaches a terminal
+	// status (cancel and shutdown make it end promptly).
+	go func() {
+		defer m.wg.Done()
+		r.execute(ctx)
+		r.cancel()
+		m.freeSlot(r.duration())
+		m.prune()
+	}()
+}
+
+// freeSlot frees the slot of a run that ran for took and starts the queued
+// runs that now fit, oldest first.
+func (m *runManager) freeSlot(took time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.running--
+	if m.runTime == 0 {
+		m.runTime = took
+	} else {
+		m.runTime = (7*m.runTime + took) / 8
+	}
+	for m.running < m.opts.Limits.MaxConcurrentRuns && len(m.queue) > 0 && m.ctx.Err() == nil {
+		next := m.queue[0]
+		m.queue = m.queue[1:]
+		if !next.stop() {
+			continue // cancelled while queued: dropQueued ends it
+		}
+		m.running++
+		m.launchLocked(next.ctx, next.r)
+	}
+}
+
+// dropQueued ends r, cancelled while it waited in the queue.
+func (m *runManager) dropQueued(r *run) {
+	m.mu.Lock()
+	m.queue = slices.DeleteFunc(m.queue, func(q queuedRun) bool { return q.r == r })
+	m.mu.Unlock()
+	r.finish(runCancelled, "", "run cancelled while queued")
+	m.wg.Done()
+	m.prune()
+}
+
+// queuePosition returns r's place in the queue (1 for the next to start),
+// or 0 when it is not queued.
+func (m *runManager) queuePosition(r *run) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, q := range m.queue {
+		if q.r == r {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// retryAfterLocked estimates when a slot frees up: the average run time
+// times the queue's length over the slots, between 1 and 60 seconds.
+func (m *runManager) retryAfterLocked() time.Duration {
+	wait := m.runTime * time.Duration(len(m.queue)+1) / time.Duration(m.opts.Limits.MaxConcurrentRuns)
+	return min(max(wait.Round(time.Second), time.Second), time.Minute)
 }
 
 // newRunID returns a random, unguessable run id.

@@ -128,7 +128,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	do(http.MethodGet, "/v1/runs", secretAPIToken+"x", "")
 	do(http.MethodGet, "/v1/runs", "", "")
 	perRunRemote, _ := json.Marshal(map[string]any{"prompt": callPrompt("mcp_perrun_echo", "{}"),
-		"mcp_servers": []any{map[string]any{"name": "perrun", "url": refusing.URL + "/other", "headers": map[string]string{"X-Api-Key": secretHeader}}}})
+		"mcp_servers": []any{map[string]any{"name": "perrun", "url": refusing.URL + "/other", "headers": map[string]string{"X-Api-Key": secretHeader}, "required": false}}})
 	badEntry, _ := json.Marshal(map[string]any{"prompt": "x",
 		"mcp_servers": []any{map[string]any{"name": "bad", "transport": "bogus", "url": refusing.URL, "headers": map[string]string{"X-Api-Key": secretHeader}, "env": map[string]string{"K": secretEnvValue}}}})
 	do(http.MethodPost, "/v1/runs", secretAPIToken, string(badEntry))

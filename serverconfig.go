@@ -76,6 +76,11 @@ type serverConfig struct {
 	Untrusted bool
 	// OAuth is the server's oauth table; nil when it has none.
 	OAuth *oauthConfig
+	// Required says the server must start: a required global keeps
+	// /readyz at 503 while it is down, a required run-local server fails
+	// its run when it cannot start. Per-run servers ("run") are required
+	// unless they say "required": false; others only when they say true.
+	Required bool
 	// Source says where the definition came from: a file path,
 	// "HARNESS_MCP_SERVERS", "profile <name>", "run", "connect_mcp" or "command line".
 	Source string
@@ -131,10 +136,11 @@ type rawServer struct {
 	ExcludeTools    []string          `json:"exclude_tools" toml:"exclude_tools"`
 	MaxMessageBytes *int              `json:"max_message_bytes" toml:"max_message_bytes"`
 	OAuth           *rawOAuth         `json:"oauth" toml:"oauth"`
+	Required        *bool             `json:"required" toml:"required"`
 }
 
 // serverFields lists the JSON fields of a server object, for error hints.
-const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth"
+const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required"
 
 // buildServer validates raw and resolves its defaults and transport. label
 // prefixes every error; the error joins all the entry's problems.
@@ -166,6 +172,7 @@ func buildServer(label, source string, raw rawServer, getenv func(string) (strin
 		Timeout:         defaultTimeout,
 		StartupTimeout:  defaultStartupTimeout,
 		Enabled:         raw.Enabled == nil || *raw.Enabled,
+		Required:        (raw.Required == nil && source == "run") || (raw.Required != nil && *raw.Required),
 		IncludeTools:    raw.IncludeTools,
 		ExcludeTools:    raw.ExcludeTools,
 		MaxMessageBytes: defaultMaxMessageBytes,

@@ -45,7 +45,7 @@ func TestNonAdminServerBodiesAreNotEchoed(t *testing.T) {
 	t.Cleanup(srv.Close)
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "admin"}, fakeTurn{Text: "writer"})
 	m := newTestRuns(t, f)
-	servers := json.RawMessage(fmt.Sprintf(`[{"name":"s","url":%q}]`, srv.URL))
+	servers := json.RawMessage(fmt.Sprintf(`[{"name":"s","url":%q,"required":false}]`, srv.URL))
 	for _, tt := range []struct {
 		admin    bool
 		wantBody bool
