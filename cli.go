@@ -77,9 +77,13 @@ func splitCommand(args []string) (before, command []string) {
 // connectForCommand connects servers once (no restarts) and waits for every
 // first attempt.
 func connectForCommand(ctx context.Context, servers []serverConfig, logger *slog.Logger, workspace string, getenv func(string) (string, bool)) (*registry, error) {
+	var oauth *oauthClients
+	if home, err := defaultHome(getenv); err == nil {
+		oauth = newOAuthClients(newTokenStore(oauthDir(home)), logger)
+	}
 	reg := newRegistry(servers, registryOptions{
 		Logger: logger,
-		Client: clientOptions{Roots: []string{workspace}, Getenv: getenv},
+		Client: clientOptions{Roots: []string{workspace}, Getenv: getenv, OAuth: oauth},
 	})
 	if err := reg.waitReady(ctx); err != nil {
 		reg.close()

@@ -115,8 +115,9 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	defer store.close()
 
 	reg := newRegistry(cfg.Servers, registryOptions{
-		Logger:  logger,
-		Client:  clientOptions{Roots: []string{workspace}, Getenv: a.getenv, ProcessGroups: groups},
+		Logger: logger,
+		Client: clientOptions{Roots: []string{workspace}, Getenv: a.getenv, ProcessGroups: groups,
+			OAuth: newOAuthClients(newTokenStore(oauthDir(home)), logger)},
 		Restart: true,
 	})
 	m := newMetrics()

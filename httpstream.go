@@ -77,7 +77,7 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 	})
 	if err != nil {
 		err = httpRequestError("post message", ctx, t.ctx, err)
-		if isUnreachable(err) {
+		if isUnreachable(err) || errors.Is(err, errNeedsAuth) {
 			t.fail(err)
 		}
 		return nil, err

@@ -44,6 +44,7 @@ func main() {
 // An app is one invocation of the command: its output streams and the
 // environment it reads. Tests run it in-process with their own.
 type app struct {
+	stdin          io.Reader // nil means os.Stdin
 	stdout, stderr io.Writer
 	getenv         func(string) (string, bool)
 }
@@ -113,6 +114,10 @@ func (a *app) run(ctx context.Context, args []string) error {
 			return a.mcpGet(ctx, args[2:])
 		case "import":
 			return a.mcpImport(ctx, args[2:])
+		case "login":
+			return a.mcpLogin(ctx, args[2:])
+		case "logout":
+			return a.mcpLogout(ctx, args[2:])
 		}
 		return usageError("mcp: unknown subcommand %q: see harnessd --help", args[1])
 	case "version", "--version":
@@ -143,6 +148,8 @@ Usage:
                                            add a server to the home (or --scope workspace) config.toml
   harnessd mcp remove NAME [flags]         remove a server from that file
   harnessd mcp import [flags] FILE         convert a Claude, Cursor, VS Code or Codex server list
+  harnessd mcp login [flags] NAME         log in to a server that uses OAuth (prints the URL to open)
+  harnessd mcp logout [flags] NAME        forget a server's OAuth tokens
   harnessd mcp conformance URL             the client side of the official MCP conformance
                                            suite (a test aid; see ./test.sh)
   harnessd version

@@ -97,6 +97,14 @@ func (m *metrics) write(w io.Writer, servers []serverStatus) {
 		}
 		fmt.Fprintf(&b, "harnessd_mcp_server_up{server=%s} %d\n", promLabel(s.Name), up)
 	}
+	b.WriteString("# HELP harnessd_mcp_server_needs_auth Whether a global MCP server waits for an OAuth login (1) or not (0).\n# TYPE harnessd_mcp_server_needs_auth gauge\n")
+	for _, s := range servers {
+		needsAuth := 0
+		if s.Status == statusNeedsAuth {
+			needsAuth = 1
+		}
+		fmt.Fprintf(&b, "harnessd_mcp_server_needs_auth{server=%s} %d\n", promLabel(s.Name), needsAuth)
+	}
 	b.WriteString("# HELP harnessd_mcp_server_tools Tools a global MCP server offers.\n# TYPE harnessd_mcp_server_tools gauge\n")
 	for _, s := range servers {
 		fmt.Fprintf(&b, "harnessd_mcp_server_tools{server=%s} %d\n", promLabel(s.Name), len(s.Tools))

@@ -330,3 +330,40 @@ func TestTokenRequestError(t *testing.T) {
 		t.Errorf("error %q shows the refresh token", err)
 	}
 }
+
+func TestOAuthConfig(t *testing.T) {
+	env := map[string]string{"SECRET": "s3cr3t-value"}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct {
+		name    string
+		raw     rawServer
+		wantErr string
+	}{
+		{"client credentials", rawServer{URL: "https://mcp.example/mcp", OAuth: &rawOAuth{ClientID: "id", ClientSecret: "${SECRET}", Grant: "client_credentials", Scopes: []string{"read"}}}, ""},
+		{"empty table", rawServer{URL: "https://mcp.example/mcp", OAuth: &rawOAuth{}}, ""},
+		{"stdio server", rawServer{Command: "x", OAuth: &rawOAuth{}}, "oauth: only an http server"},
+		{"unknown grant", rawServer{URL: "https://mcp.example/mcp", OAuth: &rawOAuth{Grant: "password"}}, `oauth.grant: "password" is not supported`},
+		{"client credentials without secret", rawServer{URL: "https://mcp.example/mcp", OAuth: &rawOAuth{ClientID: "id", Grant: "client_credentials"}}, "needs client_secret or private_key_file"},
+		{"relative key", rawServer{URL: "https://mcp.example/mcp", OAuth: &rawOAuth{ClientID: "id", Grant: "client_credentials", PrivateKeyFile: "key.pem"}}, "oauth.private_key_file: not an absolute path"},
+		{"remote redirect", rawServer{URL: "https://mcp.example/mcp", OAuth: &rawOAuth{RedirectURI: "https://evil.example/cb"}}, "oauth.redirect_uri: must be a loopback"},
+		{"scope with space", rawServer{URL: "https://mcp.example/mcp", OAuth: &rawOAuth{Scopes: []string{"a b"}}}, "oauth.scopes[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.raw.Name = "docs"
+			s, err := buildServer("F", "F", tt.raw, getenv)
+			if tt.wantErr == "" {
+				if err != nil || s.OAuth == nil {
+					t.Fatalf("buildServer() = %+v, %v", s.OAuth, err)
+				}
+				if tt.raw.OAuth.ClientSecret != "" && !slices.Contains(s.secretValues(), "s3cr3t-value") {
+					t.Errorf("secretValues() = %q, want the client secret in it", s.secretValues())
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("buildServer() error = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -78,6 +78,8 @@ type oauthClient struct {
 	// is read or written; waiting for it respects the caller's context.
 	lock chan struct{}
 	rec  oauthRecord
+	// pending is the login started by startLogin, guarded by lock.
+	pending *authorizationRequest
 }
 
 // newOAuthClient returns the OAuth client of the server cfg. cfg.OAuth
@@ -511,6 +513,9 @@ func buildOAuth(raw rawOAuth, transport string, expand func(field, s string) str
 	}
 	return c
 }
+
+// oauthDir returns the token store directory under home.
+func oauthDir(home string) string { return filepath.Join(home, "oauth") }
 
 // An oauthClients hands out the one oauthClient of each server, so that
 // reconnections share its token and its one-at-a-time token requests.

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -296,5 +298,52 @@ func TestTokenStoreFiles(t *testing.T) {
 	}
 	if err := s.remove("docs"); err != nil {
 		t.Errorf("second remove: %v", err)
+	}
+}
+
+// TestMCPLoginPastedAndLogout runs "mcp login" with the redirected URL
+// pasted on stdin (the authorization server approves at once), then
+// "mcp logout".
+func TestMCPLoginPastedAndLogout(t *testing.T) {
+	a := newTestAS(t)
+	home := t.TempDir()
+	redirect := "http://127.0.0.1:1/callback" // nothing listens there: the URL is pasted
+	servers := fmt.Sprintf(`[{"name":"docs","url":%q,"oauth":{"redirect_uri":%q}}]`, a.srv.URL+"/mcp", redirect)
+	env := map[string]string{"HARNESS_HOME": home, "HOME": home, "HARNESS_WORKSPACE": t.TempDir(), "HARNESS_MCP_SERVERS": servers}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	stdinR, stdinW := io.Pipe()
+	stdoutR, stdoutW := io.Pipe()
+	var stderr lockedBuffer
+	app := &app{stdin: stdinR, stdout: stdoutW, stderr: &stderr, getenv: getenv}
+	done := make(chan error, 1)
+	go func() {
+		done <- app.run(t.Context(), []string{"mcp", "login", "docs"})
+		stdoutW.Close()
+	}()
+	lines := bufio.NewScanner(stdoutR)
+	if !lines.Scan() {
+		t.Fatalf("mcp login printed nothing; stderr: %s", stderr.String())
+	}
+	authURL := lines.Text()
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	redirected, err := readRedirect(t.Context(), noRedirects, authURL)
+	if err != nil {
+		t.Fatalf("approve %q: %v", authURL, err)
+	}
+	fmt.Fprintln(stdinW, "  "+redirected+"  ")
+	for lines.Scan() {
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("mcp login: %v; stderr: %s", err, stderr.String())
+	}
+	store := newTokenStore(oauthDir(home))
+	if rec, _ := store.load("docs", a.srv.URL+"/mcp"); rec.Token == nil || !a.valid[rec.Token.AccessToken] {
+		t.Fatalf("after login the store holds %+v", rec.Token)
+	}
+	if code, _, errOut := runHarnessd(t, env, "mcp", "logout", "docs"); code != 0 {
+		t.Fatalf("mcp logout = %d: %s", code, errOut)
+	}
+	if rec, _ := store.load("docs", a.srv.URL+"/mcp"); rec.Token != nil {
+		t.Errorf("after logout the store holds %+v", rec.Token)
 	}
 }

@@ -20,6 +20,8 @@ const (
 	statusRestarting = "restarting"
 	statusClosed     = "closed"
 	statusDisabled   = "disabled"
+	// statusNeedsAuth: the server needs a person to log in (mcp login).
+	statusNeedsAuth = "needs_auth"
 )
 
 // Restart backoff for global servers: 1s doubling to 60s. A server that
@@ -197,7 +199,11 @@ func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange f
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		s.move(statusFailed, err)
+		status := statusFailed
+		if errors.Is(err, errNeedsAuth) {
+			status = statusNeedsAuth
+		}
+		s.move(status, err)
 		return err
 	}
 	s.client = c
@@ -321,7 +327,9 @@ func (s *managedServer) supervise(ctx context.Context, sv supervision) {
 		}
 		s.mu.Lock()
 		if !sv.restart {
-			s.move(statusFailed, s.lastErr)
+			if s.status != statusNeedsAuth {
+				s.move(statusFailed, s.lastErr)
+			}
 			s.mu.Unlock()
 			return
 		}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// freeLoopbackPort returns a port of 127.0.0.1 that was free a moment ago.
+// The TypeScript demo server needs its ports before it starts (they are
+// part of its URLs), so it cannot report a kernel-chosen one.
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startOAuthDemo starts the TypeScript SDK's simpleStreamableHttp example
+// with --oauth (an MCP server and its demo authorization server) on
+// loopback and returns the MCP endpoint, once both listen.
+func startOAuthDemo(t *testing.T) string {
+	t.Helper()
+	modules := requireNode(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcpPort, authPort := freeLoopbackPort(t), freeLoopbackPort(t)
+	script := filepath.Join(modules, "@modelcontextprotocol", "sdk", "dist", "esm", "examples", "server", "simpleStreamableHttp.js")
+	cmd := exec.Command(node, "--import", filepath.Join(filepath.Dir(modules), "loopback.mjs"), script, "--oauth")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("MCP_PORT=%d", mcpPort), fmt.Sprintf("MCP_AUTH_PORT=%d", authPort))
+	listening := 0
+	return startHTTPPeer(t, "simpleStreamableHttp --oauth", cmd, false, func(line string) (string, bool) {
+		if strings.HasPrefix(line, "loopback.mjs: listening on ") {
+			listening++
+		}
+		return fmt.Sprintf("http://localhost:%d/mcp", mcpPort), listening == 2
+	})
+}
+
+// TestOAuthRealServer logs in to the TypeScript SDK's OAuth demo through
+// the loopback callback, calls a tool with the token, reuses the stored
+// login after a restart, and, once the token expired (the demo issues no
+// refresh tokens), reports needs authorization without asking the
+// authorization server again.
+func TestOAuthRealServer(t *testing.T) {
+	endpoint := startOAuthDemo(t)
+	home := t.TempDir()
+	store := newTokenStore(oauthDir(home))
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg, err := adhocServer("demo", endpoint, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redirectURI := fmt.Sprintf("http://127.0.0.1:%d/callback", freeLoopbackPort(t))
+	cfg.OAuth = &oauthConfig{RedirectURI: redirectURI, Grant: grantAuthorizationCode}
+
+	// Log in: the person's browser follows the authorization URL, which
+	// the demo approves at once, to the loopback callback.
+	login := newOAuthClient(cfg, store, httpClient, logger)
+	authURL, err := login.startLogin(t.Context(), nil)
+	if err != nil {
+		t.Fatalf("startLogin: %v", err)
+	}
+	redirects := make(chan string, 1)
+	stop, err := listenCallback(redirectURI, redirects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	resp, err := http.Get(authURL)
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	resp.Body.Close()
+	if err := login.completeLogin(t.Context(), <-redirects); err != nil {
+		t.Fatalf("completeLogin: %v", err)
+	}
+	first, _ := store.load("demo", endpoint)
+	if first.Token == nil {
+		t.Fatal("no token stored after the login")
+	}
+
+	callGreet := func() error {
+		t.Helper()
+		c, err := connect(t.Context(), cfg, clientOptions{Logger: logger, OAuth: newOAuthClients(store, logger)})
+		if err != nil {
+			return err
+		}
+		defer c.close()
+		res, err := c.callTool(t.Context(), "greet", json.RawMessage(`{"name":"harness"}`))
+		if err != nil {
+			return err
+		}
+		if text := resultToText(res); !strings.Contains(text, "harness") {
+			t.Errorf("greet = %q, want a greeting", text)
+		}
+		return nil
+	}
+	if err := callGreet(); err != nil {
+		t.Fatalf("call with the new login: %v", err)
+	}
+	// A restarted daemon (new OAuth clients over the same store) reuses it.
+	if err := callGreet(); err != nil {
+		t.Fatalf("call after restart: %v", err)
+	}
+	if again, _ := store.load("demo", endpoint); again.Token.AccessToken != first.Token.AccessToken {
+		t.Error("the stored login was not reused")
+	}
+
+	// Expire the token: without a refresh token, the server needs a login.
+	expired := first
+	expired.Token.Expiry = time.Now().Add(-time.Minute)
+	if err := store.save("demo", expired); err != nil {
+		t.Fatal(err)
+	}
+	err = callGreet()
+	if !errors.Is(err, errNeedsAuth) || !strings.Contains(err.Error(), "harnessd mcp login demo") {
+		t.Fatalf("call with an expired token = %v, want needs authorization", err)
+	}
+	if strings.Contains(logs.String(), first.Token.AccessToken) {
+		t.Error("the logs show the access token")
+	}
+}
