@@ -221,7 +221,10 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if err := m.resolveServers(r, allowCommand); err != nil {
 		return nil, err
 	}
-	r.secrets = m.env.secrets.with(serverSecrets(r.profile, r.perRun)...)
+	own := serverSecrets(r.profile, r.perRun)
+	r.secrets = m.env.secrets.with(own...)
+	// The daemon's logger already hides env's secrets.
+	r.logger = redactLogger(r.logger, newRedactor(own...))
 	return r, nil
 }
 
