@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +193,74 @@ func TestConfigAPISettings(t *testing.T) {
 				t.Errorf("loadConfig() = hosts %q, max_connections %d; want %q, %d", cfg.AllowedHosts, cfg.MaxConnections, tt.wantHosts, tt.wantConns)
 			}
 		})
+	}
+}
+
+// TestServeGuardsAndCapsConnections runs "harnessd serve" with
+// allowed_hosts and --max-connections 1: a second connection waits until
+// the first closes, and Host names are checked.
+func TestServeGuardsAndCapsConnections(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, home, "config.toml", "allowed_hosts = [\"harness.internal\"]\n")
+	env := map[string]string{"HARNESS_HOME": home, "HOME": home}
+	stderr := &lineWatcher{want: "harnessd listening", seen: make(chan struct{})}
+	a := &app{stdout: io.Discard, stderr: stderr, getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	// Owned by the test; exits when serve returns (cancel stops it).
+	go func() {
+		errc <- a.run(ctx, []string{"serve", "--workspace", home, "--addr", "127.0.0.1:0", "--max-connections", "1"})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-errc
+	})
+	select {
+	case <-stderr.seen:
+	case err := <-errc:
+		t.Fatalf("serve = %v before listening; log:\n%s", err, stderr)
+	}
+	m := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no listen address in the log:\n%s", stderr)
+	}
+	get := func(c net.Conn, host string) (*http.Response, error) {
+		fmt.Fprintf(c, "GET /v1/runs HTTP/1.1\r\nHost: %s\r\n\r\n", host)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	first, err := net.Dial("tcp", m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	if resp, err := get(first, "harness.internal:8080"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET with an allowed_hosts Host = %v, %v; want 200", resp, err)
+	}
+	second, err := net.Dial("tcp", m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := get(second, "rebind.example")
+		if err != nil {
+			answered <- -1
+			return
+		}
+		answered <- resp.StatusCode
+	}()
+	select {
+	case code := <-answered:
+		t.Fatalf("second connection answered %d while the first was open, want it to wait", code)
+	case <-time.After(100 * time.Millisecond):
+	}
+	first.Close()
+	if code := <-answered; code != http.StatusMisdirectedRequest {
+		t.Errorf("GET with a foreign Host = %d, want 421", code)
 	}
 }
