@@ -343,6 +343,13 @@ func eventCursor(r *http.Request) (int, error) {
 	return n, nil
 }
 
+// isTerminalEvent reports whether an event of type typ ends its run's
+// history (run.completed, run.failed, run.cancelled).
+func isTerminalEvent(typ string) bool {
+	status, ok := strings.CutPrefix(typ, "run.")
+	return ok && isTerminal(status)
+}
+
 // runEvents streams a run's events as SSE: the history after the cursor
 // first, then live events, with heartbeat comments; it ends after the
 // terminal event, when the client goes away, or at shutdown.
@@ -382,6 +389,9 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 				return
 			}
 			after = ev.Seq
+			// The terminal event is the last: it goes out before the
+			// run's servers are closed, and the stream ends with it.
+			ended = ended || isTerminalEvent(ev.Type)
 		}
 		if err := rc.Flush(); err != nil || ended {
 			return
