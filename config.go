@@ -119,34 +119,59 @@ func defaultHome(getenv func(string) (string, bool)) (string, error) {
 // skipped. The error joins every problem found, one per line; the config
 // returned with it holds the valid parts, for reporting only.
 func loadConfig(opts loadOptions) (*config, error) {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.LookupEnv
+	opts, err := opts.resolve()
+	if err != nil {
+		return nil, err
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	cfg := &config{}
+	err = errors.Join(
+		cfg.readFiles(configPaths(opts.Home, opts.Workspace), opts.Getenv),
+		cfg.addEnvServers(opts.Getenv, opts.Logger),
+		cfg.applyEnvLimits(opts.Getenv),
+		cfg.applyEnvModel(opts.Getenv),
+		cfg.applyEnvMaxConnections(opts.Getenv),
+		cfg.applyEnvKeptRuns(opts.Getenv),
+		cfg.addEnvKeys(opts.Getenv),
+	)
+	return cfg, err
+}
+
+// resolve returns opts with its defaults filled in: os.LookupEnv, a
+// discarding logger and defaultHome.
+func (opts loadOptions) resolve() (loadOptions, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.LookupEnv
 	}
-	var errs []error
-	home := opts.Home
-	if home == "" {
-		h, err := defaultHome(getenv)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Home == "" {
+		home, err := defaultHome(opts.Getenv)
 		if err != nil {
-			return nil, err
+			return opts, err
 		}
-		home = h
+		opts.Home = home
 	}
+	return opts, nil
+}
+
+// configPaths returns the TOML files to read, lowest precedence first:
+// the home's config.toml, then the workspace's unless it is the same file.
+func configPaths(home, workspace string) []string {
 	paths := []string{filepath.Join(home, "config.toml")}
-	if opts.Workspace != "" {
-		ws := filepath.Join(opts.Workspace, ".harness", "config.toml")
+	if workspace != "" {
+		ws := filepath.Join(workspace, ".harness", "config.toml")
 		if filepath.Clean(ws) != filepath.Clean(paths[0]) {
 			paths = append(paths, ws)
 		}
 	}
+	return paths
+}
 
-	cfg := &config{}
-	var fileServers []serverConfig
-	var tomlKeys []authKey
+// readFiles layers the TOML files at paths (a missing one is skipped) onto
+// cfg, in order, and returns every problem found, joined.
+func (cfg *config) readFiles(paths []string, getenv func(string) (string, bool)) error {
+	var errs []error
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -158,11 +183,9 @@ func loadConfig(opts loadOptions) (*config, error) {
 		}
 		cfg.Files = append(cfg.Files, p)
 		layer, err := parseConfigTOML(p, data, getenv)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		fileServers = mergeByName(fileServers, layer.servers, func(s serverConfig) string { return s.Name })
-		tomlKeys = mergeByName(tomlKeys, layer.authKeys, func(k authKey) string { return k.Name })
+		errs = append(errs, err)
+		cfg.Servers = mergeByName(cfg.Servers, layer.servers, func(s serverConfig) string { return s.Name })
+		cfg.AuthKeys = mergeByName(cfg.AuthKeys, layer.authKeys, func(k authKey) string { return k.Name })
 		mergeModel(&cfg.Model, layer)
 		if layer.allowHosts != nil {
 			cfg.ConnectAllowHosts = *layer.allowHosts
@@ -176,65 +199,92 @@ func loadConfig(opts loadOptions) (*config, error) {
 		cfg.KeptRuns.merge(layer.keptRuns)
 		cfg.Limits.overlay(layer.limits)
 	}
-	if err := validateServerNames(fileServers); err != nil {
-		errs = append(errs, err)
-	}
-	cfg.Servers = fileServers
+	errs = append(errs, validateServerNames(cfg.Servers))
+	return errors.Join(errs...)
+}
 
-	if raw, ok := getenv("HARNESS_MCP_SERVERS"); ok && strings.TrimSpace(raw) != "" {
-		envServers, err := parseServerJSON("HARNESS_MCP_SERVERS", []byte(raw), getenv)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		for _, s := range envServers {
-			if i := slices.IndexFunc(fileServers, func(t serverConfig) bool { return t.Name == s.Name }); i >= 0 {
-				logger.Warn("skipping server from HARNESS_MCP_SERVERS: already defined in TOML",
-					"server", s.Name, "toml", fileServers[i].Source)
-				continue
-			}
-			if j := firstClash(s.Name, fileServers); j >= 0 {
-				errs = append(errs, clashError(fileServers[j], s))
-			}
-			cfg.Servers = append(cfg.Servers, s)
-		}
+// addEnvServers appends the servers of HARNESS_MCP_SERVERS to cfg's TOML
+// servers: an entry named like a TOML server is logged and skipped (TOML
+// wins); one whose name collides with a TOML server's otherwise is an
+// error.
+func (cfg *config) addEnvServers(getenv func(string) (string, bool), logger *slog.Logger) error {
+	raw, ok := getenv("HARNESS_MCP_SERVERS")
+	if !ok || strings.TrimSpace(raw) == "" {
+		return nil
 	}
+	envServers, err := parseServerJSON("HARNESS_MCP_SERVERS", []byte(raw), getenv)
+	errs := []error{err}
+	fileServers := slices.Clip(cfg.Servers)
+	for _, s := range envServers {
+		if i := slices.IndexFunc(fileServers, func(t serverConfig) bool { return t.Name == s.Name }); i >= 0 {
+			logger.Warn("skipping server from HARNESS_MCP_SERVERS: already defined in TOML",
+				"server", s.Name, "toml", fileServers[i].Source)
+			continue
+		}
+		if j := firstClash(s.Name, fileServers); j >= 0 {
+			errs = append(errs, clashError(fileServers[j], s))
+		}
+		cfg.Servers = append(cfg.Servers, s)
+	}
+	return errors.Join(errs...)
+}
 
-	if name, ok := getenv("HARNESS_MODEL"); ok && name != "" {
-		spec, err := parseModelName(name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("HARNESS_MODEL: %v", err))
-		}
-		cfg.Model.Provider, cfg.Model.Model = spec.Provider, spec.Model
-	}
-
-	if v, ok := getenv("HARNESS_MAX_CONNECTIONS"); ok && v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			errs = append(errs, fmt.Errorf("HARNESS_MAX_CONNECTIONS: %q is not a positive number; set a positive number or unset it", v))
-		}
-		cfg.MaxConnections = n
-	}
-	envLimits, limitErrs := limitsFromEnv(getenv)
-	errs = append(errs, limitErrs...)
+// applyEnvLimits lets the HARNESS_ variables of the limits table override
+// the files' limits.
+func (cfg *config) applyEnvLimits(getenv func(string) (string, bool)) error {
+	envLimits, errs := limitsFromEnv(getenv)
 	cfg.Limits.overlay(envLimits)
+	return errors.Join(errs...)
+}
 
-	cfg.KeptRuns.merge(keptRunsFromEnv(getenv))
-	if _, err := cfg.KeptRuns.retention(); err != nil {
-		errs = append(errs, err)
+// applyEnvModel lets HARNESS_MODEL override the model's name.
+func (cfg *config) applyEnvModel(getenv func(string) (string, bool)) error {
+	name, ok := getenv("HARNESS_MODEL")
+	if !ok || name == "" {
+		return nil
 	}
+	spec, err := parseModelName(name)
+	cfg.Model.Provider, cfg.Model.Model = spec.Provider, spec.Model
+	if err != nil {
+		return fmt.Errorf("HARNESS_MODEL: %v", err)
+	}
+	return nil
+}
 
-	cfg.AuthKeys = tomlKeys
+// applyEnvMaxConnections lets HARNESS_MAX_CONNECTIONS override the cap on
+// open API connections.
+func (cfg *config) applyEnvMaxConnections(getenv func(string) (string, bool)) error {
+	v, ok := getenv("HARNESS_MAX_CONNECTIONS")
+	if !ok || v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	cfg.MaxConnections = n
+	if err != nil || n <= 0 {
+		return fmt.Errorf("HARNESS_MAX_CONNECTIONS: %q is not a positive number; set a positive number or unset it", v)
+	}
+	return nil
+}
+
+// applyEnvKeptRuns lets the HARNESS_ retention variables override the
+// files' settings, and checks the result.
+func (cfg *config) applyEnvKeptRuns(getenv func(string) (string, bool)) error {
+	cfg.KeptRuns.merge(keptRunsFromEnv(getenv))
+	_, err := cfg.KeptRuns.retention()
+	return err
+}
+
+// addEnvKeys appends the keys of HARNESS_API_KEYS to cfg's TOML keys and
+// checks that no two of them share a name or a token.
+func (cfg *config) addEnvKeys(getenv func(string) (string, bool)) error {
+	var errs []error
 	if raw, ok := getenv("HARNESS_API_KEYS"); ok && strings.TrimSpace(raw) != "" {
 		envKeys, err := parseAuthKeysJSON([]byte(raw))
-		if err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, err)
 		cfg.AuthKeys = append(cfg.AuthKeys, envKeys...)
 	}
-	if err := checkAuthKeys(cfg.AuthKeys); err != nil {
-		errs = append(errs, err)
-	}
-	return cfg, errors.Join(errs...)
+	errs = append(errs, checkAuthKeys(cfg.AuthKeys))
+	return errors.Join(errs...)
 }
 
 // mergeByName returns base with each element of later that has the name of
@@ -455,31 +505,6 @@ func decodeServers(label, source string, data []byte, objects bool, getenv func(
 		servers = append(servers, s)
 	}
 	return servers, errors.Join(errs...)
-}
-
-// decodeJSONArray splits the JSON array data into its elements, undecoded,
-// so each can be checked on its own. label names the source in errors and
-// example shows what to write instead of anything but an array.
-func decodeJSONArray(label, example string, data []byte) ([]json.RawMessage, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '[' {
-		return nil, fmt.Errorf("%s: not a JSON array; write %s", label, example)
-	}
-	var entries []json.RawMessage
-	if err := json.Unmarshal(data, &entries); err != nil {
-		return nil, fmt.Errorf("%s: invalid JSON: %v", label, err)
-	}
-	return entries, nil
-}
-
-// decodeEntry decodes one JSON object of an array into v with
-// decodeStrict; fields lists v's fields for the hint of an unknown one.
-func decodeEntry(data []byte, v any, fields string) error {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' {
-		return errors.New("not a JSON object; each entry must be {...}")
-	}
-	return decodeStrict(bytes.NewReader(data), v, fields)
 }
 
 // validateServerNames returns an error naming both servers (and their

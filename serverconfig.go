@@ -143,108 +143,158 @@ type rawServer struct {
 const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required"
 
 // buildServer validates raw and resolves its defaults and transport. label
-// prefixes every error; the error joins all the entry's problems.
+// prefixes every error; the error joins all the entry's problems, sorted.
+// The steps: the name, ${VAR} expansion of every expanding field, the
+// transport (inferred or checked), what only one transport takes, the
+// limits and the tool filters.
 func buildServer(label, source string, raw rawServer, getenv func(string) (string, bool)) (serverConfig, error) {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: server %q: %s: %s", label, raw.Name, field, fmt.Sprintf(format, args...)))
-	}
-	unexpanded := make(map[string]bool)
-	// expand returns s itself on error, so that inference still sees
-	// which of command and url is set and reports nothing more.
-	expand := func(field, s string) string {
-		v, err := expandVars(s, getenv)
-		if err != nil {
-			bad(field, "%v", err)
-			unexpanded[field] = true
-			return s
-		}
-		return v
-	}
+	b := &serverBuilder{label: label, raw: raw, getenv: getenv, unexpanded: make(map[string]bool)}
 	if err := checkServerName(raw.Name); err != nil {
-		bad("name", "%v", err)
+		b.bad("name", "%v", err)
 	}
 	s := serverConfig{
-		Name:            raw.Name,
-		Command:         expand("command", raw.Command),
-		URL:             expand("url", raw.URL),
-		Cwd:             expand("cwd", raw.Cwd),
-		Timeout:         defaultTimeout,
-		StartupTimeout:  defaultStartupTimeout,
-		Enabled:         raw.Enabled == nil || *raw.Enabled,
-		Required:        (raw.Required == nil && source == "run") || (raw.Required != nil && *raw.Required),
-		IncludeTools:    raw.IncludeTools,
-		ExcludeTools:    raw.ExcludeTools,
-		MaxMessageBytes: defaultMaxMessageBytes,
-		Source:          source,
+		Name:         raw.Name,
+		Command:      b.expand("command", raw.Command),
+		URL:          b.expand("url", raw.URL),
+		Cwd:          b.expand("cwd", raw.Cwd),
+		Enabled:      raw.Enabled == nil || *raw.Enabled,
+		Required:     (raw.Required == nil && source == "run") || (raw.Required != nil && *raw.Required),
+		IncludeTools: raw.IncludeTools,
+		ExcludeTools: raw.ExcludeTools,
+		Source:       source,
 	}
 	for i, a := range raw.Args {
-		s.Args = append(s.Args, expand(fmt.Sprintf("args[%d]", i), a))
+		s.Args = append(s.Args, b.expand(fmt.Sprintf("args[%d]", i), a))
 	}
-	for _, k := range slices.Sorted(maps.Keys(raw.Env)) {
-		field := "env." + k
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			bad(field, "invalid variable name; use a name without \"=\"")
-		}
-		v := expand(field, raw.Env[k])
-		if strings.ContainsRune(v, 0) {
-			bad(field, "value contains a NUL byte; remove it")
-		}
-		if s.Env == nil {
-			s.Env = make(map[string]string, len(raw.Env))
-		}
-		s.Env[k] = v
+	s.Env = b.expandMap("env", raw.Env, envRule)
+	s.Headers = b.expandMap("headers", raw.Headers, headerRule)
+	s.Transport, s.TransportInferred = resolveTransport(raw.Transport, s.Command, s.URL, b.bad)
+	b.checkTransportFields(s)
+	if raw.OAuth != nil {
+		s.OAuth = buildOAuth(*raw.OAuth, s.Transport, b.expand, b.bad)
 	}
-	for _, k := range slices.Sorted(maps.Keys(raw.Headers)) {
-		field := "headers." + k
-		if !isHeaderName(k) {
-			bad(field, "invalid header name; use letters, digits and \"-\"")
-		}
-		v := expand(field, raw.Headers[k])
-		if strings.ContainsAny(v, "\r\n\x00") {
-			bad(field, "value contains a line break or NUL byte; remove it")
-		}
-		if s.Headers == nil {
-			s.Headers = make(map[string]string, len(raw.Headers))
-		}
-		s.Headers[k] = v
-	}
+	s.Timeout = parseDuration("timeout", raw.Timeout, defaultTimeout, b.bad)
+	s.StartupTimeout = parseDuration("startup_timeout", raw.StartupTimeout, defaultStartupTimeout, b.bad)
+	s.MaxMessageBytes = b.messageLimit()
+	b.checkToolFilters()
+	slices.SortFunc(b.errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
+	return s, errors.Join(b.errs...)
+}
 
-	s.Transport, s.TransportInferred = resolveTransport(raw.Transport, s.Command, s.URL, bad)
+// A serverBuilder collects the problems of one raw server while
+// buildServer resolves it. It is used by one goroutine.
+type serverBuilder struct {
+	label  string
+	raw    rawServer
+	getenv func(string) (string, bool)
+	errs   []error
+	// unexpanded holds the fields whose ${VAR} expansion failed: they keep
+	// their raw text, so that inference still sees which of command and
+	// url is set, and get no further complaint.
+	unexpanded map[string]bool
+}
+
+// bad records a problem with field.
+func (b *serverBuilder) bad(field, format string, args ...any) {
+	b.errs = append(b.errs, fmt.Errorf("%s: server %q: %s: %s", b.label, b.raw.Name, field, fmt.Sprintf(format, args...)))
+}
+
+// expand returns s with its variables expanded, or s itself (recording
+// the problem and marking field unexpanded) when expansion fails.
+func (b *serverBuilder) expand(field, s string) string {
+	v, err := expandVars(s, b.getenv)
+	if err != nil {
+		b.bad(field, "%v", err)
+		b.unexpanded[field] = true
+		return s
+	}
+	return v
+}
+
+// A mapRule says what the keys and values of env or headers may hold.
+type mapRule struct {
+	validKey     func(string) bool
+	keyHint      string // the problem with an invalid key and what to do
+	invalidChars string // characters no value may hold
+	valueHint    string // the problem with such a value and what to do
+}
+
+var (
+	envRule = mapRule{
+		validKey: func(k string) bool { return k != "" && !strings.ContainsAny(k, "=\x00") },
+		keyHint:  "invalid variable name; use a name without \"=\"", invalidChars: "\x00",
+		valueHint: "value contains a NUL byte; remove it",
+	}
+	headerRule = mapRule{
+		validKey: isHeaderName, keyHint: "invalid header name; use letters, digits and \"-\"",
+		invalidChars: "\r\n\x00", valueHint: "value contains a line break or NUL byte; remove it",
+	}
+)
+
+// expandMap checks the keys of m by rule and returns m with its values
+// expanded and checked, or nil when m is empty. Fields are named
+// "<field>.<key>".
+func (b *serverBuilder) expandMap(field string, m map[string]string, rule mapRule) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		name := field + "." + k
+		if !rule.validKey(k) {
+			b.bad(name, "%s", rule.keyHint)
+		}
+		v := b.expand(name, m[k])
+		if strings.ContainsAny(v, rule.invalidChars) {
+			b.bad(name, "%s", rule.valueHint)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// checkTransportFields checks what depends on s's resolved transport: an
+// http or sse server's URL and the fields only a stdio server takes (and
+// the reverse), and that cwd is absolute.
+func (b *serverBuilder) checkTransportFields(s serverConfig) {
+	raw := b.raw
 	if s.Transport == transportHTTP || s.Transport == transportSSE {
-		if err := checkHTTPURL(s.URL); err != nil && !unexpanded["url"] {
-			bad("url", "%v", err)
+		if err := checkHTTPURL(s.URL); err != nil && !b.unexpanded["url"] {
+			b.bad("url", "%v", err)
 		}
 		if len(raw.Args) > 0 || len(raw.Env) > 0 || raw.Cwd != "" {
-			bad("args/env/cwd", "only a stdio server takes them; remove them or use command instead of url")
+			b.bad("args/env/cwd", "only a stdio server takes them; remove them or use command instead of url")
 		}
 	}
 	if s.Transport == transportStdio && len(raw.Headers) > 0 {
-		bad("headers", "only an http or sse server takes headers; remove them or use url instead of command")
+		b.bad("headers", "only an http or sse server takes headers; remove them or use url instead of command")
 	}
-	if raw.OAuth != nil {
-		s.OAuth = buildOAuth(*raw.OAuth, s.Transport, expand, bad)
+	if s.Cwd != "" && !filepath.IsAbs(s.Cwd) && !b.unexpanded["cwd"] {
+		b.bad("cwd", "not an absolute path; write a full path (${HOME}/dir works)")
 	}
-	if s.Cwd != "" && !filepath.IsAbs(s.Cwd) && !unexpanded["cwd"] {
-		bad("cwd", "not an absolute path; write a full path (${HOME}/dir works)")
+}
+
+// messageLimit returns max_message_bytes, or the default when it is unset.
+func (b *serverBuilder) messageLimit() int {
+	n := b.raw.MaxMessageBytes
+	if n == nil {
+		return defaultMaxMessageBytes
 	}
-	s.Timeout = parseDuration("timeout", raw.Timeout, defaultTimeout, bad)
-	s.StartupTimeout = parseDuration("startup_timeout", raw.StartupTimeout, defaultStartupTimeout, bad)
-	if n := raw.MaxMessageBytes; n != nil {
-		if *n < minMaxMessageBytes || *n > maxMaxMessageBytes {
-			bad("max_message_bytes", "%d is out of range; use %d (1 KiB) to %d (1 GiB)", *n, minMaxMessageBytes, maxMaxMessageBytes)
-		}
-		s.MaxMessageBytes = *n
+	if *n < minMaxMessageBytes || *n > maxMaxMessageBytes {
+		b.bad("max_message_bytes", "%d is out of range; use %d (1 KiB) to %d (1 GiB)", *n, minMaxMessageBytes, maxMaxMessageBytes)
 	}
-	for field, globs := range map[string][]string{"include_tools": raw.IncludeTools, "exclude_tools": raw.ExcludeTools} {
+	return *n
+}
+
+// checkToolFilters checks that include_tools and exclude_tools are globs.
+func (b *serverBuilder) checkToolFilters() {
+	for field, globs := range map[string][]string{"include_tools": b.raw.IncludeTools, "exclude_tools": b.raw.ExcludeTools} {
 		for i, g := range globs {
 			if _, err := path.Match(g, ""); g == "" || err != nil {
-				bad(fmt.Sprintf("%s[%d]", field, i), "%q is not a valid glob; use *, ? and [a-z] as in path.Match", g)
+				b.bad(fmt.Sprintf("%s[%d]", field, i), "%q is not a valid glob; use *, ? and [a-z] as in path.Match", g)
 			}
 		}
 	}
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	return s, errors.Join(errs...)
 }
 
 // resolveTransport applies the one inference rule of every source: command

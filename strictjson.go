@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,31 @@ func decodeStrict(r io.Reader, v any, fields string) error {
 		return fmt.Errorf("unknown field %s; valid fields are %s", field, fields)
 	}
 	return err
+}
+
+// decodeJSONArray splits the JSON array data into its elements, undecoded,
+// so each can be checked on its own. label names the source in errors and
+// example shows what to write instead of anything but an array.
+func decodeJSONArray(label, example string, data []byte) ([]json.RawMessage, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '[' {
+		return nil, fmt.Errorf("%s: not a JSON array; write %s", label, example)
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return nil, fmt.Errorf("%s: invalid JSON: %v", label, err)
+	}
+	return entries, nil
+}
+
+// decodeEntry decodes one JSON object of an array into v with
+// decodeStrict; fields lists v's fields for the hint of an unknown one.
+func decodeEntry(data []byte, v any, fields string) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return errors.New("not a JSON object; each entry must be {...}")
+	}
+	return decodeStrict(bytes.NewReader(data), v, fields)
 }
 
 // jsonKind describes the JSON value that decodes into t, for error messages.
