@@ -305,7 +305,7 @@ func mergeByName[T any](base, later []T, name func(T) string) []T {
 func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool)) (configLayer, error) {
 	var doc tomlConfig
 	var layer configLayer
-	md, errs, err := decodeTOML(file, data, &doc, false)
+	md, errs, err := decodeTOML(file, data, &doc, configFile)
 	if err != nil {
 		return layer, err
 	}
@@ -314,67 +314,21 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	layer.servers = servers
 
 	layer.modelSet = doc.Model
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: [model] %s: %s", file, field, fmt.Sprintf(format, args...)))
-	}
-	if n := doc.Model.Name; n != nil {
-		spec, err := parseModelName(*n)
-		if err != nil {
-			bad("name", "%v", err)
-		}
-		layer.model.Provider, layer.model.Model = spec.Provider, spec.Model
-	}
-	if u := doc.Model.BaseURL; u != nil {
-		if err := checkHTTPURL(*u); err != nil {
-			bad("base_url", "%v", err)
-		}
-		layer.model.BaseURL = *u
-	}
-	if n := doc.Model.MaxTokens; n != nil {
-		if *n <= 0 {
-			bad("max_tokens", "%d is not positive; set a positive number or remove it", *n)
-		}
-		layer.model.MaxTokens = *n
-	}
-	if n := doc.Model.MaxSteps; n != nil {
-		if *n <= 0 {
-			bad("max_steps", "%d is not positive; set a positive number or remove it", *n)
-		}
-		layer.model.MaxSteps = *n
-	}
-
-	for i, raw := range doc.Auth.Keys {
-		key, err := buildAuthKey(fmt.Sprintf("%s: [[auth.keys]] #%d", file, i+1), file, raw)
-		errs = append(errs, err)
-		if err == nil {
-			layer.authKeys = append(layer.authKeys, key)
-		}
-	}
-	if err := checkAuthKeys(layer.authKeys); err != nil {
-		errs = append(errs, err)
-	}
+	var modelErrs []error
+	layer.model, modelErrs = parseTOMLModel(file, doc.Model)
+	errs = append(errs, modelErrs...)
+	layer.authKeys, err = parseTOMLKeys(file, doc.Auth.Keys)
+	errs = append(errs, err)
 
 	if hosts := doc.ConnectMCP.AllowHosts; hosts != nil {
-		clean := make([]string, 0, len(*hosts))
-		for i, h := range *hosts {
-			h = strings.ToLower(h)
-			if err := checkHostPattern(h); err != nil {
-				errs = append(errs, fmt.Errorf("%s: [connect_mcp] allow_hosts[%d]: %v", file, i, err))
-			}
-			clean = append(clean, h)
-		}
+		clean, err := hostPatterns(file+": [connect_mcp] allow_hosts", *hosts)
 		layer.allowHosts = &clean
+		errs = append(errs, err)
 	}
 	if hosts := doc.AllowedHosts; hosts != nil {
-		clean := make([]string, 0, len(*hosts))
-		for i, h := range *hosts {
-			h = strings.ToLower(h)
-			if err := checkHostPattern(h); err != nil {
-				errs = append(errs, fmt.Errorf("%s: allowed_hosts[%d]: %v", file, i, err))
-			}
-			clean = append(clean, h)
-		}
+		clean, err := hostPatterns(file+": allowed_hosts", *hosts)
 		layer.allowedHosts = &clean
+		errs = append(errs, err)
 	}
 	if n := doc.MaxConnections; n != nil {
 		if *n <= 0 {
@@ -399,10 +353,35 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	return layer, errors.Join(errs...)
 }
 
-// decodeTOML decodes data into v. It returns a syntax or type error as
-// fatal, and otherwise an error for each unknown key (only the outermost of
-// nested unknown keys). label names the file in errors.
-func decodeTOML(label string, data []byte, v any, profile bool) (md toml.MetaData, unknown []error, fatal error) {
+// hostPatterns lowercases hosts and checks each is a host pattern; label
+// names the list in errors, which are joined.
+func hostPatterns(label string, hosts []string) ([]string, error) {
+	var errs []error
+	clean := make([]string, 0, len(hosts))
+	for i, h := range hosts {
+		h = strings.ToLower(h)
+		if err := checkHostPattern(h); err != nil {
+			errs = append(errs, fmt.Errorf("%s[%d]: %v", label, i, err))
+		}
+		clean = append(clean, h)
+	}
+	return clean, errors.Join(errs...)
+}
+
+// A tomlFile is the kind of TOML file decodeTOML reads, which decides the
+// hints of its unknown keys.
+type tomlFile int
+
+const (
+	configFile  tomlFile = iota // a config.toml
+	profileFile                 // a profile: only [mcp_servers]
+)
+
+// decodeTOML decodes data, a file of the given kind, into v. It returns a
+// syntax or type error as fatal, and otherwise an error for each unknown
+// key (only the outermost of nested unknown keys). label names the file in
+// errors.
+func decodeTOML(label string, data []byte, v any, kind tomlFile) (md toml.MetaData, unknown []error, fatal error) {
 	md, err := toml.Decode(string(data), v)
 	if err != nil {
 		return md, nil, fmt.Errorf("parse %s: %v", label, err)
@@ -416,7 +395,7 @@ func decodeTOML(label string, data []byte, v any, profile bool) (md toml.MetaDat
 		}
 		hint := "remove it or check its spelling"
 		switch {
-		case profile && k[0] != "mcp_servers":
+		case kind == profileFile && k[0] != "mcp_servers":
 			hint = "a profile holds only [mcp_servers]; remove it"
 		case len(k) == 3 && k[0] == "mcp_servers" && k[2] == "name":
 			hint = "the table key [mcp_servers.<name>] is the server's name; remove this key"
@@ -549,7 +528,7 @@ func loadProfile(home, name string, getenv func(string) (string, bool)) (servers
 	}
 	label := fmt.Sprintf("profile %q (%s)", name, file)
 	var doc tomlProfile
-	md, errs, err := decodeTOML(label, data, &doc, true)
+	md, errs, err := decodeTOML(label, data, &doc, profileFile)
 	if err != nil {
 		return nil, true, err
 	}

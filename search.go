@@ -162,14 +162,14 @@ func stem(w string) string {
 
 // findToolEntry returns find_tool with a description that counts the
 // deferred tools per server; the list of servers is capped so the first
-// request stays small however many tools there are. A nil view is fetched.
-func (c *catalog) findToolEntry(view []*serverTools) toolEntry {
-	if view == nil {
-		view = c.view()
+// request stays small however many tools there are. Nil sets are fetched.
+func (c *catalog) findToolEntry(sets []*serverTools) toolEntry {
+	if sets == nil {
+		sets = c.reachable()
 	}
-	servers := make([]*serverTools, 0, len(view))
+	servers := make([]*serverTools, 0, len(sets))
 	total := 0
-	for _, st := range view[1:] {
+	for _, st := range sets[1:] {
 		if len(st.entries) > 0 {
 			servers = append(servers, st)
 			total += len(st.entries)
@@ -233,11 +233,11 @@ func (c *catalog) findTool(args json.RawMessage) (string, error) {
 			return "", fmt.Errorf("find_tool: max_results %d: must be between 1 and %d", *a.MaxResults, maxFindResults)
 		}
 	}
-	view := c.view()
+	sets := c.reachable()
 	if rest, ok := cutPrefixFold(query, "select:"); ok {
-		return c.selectTools(view, rest)
+		return c.selectTools(sets, rest)
 	}
-	found := search(view, query, limit)
+	found := search(sets, query, limit)
 	if len(found) == 0 {
 		return fmt.Sprintf("No tools match %q. Try other words, or select:name for an exact name.", query), nil
 	}
@@ -246,7 +246,7 @@ func (c *catalog) findTool(args json.RawMessage) (string, error) {
 
 // selectTools activates the comma-separated names in list, at most
 // maxFindResults of them.
-func (c *catalog) selectTools(view []*serverTools, list string) (string, error) {
+func (c *catalog) selectTools(sets []*serverTools, list string) (string, error) {
 	var found []toolEntry
 	var unknown []string
 	for name := range strings.SplitSeq(list, ",") {
@@ -254,9 +254,9 @@ func (c *catalog) selectTools(view []*serverTools, list string) (string, error) 
 		if name == "" {
 			continue
 		}
-		e, ok := lookupIn(view, name)
+		e, ok := lookupIn(sets, name)
 		if !ok {
-			e, ok = lookupIn(view, strings.ToLower(name))
+			e, ok = lookupIn(sets, strings.ToLower(name))
 		}
 		switch {
 		case !ok && name != toolFindTool:
@@ -327,12 +327,12 @@ type searchScratch struct {
 
 var scratchPool = sync.Pool{New: func() any { return new(searchScratch) }}
 
-// search returns the best `limit` entries of view for query, best first.
+// search returns the best `limit` entries of sets for query, best first.
 // A tool ranks by how many query tokens it matches, then by where they
 // match (tool name over server name over tags over description; exact
 // over prefix), then by how much of its own name the query covers, then
 // by name.
-func search(view []*serverTools, query string, limit int) []toolEntry {
+func search(sets []*serverTools, query string, limit int) []toolEntry {
 	tokens := searchTokens(query, false)
 	if len(tokens) > maxQueryTokens {
 		tokens = tokens[:maxQueryTokens]
@@ -340,13 +340,13 @@ func search(view []*serverTools, query string, limit int) []toolEntry {
 	if len(tokens) == 0 {
 		return nil
 	}
-	base := make([]int32, len(view)+1)
-	for i, st := range view {
+	base := make([]int32, len(sets)+1)
+	for i, st := range sets {
 		base[i+1] = base[i] + int32(len(st.entries))
 	}
 	s := scratchPool.Get().(*searchScratch)
 	defer scratchPool.Put(s)
-	s.cells = slices.Grow(s.cells[:0], int(base[len(view)]))[:base[len(view)]]
+	s.cells = slices.Grow(s.cells[:0], int(base[len(sets)]))[:base[len(sets)]]
 	s.hits = s.hits[:0]
 	defer func() {
 		for _, ci := range s.hits {
@@ -356,7 +356,7 @@ func search(view []*serverTools, query string, limit int) []toolEntry {
 
 	for _, q := range tokens {
 		s.touched = s.touched[:0]
-		for vi, st := range view {
+		for vi, st := range sets {
 			i := sort.SearchStrings(st.vocab, q)
 			for ; i < len(st.vocab) && strings.HasPrefix(st.vocab[i], q); i++ {
 				exact := len(st.vocab[i]) == len(q)
@@ -388,8 +388,8 @@ func search(view []*serverTools, query string, limit int) []toolEntry {
 	}
 	top := make([]ranked, 0, limit+1)
 	for _, ci := range s.hits {
-		vi := sort.Search(len(view), func(k int) bool { return base[k+1] > ci })
-		st, ei := view[vi], ci-base[vi]
+		vi := sort.Search(len(sets), func(k int) bool { return base[k+1] > ci })
+		st, ei := sets[vi], ci-base[vi]
 		cell := &s.cells[ci]
 		score := float32(cell.cover)*1000 + cell.total
 		if n := st.nameTokens[ei]; n > 0 {

@@ -58,6 +58,59 @@ type tomlModel struct {
 	MaxSteps  *int    `toml:"max_steps"`
 }
 
+// parseTOMLModel validates the [model] table of file: every field it sets
+// goes into the settings, valid or not, with an error for each bad one.
+func parseTOMLModel(file string, doc tomlModel) (modelSettings, []error) {
+	var m modelSettings
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: [model] %s: %s", file, field, fmt.Sprintf(format, args...)))
+	}
+	if n := doc.Name; n != nil {
+		spec, err := parseModelName(*n)
+		if err != nil {
+			bad("name", "%v", err)
+		}
+		m.Provider, m.Model = spec.Provider, spec.Model
+	}
+	if u := doc.BaseURL; u != nil {
+		if err := checkHTTPURL(*u); err != nil {
+			bad("base_url", "%v", err)
+		}
+		m.BaseURL = *u
+	}
+	if n := doc.MaxTokens; n != nil {
+		if *n <= 0 {
+			bad("max_tokens", "%d is not positive; set a positive number or remove it", *n)
+		}
+		m.MaxTokens = *n
+	}
+	if n := doc.MaxSteps; n != nil {
+		if *n <= 0 {
+			bad("max_steps", "%d is not positive; set a positive number or remove it", *n)
+		}
+		m.MaxSteps = *n
+	}
+	return m, errs
+}
+
+// parseTOMLKeys validates the [[auth.keys]] of file and returns the valid
+// ones, with an error joining every problem (also two keys sharing a name
+// or a token).
+func parseTOMLKeys(file string, raws []rawAuthKey) ([]authKey, error) {
+	var keys []authKey
+	var errs []error
+	for i, raw := range raws {
+		key, err := buildAuthKey(fmt.Sprintf("%s: [[auth.keys]] #%d", file, i+1), file, raw)
+		errs = append(errs, err)
+		if err == nil {
+			keys = append(keys, key)
+		}
+	}
+	errs = append(errs, checkAuthKeys(keys))
+	return keys, errors.Join(errs...)
+}
+
 // mergeModel sets in m every model field that layer's file set.
 func mergeModel(m *modelSettings, layer configLayer) {
 	if layer.modelSet.Name != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // This file holds the tool catalog: mcp_ naming, tiers and tags, and the
-// per-run view of activated tools.
+// per-run catalog of reachable and activated tools.
 
 // Names of the built-in tools. find_tool is the only core tool; the others
 // are deferred like every MCP tool.
@@ -47,7 +47,7 @@ type toolEntry struct {
 
 // A serverTools is an immutable snapshot of one server's tools with their
 // search index. A server that re-lists its tools gets a new snapshot; every
-// catalog holding the old one keeps a consistent view. Safe for concurrent
+// catalog holding the old one still sees it whole. Safe for concurrent
 // use; its fields are read-only after construction.
 type serverTools struct {
 	server  string
@@ -176,9 +176,9 @@ func newCatalog(sources func() []*serverTools) *catalog {
 	return &catalog{sources: sources, isActivated: map[string]bool{}}
 }
 
-// view returns the snapshots the run reaches now: the deferred built-ins,
+// reachable returns the snapshots the run reaches now: the deferred built-ins,
 // then the servers' tools.
-func (c *catalog) view() []*serverTools {
+func (c *catalog) reachable() []*serverTools {
 	var sets []*serverTools
 	if c.sources != nil {
 		sets = c.sources()
@@ -194,11 +194,11 @@ func (c *catalog) lookup(name string) (toolEntry, bool) {
 	if name == toolFindTool {
 		return c.findToolEntry(nil), true
 	}
-	return lookupIn(c.view(), name)
+	return lookupIn(c.reachable(), name)
 }
 
-func lookupIn(view []*serverTools, name string) (toolEntry, bool) {
-	for _, st := range view {
+func lookupIn(sets []*serverTools, name string) (toolEntry, bool) {
+	for _, st := range sets {
 		if i, ok := st.byName[name]; ok {
 			return st.entries[i], true
 		}
@@ -210,14 +210,14 @@ func lookupIn(view []*serverTools, name string) (toolEntry, bool) {
 // activated tools in activation order, leaving out those no server lists
 // any more. The caller owns the slice.
 func (c *catalog) offered() []toolEntry {
-	view := c.view()
+	sets := c.reachable()
 	c.mu.Lock()
 	names := slices.Clone(c.activated)
 	c.mu.Unlock()
 	out := make([]toolEntry, 0, 1+len(names))
-	out = append(out, c.findToolEntry(view))
+	out = append(out, c.findToolEntry(sets))
 	for _, name := range names {
-		if e, ok := lookupIn(view, name); ok {
+		if e, ok := lookupIn(sets, name); ok {
 			out = append(out, e)
 		}
 	}
