@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -293,101 +291,6 @@ API_KEY = "${SECRET}"
 	}
 }
 
-func TestServerValidation(t *testing.T) {
-	env := fakeEnv(map[string]string{"SET": "v", "EMPTY": ""})
-	const p = "HARNESS_MCP_SERVERS[0]: "
-	tests := []struct {
-		name, in, wantErr string
-		wantTransport     string
-		wantInferred      bool
-	}{
-		{name: "command infers stdio", in: `{"name":"a","command":"x"}`, wantTransport: "stdio", wantInferred: true},
-		{name: "url infers http", in: `{"name":"a","url":"http://h/mcp"}`, wantTransport: "http", wantInferred: true},
-		{name: "explicit stdio", in: `{"name":"a","transport":"stdio","command":"x"}`, wantTransport: "stdio"},
-		{name: "explicit http", in: `{"name":"a","transport":"http","url":"https://h"}`, wantTransport: "http"},
-		{name: "explicit sse", in: `{"name":"a","transport":"sse","url":"http://h:1/sse"}`, wantTransport: "sse"},
-		{name: "both", in: `{"name":"a","command":"x","url":"http://h"}`,
-			wantErr: p + `server "a": command/url: both are set; set command for a stdio server or url for an http server, not both`},
-		{name: "neither", in: `{"name":"a"}`,
-			wantErr: p + `server "a": command/url: neither is set; set command for a stdio server or url for an http server`},
-		{name: "neither after expansion", in: `{"name":"a","command":"${EMPTY}"}`,
-			wantErr: p + `server "a": command/url: neither is set; set command for a stdio server or url for an http server`},
-		{name: "http with command", in: `{"name":"a","transport":"http","command":"x"}`,
-			wantErr: p + `server "a": transport: "http" needs url, not command; set url or change transport`},
-		{name: "sse with command", in: `{"name":"a","transport":"sse","command":"x"}`,
-			wantErr: p + `server "a": transport: "sse" needs url, not command; set url or change transport`},
-		{name: "stdio with url", in: `{"name":"a","transport":"stdio","url":"http://h"}`,
-			wantErr: p + `server "a": transport: "stdio" needs command, not url; set command or change transport`},
-		{name: "unknown transport", in: `{"name":"a","transport":"tcp","url":"http://h"}`,
-			wantErr: p + `server "a": transport: "tcp" is not supported; use stdio, http or sse, or leave it out`},
-		{name: "uppercase transport", in: `{"name":"a","transport":"HTTP","url":"http://h"}`,
-			wantErr: p + `server "a": transport: "HTTP" is not supported; use stdio, http or sse, or leave it out`},
-		{name: "ftp url", in: `{"name":"a","url":"ftp://h/x"}`,
-			wantErr: p + `server "a": url: scheme "ftp" is not supported; use http or https`},
-		{name: "url without host", in: `{"name":"a","url":"http:///mcp"}`,
-			wantErr: p + `server "a": url: no host; write a full URL like http://localhost:3001/mcp`},
-		{name: "relative url", in: `{"name":"a","url":"localhost:3001/mcp"}`,
-			wantErr: p + `server "a": url: scheme "localhost" is not supported; use http or https`},
-		{name: "unparsable url hides value", in: `{"name":"a","url":"http://user:s3cret@h\u0001"}`,
-			wantErr: p + `server "a": url: cannot parse: net/url: invalid control character in URL; write a full URL like http://localhost:3001/mcp`},
-		{name: "empty name", in: `{"command":"x"}`, wantErr: p + `server "": name: empty; give a name`},
-		{name: "bad name", in: `{"name":"a/b","command":"x"}`,
-			wantErr: p + `server "a/b": name: "a/b" has invalid characters; use only letters, digits, "-", "_" and "."`},
-		{name: "long name", in: `{"name":"` + strings.Repeat("n", 65) + `","command":"x"}`,
-			wantErr: p + `server "` + strings.Repeat("n", 65) + `": name: longer than 64 characters; shorten it`},
-		{name: "unknown field", in: `{"name":"a","comand":"x"}`,
-			wantErr: p + `unknown field "comand"; valid fields are ` + serverFields},
-		{name: "wrong type", in: `{"name":"a","args":"x"}`,
-			wantErr: p + `field "args": a JSON string is not allowed here; write a list of strings`},
-		{name: "wrong number hides value", in: `{"name":"a","command":"x","max_message_bytes":1.5}`,
-			wantErr: p + `field "max_message_bytes": a JSON number is not allowed here; write a whole number`},
-		{name: "not an object", in: `"x"`, wantErr: p + `not a JSON object; each entry must be {...}`},
-		{name: "durations and limits", in: `{"name":"a","command":"x","timeout":"0s","startup_timeout":"soon","max_message_bytes":1023}`,
-			wantErr: p + "server \"a\": max_message_bytes: 1023 is out of range; use 1024 (1 KiB) to 1073741824 (1 GiB)\n" +
-				p + "server \"a\": startup_timeout: \"soon\" is not a duration; write one like \"30s\" or \"2m\"\n" +
-				p + `server "a": timeout: "0s" is not positive; write a duration like "30s"`},
-		{name: "negative timeout", in: `{"name":"a","command":"x","timeout":"-1s"}`,
-			wantErr: p + `server "a": timeout: "-1s" is not positive; write a duration like "30s"`},
-		{name: "globs", in: `{"name":"a","command":"x","include_tools":["ok*","["],"exclude_tools":[""]}`,
-			wantErr: p + "server \"a\": exclude_tools[0]: \"\" is not a valid glob; use *, ? and [a-z] as in path.Match\n" +
-				p + `server "a": include_tools[1]: "[" is not a valid glob; use *, ? and [a-z] as in path.Match`},
-		{name: "headers on stdio", in: `{"name":"a","command":"x","headers":{"A":"b"}}`,
-			wantErr: p + `server "a": headers: only an http or sse server takes headers; remove them or use url instead of command`},
-		{name: "stdio fields on http", in: `{"name":"a","url":"http://h","env":{"A":"b"}}`,
-			wantErr: p + `server "a": args/env/cwd: only a stdio server takes them; remove them or use command instead of url`},
-		{name: "relative cwd", in: `{"name":"a","command":"x","cwd":"data"}`,
-			wantErr: p + `server "a": cwd: not an absolute path; write a full path (${HOME}/dir works)`},
-		{name: "bad header", in: `{"name":"a","url":"http://h","headers":{"X Y":"v","Z":"s3cret\r\nEvil: 1"}}`,
-			wantErr: p + "server \"a\": headers.X Y: invalid header name; use letters, digits and \"-\"\n" +
-				p + `server "a": headers.Z: value contains a line break or NUL byte; remove it`},
-		{name: "bad env name", in: `{"name":"a","command":"x","env":{"A=B":"v"}}`,
-			wantErr: p + `server "a": env.A=B: invalid variable name; use a name without "="`},
-		{name: "unset var", in: `{"name":"a","url":"http://h","headers":{"Authorization":"Bearer ${TOKEN}"}}`,
-			wantErr: p + `server "a": headers.Authorization: variable TOKEN is not set; set it in harnessd's environment or write ${TOKEN:-default}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := "[" + tt.in + "]"
-			servers, err := parseServerJSON("HARNESS_MCP_SERVERS", []byte(in), env)
-			if got := errString(err); got != tt.wantErr {
-				t.Fatalf("parseServerJSON(%q) error =\n%s\nwant\n%s", in, got, tt.wantErr)
-			}
-			if err != nil {
-				if strings.Contains(err.Error(), "s3cret") {
-					t.Errorf("parseServerJSON(%q) error %q reveals a secret", in, err)
-				}
-				return
-			}
-			if len(servers) != 1 || servers[0].Transport != tt.wantTransport || servers[0].TransportInferred != tt.wantInferred {
-				t.Fatalf("parseServerJSON(%q) = %+v, want transport %q inferred %v", in, servers, tt.wantTransport, tt.wantInferred)
-			}
-			if err := checkServer(servers[0]); err != nil {
-				t.Errorf("parseServerJSON(%q) = invalid server: %v", in, err)
-			}
-		})
-	}
-}
-
 func TestServerJSONEnvelope(t *testing.T) {
 	tests := []struct{ name, in, wantErr string }{
 		{name: "empty", in: "  "},
@@ -406,81 +309,6 @@ func TestServerJSONEnvelope(t *testing.T) {
 				t.Errorf("parseServerJSON(%q) error =\n%s\nwant\n%s", tt.in, got, tt.wantErr)
 			}
 		})
-	}
-}
-
-func TestExpandVars(t *testing.T) {
-	env := fakeEnv(map[string]string{"A": "x", "EMPTY": "", "HOME": "/h"})
-	tests := []struct{ in, want, wantErr string }{
-		{in: "plain", want: "plain"},
-		{in: "${A}", want: "x"},
-		{in: "pre-${A}-post${A}", want: "pre-x-postx"},
-		{in: "${EMPTY}", want: ""},
-		{in: "${EMPTY:-d}", want: "d"},
-		{in: "${UNSET:-d}", want: "d"},
-		{in: "${UNSET:-}", want: ""},
-		{in: "${A:-d}", want: "x"},
-		{in: "${UNSET:-a:b-c}", want: "a:b-c"},
-		{in: "$$", want: "$"},
-		{in: "$${A}", want: "${A}"},
-		{in: "cost: 5$", want: "cost: 5$"},
-		{in: "s/x$/y/ $1 $-", want: "s/x$/y/ $1 $-"},
-		{in: "${UNSET}", wantErr: "variable UNSET is not set; set it in harnessd's environment or write ${UNSET:-default}"},
-		{in: "$HOME/x", wantErr: `"$" followed by a name is not expanded; write ${NAME} to expand a variable or "$$" for a literal "$"`},
-		{in: "pa$sword", wantErr: `"$" followed by a name is not expanded; write ${NAME} to expand a variable or "$$" for a literal "$"`},
-		{in: "${A", wantErr: `unterminated "${"; close it with "}" or write "$$" for a literal "$"`},
-		{in: "${}", wantErr: `invalid variable name in "${...}"; use letters, digits and "_", not starting with a digit`},
-		{in: "${1A}", wantErr: `invalid variable name in "${...}"; use letters, digits and "_", not starting with a digit`},
-		{in: "${A-B}", wantErr: `invalid variable name in "${...}"; use letters, digits and "_", not starting with a digit`},
-	}
-	for _, tt := range tests {
-		got, err := expandVars(tt.in, env)
-		if got != tt.want || errString(err) != tt.wantErr {
-			t.Errorf("expandVars(%q) = %q, %v, want %q, %q", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-	if _, err := expandVars("${A}", nil); errString(err) != "${A}: a per-run server cannot read harnessd's environment; put the value itself in the request" {
-		t.Errorf("expandVars(${A}, nil) error = %v, want the per-run refusal", err)
-	}
-}
-
-func TestExpansionFields(t *testing.T) {
-	in := `[{"name":"a","command":"${C}","args":["${X}"],"cwd":"${D}","env":{"E":"${X}"}},` +
-		`{"name":"b","url":"${U}","headers":{"H":"${X}"}}]`
-	env := fakeEnv(map[string]string{"C": "cmd", "X": "xv", "D": "/d", "U": "http://u"})
-	servers, err := parseServerJSON("S", []byte(in), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := fmt.Sprintln(servers[0].Command, servers[0].Args, servers[0].Cwd, servers[0].Env, servers[1].URL, servers[1].Headers); got != "cmd [xv] /d map[E:xv] http://u map[H:xv]\n" {
-		t.Errorf("parseServerJSON(%q) expanded = %q", in, got)
-	}
-	_, err = parseServerJSON("S", []byte(in), fakeEnv(nil))
-	want := "S[0]: server \"a\": args[0]: variable X is not set; set it in harnessd's environment or write ${X:-default}\n" +
-		"S[0]: server \"a\": command: variable C is not set; set it in harnessd's environment or write ${C:-default}\n" +
-		"S[0]: server \"a\": cwd: variable D is not set; set it in harnessd's environment or write ${D:-default}\n" +
-		"S[0]: server \"a\": env.E: variable X is not set; set it in harnessd's environment or write ${X:-default}\n" +
-		"S[1]: server \"b\": headers.H: variable X is not set; set it in harnessd's environment or write ${X:-default}\n" +
-		"S[1]: server \"b\": url: variable U is not set; set it in harnessd's environment or write ${U:-default}"
-	if got := errString(err); got != want {
-		t.Errorf("parseServerJSON(%q) error =\n%s\nwant\n%s", in, got, want)
-	}
-}
-
-func TestSanitizeName(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"filesystem", "filesystem"},
-		{"My-Server", "my_server"},
-		{"a b/c.d", "a_b_c_d"},
-		{"x@y:z", "x_y_z"},
-		{"snake_9", "snake_9"},
-		{"é", "_"},
-		{"", ""},
-	}
-	for _, tt := range tests {
-		if got := sanitizeName(tt.in); got != tt.want {
-			t.Errorf("sanitizeName(%q) = %q, want %q", tt.in, got, tt.want)
-		}
 	}
 }
 
@@ -633,111 +461,6 @@ func TestAdhocServer(t *testing.T) {
 	}
 }
 
-func TestAuthKeys(t *testing.T) {
-	hashOf := func(s string) string {
-		h := sha256.Sum256([]byte(s))
-		return hex.EncodeToString(h[:])
-	}
-	tokenHash := hashOf("0123456789abcdef-token")
-	tests := []struct {
-		name, toml, env string
-		want            string // name:hash-prefix:scopes,...
-		wantErr         string
-	}{
-		{name: "none"},
-		{name: "toml", toml: "[[auth.keys]]\nname = \"ci\"\ntoken_sha256 = \"" + tokenHash + "\"\nscopes = [\"runs:write\"]\n",
-			want: "ci:" + tokenHash[:8] + ":[runs:write]"},
-		{name: "env plaintext hashed", env: `[{"name":"ops","token":"0123456789abcdef-token","scopes":["admin","runs:read"]}]`,
-			want: "ops:" + tokenHash[:8] + ":[admin runs:read]"},
-		{name: "toml then env", toml: "[[auth.keys]]\nname = \"a\"\ntoken_sha256 = \"" + hashOf("a-very-long-token-1") + "\"\nscopes = [\"admin\"]\n",
-			env:  `[{"name":"b","token_sha256":"` + tokenHash + `","scopes":["runs:read"]}]`,
-			want: "a:" + hashOf("a-very-long-token-1")[:8] + ":[admin],b:" + tokenHash[:8] + ":[runs:read]"},
-		{name: "short token", env: `[{"name":"x","token":"s3cret","scopes":["admin"]}]`,
-			wantErr: `HARNESS_API_KEYS[0]: key "x": token: shorter than 16 characters; use a long random token (openssl rand -hex 32)`},
-		{name: "both", env: `[{"name":"x","token":"s3cret-s3cret-s3cret","token_sha256":"` + tokenHash + `","scopes":["admin"]}]`,
-			wantErr: `HARNESS_API_KEYS[0]: key "x": token: both token and token_sha256 are set; keep one`},
-		{name: "uppercase hash", env: `[{"name":"x","token_sha256":"` + strings.ToUpper(tokenHash) + `","scopes":["admin"]}]`,
-			wantErr: `HARNESS_API_KEYS[0]: key "x": token_sha256: not 64 lowercase hex characters; use the output of: printf %s "$TOKEN" | sha256sum`},
-		{name: "long hash", env: `[{"name":"x","token_sha256":"` + tokenHash + `00","scopes":["admin"]}]`,
-			wantErr: `HARNESS_API_KEYS[0]: key "x": token_sha256: not 64 lowercase hex characters; use the output of: printf %s "$TOKEN" | sha256sum`},
-		{name: "bad scope and name", toml: "[[auth.keys]]\nname = \"a b\"\ntoken_sha256 = \"" + tokenHash + "\"\nscopes = [\"write\"]\n",
-			wantErr: "F: [[auth.keys]] #1: key \"a b\": name: \"a b\" has invalid characters; use only letters, digits, \"-\", \"_\" and \".\"\n" +
-				`F: [[auth.keys]] #1: key "a b": scopes[0]: "write" is not a scope; use runs:read, runs:write, admin`},
-		{name: "same name", toml: "[[auth.keys]]\nname = \"a\"\ntoken_sha256 = \"" + tokenHash + "\"\nscopes = [\"admin\"]\n",
-			env:     `[{"name":"a","token":"another-long-token","scopes":["admin"]}]`,
-			wantErr: `auth key "a" is defined twice (F and HARNESS_API_KEYS); remove or rename one`},
-		{name: "same token", env: `[{"name":"a","token":"0123456789abcdef-token","scopes":["admin"]},{"name":"b","token_sha256":"` + tokenHash + `","scopes":["runs:read"]}]`,
-			wantErr: `auth keys "a" (HARNESS_API_KEYS) and "b" (HARNESS_API_KEYS) have the same token; give each its own token`},
-		{name: "unknown env field", env: `[{"name":"a","secret":"x"}]`,
-			wantErr: `HARNESS_API_KEYS[0]: unknown field "secret"; valid fields are name, token, token_sha256, scopes`},
-		{name: "not array", env: `{}`,
-			wantErr: `HARNESS_API_KEYS: not a JSON array; write [{"name": ..., "token": ..., "scopes": [...]}]`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			home := t.TempDir()
-			if tt.toml != "" {
-				writeFile(t, home, "config.toml", tt.toml)
-			}
-			cfg, err := loadConfig(loadOptions{Home: home, Getenv: fakeEnv(map[string]string{"HARNESS_API_KEYS": tt.env})})
-			gotErr := strings.ReplaceAll(errString(err), filepath.Join(home, "config.toml"), "F")
-			if gotErr != tt.wantErr {
-				t.Fatalf("loadConfig() error =\n%s\nwant\n%s", gotErr, tt.wantErr)
-			}
-			if strings.Contains(gotErr, "s3cret") {
-				t.Errorf("loadConfig() error %q reveals a token", gotErr)
-			}
-			if err != nil {
-				return
-			}
-			var parts []string
-			for _, k := range cfg.AuthKeys {
-				parts = append(parts, fmt.Sprintf("%s:%x:%v", k.Name, k.TokenSHA256[:4], k.Scopes))
-			}
-			if got := strings.Join(parts, ","); got != tt.want {
-				t.Errorf("loadConfig() keys = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestModelSettings(t *testing.T) {
-	tests := []struct {
-		name, home, ws, env string
-		want                modelSettings
-		wantErr             string
-	}{
-		{name: "none"},
-		{name: "env only", env: "openai/gpt-4o", want: modelSettings{Provider: "openai", Model: "gpt-4o"}},
-		{name: "model with slash", env: "openai/meta-llama/Llama-3-8B", want: modelSettings{Provider: "openai", Model: "meta-llama/Llama-3-8B"}},
-		{name: "fields merge by layer",
-			home: "[model]\nname = \"anthropic/claude-sonnet-4-5\"\nbase_url = \"http://h\"\nmax_tokens = 1000\n",
-			ws:   "[model]\nmax_tokens = 2000\nmax_steps = 7\n",
-			want: modelSettings{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "http://h", MaxTokens: 2000, MaxSteps: 7}},
-		{name: "env overrides name", home: "[model]\nname = \"anthropic/c\"\nmax_steps = 3\n", env: "openai/o",
-			want: modelSettings{Provider: "openai", Model: "o", MaxSteps: 3}},
-		{name: "bad provider", env: "google/gemini",
-			wantErr: `HARNESS_MODEL: model "google/gemini": unknown provider "google": want openai or anthropic`},
-		{name: "no model", home: "[model]\nname = \"openai/\"\n",
-			wantErr: `H: [model] name: model "openai/": want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5`},
-		{name: "bad url and numbers", home: "[model]\nbase_url = \"api.openai.com\"\nmax_tokens = -1\n",
-			wantErr: "H: [model] base_url: scheme \"\" is not supported; use http or https\n" +
-				"H: [model] max_tokens: -1 is not positive; set a positive number or remove it"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			home, ws := configDirs(t, tt.home, tt.ws)
-			cfg, err := loadConfig(loadOptions{Home: home, Workspace: ws, Getenv: fakeEnv(map[string]string{"HARNESS_MODEL": tt.env})})
-			if got := strings.ReplaceAll(errString(err), filepath.Join(home, "config.toml"), "H"); got != tt.wantErr {
-				t.Fatalf("loadConfig() error =\n%s\nwant\n%s", got, tt.wantErr)
-			}
-			if err == nil && cfg.Model != tt.want {
-				t.Errorf("loadConfig() model = %+v, want %+v", cfg.Model, tt.want)
-			}
-		})
-	}
-}
-
 func TestConnectAllowHosts(t *testing.T) {
 	tests := []struct {
 		name, home, ws string
@@ -793,19 +516,6 @@ func TestWorkspaceIsHome(t *testing.T) {
 	cfg, err := loadConfig(loadOptions{Home: filepath.Join(dir, ".harness"), Workspace: dir, Getenv: fakeEnv(nil)})
 	if err != nil || len(cfg.Files) != 1 || summary(cfg.Servers) != "a=x" {
 		t.Errorf("loadConfig(home inside workspace) = %+v, %v, want the file read once", cfg, err)
-	}
-}
-
-func TestStdioEnv(t *testing.T) {
-	harnessEnv := fakeEnv(map[string]string{
-		"PATH": "/bin", "HOME": "/home/u", "LANG": "C.UTF-8", "OPENAI_API_KEY": "sk-secret",
-		"HARNESS_API_KEYS": "[]", "AWS_SECRET_ACCESS_KEY": "x",
-	})
-	cfg := serverConfig{Env: map[string]string{"HOME": "/srv", "TOKEN": "t"}}
-	got := stdioEnv(cfg, harnessEnv)
-	want := []string{"HOME=/srv", "LANG=C.UTF-8", "PATH=/bin", "TOKEN=t"}
-	if !slices.Equal(got, want) {
-		t.Errorf("stdioEnv() = %q, want %q", got, want)
 	}
 }
 

@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -88,5 +90,188 @@ func TestSameToolPrefix(t *testing.T) {
 		if got := strings.HasPrefix(mcpToolName(tt.b, "t"), mcpToolPrefix(tt.a)); tt.collide && !got {
 			t.Errorf("mcpToolName(%q, \"t\") does not start with mcpToolPrefix(%q)", tt.b, tt.a)
 		}
+	}
+}
+
+func TestServerValidation(t *testing.T) {
+	env := fakeEnv(map[string]string{"SET": "v", "EMPTY": ""})
+	const p = "HARNESS_MCP_SERVERS[0]: "
+	tests := []struct {
+		name, in, wantErr string
+		wantTransport     string
+		wantInferred      bool
+	}{
+		{name: "command infers stdio", in: `{"name":"a","command":"x"}`, wantTransport: "stdio", wantInferred: true},
+		{name: "url infers http", in: `{"name":"a","url":"http://h/mcp"}`, wantTransport: "http", wantInferred: true},
+		{name: "explicit stdio", in: `{"name":"a","transport":"stdio","command":"x"}`, wantTransport: "stdio"},
+		{name: "explicit http", in: `{"name":"a","transport":"http","url":"https://h"}`, wantTransport: "http"},
+		{name: "explicit sse", in: `{"name":"a","transport":"sse","url":"http://h:1/sse"}`, wantTransport: "sse"},
+		{name: "both", in: `{"name":"a","command":"x","url":"http://h"}`,
+			wantErr: p + `server "a": command/url: both are set; set command for a stdio server or url for an http server, not both`},
+		{name: "neither", in: `{"name":"a"}`,
+			wantErr: p + `server "a": command/url: neither is set; set command for a stdio server or url for an http server`},
+		{name: "neither after expansion", in: `{"name":"a","command":"${EMPTY}"}`,
+			wantErr: p + `server "a": command/url: neither is set; set command for a stdio server or url for an http server`},
+		{name: "http with command", in: `{"name":"a","transport":"http","command":"x"}`,
+			wantErr: p + `server "a": transport: "http" needs url, not command; set url or change transport`},
+		{name: "sse with command", in: `{"name":"a","transport":"sse","command":"x"}`,
+			wantErr: p + `server "a": transport: "sse" needs url, not command; set url or change transport`},
+		{name: "stdio with url", in: `{"name":"a","transport":"stdio","url":"http://h"}`,
+			wantErr: p + `server "a": transport: "stdio" needs command, not url; set command or change transport`},
+		{name: "unknown transport", in: `{"name":"a","transport":"tcp","url":"http://h"}`,
+			wantErr: p + `server "a": transport: "tcp" is not supported; use stdio, http or sse, or leave it out`},
+		{name: "uppercase transport", in: `{"name":"a","transport":"HTTP","url":"http://h"}`,
+			wantErr: p + `server "a": transport: "HTTP" is not supported; use stdio, http or sse, or leave it out`},
+		{name: "ftp url", in: `{"name":"a","url":"ftp://h/x"}`,
+			wantErr: p + `server "a": url: scheme "ftp" is not supported; use http or https`},
+		{name: "url without host", in: `{"name":"a","url":"http:///mcp"}`,
+			wantErr: p + `server "a": url: no host; write a full URL like http://localhost:3001/mcp`},
+		{name: "relative url", in: `{"name":"a","url":"localhost:3001/mcp"}`,
+			wantErr: p + `server "a": url: scheme "localhost" is not supported; use http or https`},
+		{name: "unparsable url hides value", in: `{"name":"a","url":"http://user:s3cret@h\u0001"}`,
+			wantErr: p + `server "a": url: cannot parse: net/url: invalid control character in URL; write a full URL like http://localhost:3001/mcp`},
+		{name: "empty name", in: `{"command":"x"}`, wantErr: p + `server "": name: empty; give a name`},
+		{name: "bad name", in: `{"name":"a/b","command":"x"}`,
+			wantErr: p + `server "a/b": name: "a/b" has invalid characters; use only letters, digits, "-", "_" and "."`},
+		{name: "long name", in: `{"name":"` + strings.Repeat("n", 65) + `","command":"x"}`,
+			wantErr: p + `server "` + strings.Repeat("n", 65) + `": name: longer than 64 characters; shorten it`},
+		{name: "unknown field", in: `{"name":"a","comand":"x"}`,
+			wantErr: p + `unknown field "comand"; valid fields are ` + serverFields},
+		{name: "wrong type", in: `{"name":"a","args":"x"}`,
+			wantErr: p + `field "args": a JSON string is not allowed here; write a list of strings`},
+		{name: "wrong number hides value", in: `{"name":"a","command":"x","max_message_bytes":1.5}`,
+			wantErr: p + `field "max_message_bytes": a JSON number is not allowed here; write a whole number`},
+		{name: "not an object", in: `"x"`, wantErr: p + `not a JSON object; each entry must be {...}`},
+		{name: "durations and limits", in: `{"name":"a","command":"x","timeout":"0s","startup_timeout":"soon","max_message_bytes":1023}`,
+			wantErr: p + "server \"a\": max_message_bytes: 1023 is out of range; use 1024 (1 KiB) to 1073741824 (1 GiB)\n" +
+				p + "server \"a\": startup_timeout: \"soon\" is not a duration; write one like \"30s\" or \"2m\"\n" +
+				p + `server "a": timeout: "0s" is not positive; write a duration like "30s"`},
+		{name: "negative timeout", in: `{"name":"a","command":"x","timeout":"-1s"}`,
+			wantErr: p + `server "a": timeout: "-1s" is not positive; write a duration like "30s"`},
+		{name: "globs", in: `{"name":"a","command":"x","include_tools":["ok*","["],"exclude_tools":[""]}`,
+			wantErr: p + "server \"a\": exclude_tools[0]: \"\" is not a valid glob; use *, ? and [a-z] as in path.Match\n" +
+				p + `server "a": include_tools[1]: "[" is not a valid glob; use *, ? and [a-z] as in path.Match`},
+		{name: "headers on stdio", in: `{"name":"a","command":"x","headers":{"A":"b"}}`,
+			wantErr: p + `server "a": headers: only an http or sse server takes headers; remove them or use url instead of command`},
+		{name: "stdio fields on http", in: `{"name":"a","url":"http://h","env":{"A":"b"}}`,
+			wantErr: p + `server "a": args/env/cwd: only a stdio server takes them; remove them or use command instead of url`},
+		{name: "relative cwd", in: `{"name":"a","command":"x","cwd":"data"}`,
+			wantErr: p + `server "a": cwd: not an absolute path; write a full path (${HOME}/dir works)`},
+		{name: "bad header", in: `{"name":"a","url":"http://h","headers":{"X Y":"v","Z":"s3cret\r\nEvil: 1"}}`,
+			wantErr: p + "server \"a\": headers.X Y: invalid header name; use letters, digits and \"-\"\n" +
+				p + `server "a": headers.Z: value contains a line break or NUL byte; remove it`},
+		{name: "bad env name", in: `{"name":"a","command":"x","env":{"A=B":"v"}}`,
+			wantErr: p + `server "a": env.A=B: invalid variable name; use a name without "="`},
+		{name: "unset var", in: `{"name":"a","url":"http://h","headers":{"Authorization":"Bearer ${TOKEN}"}}`,
+			wantErr: p + `server "a": headers.Authorization: variable TOKEN is not set; set it in harnessd's environment or write ${TOKEN:-default}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := "[" + tt.in + "]"
+			servers, err := parseServerJSON("HARNESS_MCP_SERVERS", []byte(in), env)
+			if got := errString(err); got != tt.wantErr {
+				t.Fatalf("parseServerJSON(%q) error =\n%s\nwant\n%s", in, got, tt.wantErr)
+			}
+			if err != nil {
+				if strings.Contains(err.Error(), "s3cret") {
+					t.Errorf("parseServerJSON(%q) error %q reveals a secret", in, err)
+				}
+				return
+			}
+			if len(servers) != 1 || servers[0].Transport != tt.wantTransport || servers[0].TransportInferred != tt.wantInferred {
+				t.Fatalf("parseServerJSON(%q) = %+v, want transport %q inferred %v", in, servers, tt.wantTransport, tt.wantInferred)
+			}
+			if err := checkServer(servers[0]); err != nil {
+				t.Errorf("parseServerJSON(%q) = invalid server: %v", in, err)
+			}
+		})
+	}
+}
+
+func TestExpandVars(t *testing.T) {
+	env := fakeEnv(map[string]string{"A": "x", "EMPTY": "", "HOME": "/h"})
+	tests := []struct{ in, want, wantErr string }{
+		{in: "plain", want: "plain"},
+		{in: "${A}", want: "x"},
+		{in: "pre-${A}-post${A}", want: "pre-x-postx"},
+		{in: "${EMPTY}", want: ""},
+		{in: "${EMPTY:-d}", want: "d"},
+		{in: "${UNSET:-d}", want: "d"},
+		{in: "${UNSET:-}", want: ""},
+		{in: "${A:-d}", want: "x"},
+		{in: "${UNSET:-a:b-c}", want: "a:b-c"},
+		{in: "$$", want: "$"},
+		{in: "$${A}", want: "${A}"},
+		{in: "cost: 5$", want: "cost: 5$"},
+		{in: "s/x$/y/ $1 $-", want: "s/x$/y/ $1 $-"},
+		{in: "${UNSET}", wantErr: "variable UNSET is not set; set it in harnessd's environment or write ${UNSET:-default}"},
+		{in: "$HOME/x", wantErr: `"$" followed by a name is not expanded; write ${NAME} to expand a variable or "$$" for a literal "$"`},
+		{in: "pa$sword", wantErr: `"$" followed by a name is not expanded; write ${NAME} to expand a variable or "$$" for a literal "$"`},
+		{in: "${A", wantErr: `unterminated "${"; close it with "}" or write "$$" for a literal "$"`},
+		{in: "${}", wantErr: `invalid variable name in "${...}"; use letters, digits and "_", not starting with a digit`},
+		{in: "${1A}", wantErr: `invalid variable name in "${...}"; use letters, digits and "_", not starting with a digit`},
+		{in: "${A-B}", wantErr: `invalid variable name in "${...}"; use letters, digits and "_", not starting with a digit`},
+	}
+	for _, tt := range tests {
+		got, err := expandVars(tt.in, env)
+		if got != tt.want || errString(err) != tt.wantErr {
+			t.Errorf("expandVars(%q) = %q, %v, want %q, %q", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+	if _, err := expandVars("${A}", nil); errString(err) != "${A}: a per-run server cannot read harnessd's environment; put the value itself in the request" {
+		t.Errorf("expandVars(${A}, nil) error = %v, want the per-run refusal", err)
+	}
+}
+
+func TestExpansionFields(t *testing.T) {
+	in := `[{"name":"a","command":"${C}","args":["${X}"],"cwd":"${D}","env":{"E":"${X}"}},` +
+		`{"name":"b","url":"${U}","headers":{"H":"${X}"}}]`
+	env := fakeEnv(map[string]string{"C": "cmd", "X": "xv", "D": "/d", "U": "http://u"})
+	servers, err := parseServerJSON("S", []byte(in), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprintln(servers[0].Command, servers[0].Args, servers[0].Cwd, servers[0].Env, servers[1].URL, servers[1].Headers); got != "cmd [xv] /d map[E:xv] http://u map[H:xv]\n" {
+		t.Errorf("parseServerJSON(%q) expanded = %q", in, got)
+	}
+	_, err = parseServerJSON("S", []byte(in), fakeEnv(nil))
+	want := "S[0]: server \"a\": args[0]: variable X is not set; set it in harnessd's environment or write ${X:-default}\n" +
+		"S[0]: server \"a\": command: variable C is not set; set it in harnessd's environment or write ${C:-default}\n" +
+		"S[0]: server \"a\": cwd: variable D is not set; set it in harnessd's environment or write ${D:-default}\n" +
+		"S[0]: server \"a\": env.E: variable X is not set; set it in harnessd's environment or write ${X:-default}\n" +
+		"S[1]: server \"b\": headers.H: variable X is not set; set it in harnessd's environment or write ${X:-default}\n" +
+		"S[1]: server \"b\": url: variable U is not set; set it in harnessd's environment or write ${U:-default}"
+	if got := errString(err); got != want {
+		t.Errorf("parseServerJSON(%q) error =\n%s\nwant\n%s", in, got, want)
+	}
+}
+
+func TestSanitizeName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"filesystem", "filesystem"},
+		{"My-Server", "my_server"},
+		{"a b/c.d", "a_b_c_d"},
+		{"x@y:z", "x_y_z"},
+		{"snake_9", "snake_9"},
+		{"é", "_"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := sanitizeName(tt.in); got != tt.want {
+			t.Errorf("sanitizeName(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestStdioEnv(t *testing.T) {
+	harnessEnv := fakeEnv(map[string]string{
+		"PATH": "/bin", "HOME": "/home/u", "LANG": "C.UTF-8", "OPENAI_API_KEY": "sk-secret",
+		"HARNESS_API_KEYS": "[]", "AWS_SECRET_ACCESS_KEY": "x",
+	})
+	cfg := serverConfig{Env: map[string]string{"HOME": "/srv", "TOKEN": "t"}}
+	got := stdioEnv(cfg, harnessEnv)
+	want := []string{"HOME=/srv", "LANG=C.UTF-8", "PATH=/bin", "TOKEN=t"}
+	if !slices.Equal(got, want) {
+		t.Errorf("stdioEnv() = %q, want %q", got, want)
 	}
 }

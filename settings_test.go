@@ -1,0 +1,115 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAuthKeys(t *testing.T) {
+	hashOf := func(s string) string {
+		h := sha256.Sum256([]byte(s))
+		return hex.EncodeToString(h[:])
+	}
+	tokenHash := hashOf("0123456789abcdef-token")
+	tests := []struct {
+		name, toml, env string
+		want            string // name:hash-prefix:scopes,...
+		wantErr         string
+	}{
+		{name: "none"},
+		{name: "toml", toml: "[[auth.keys]]\nname = \"ci\"\ntoken_sha256 = \"" + tokenHash + "\"\nscopes = [\"runs:write\"]\n",
+			want: "ci:" + tokenHash[:8] + ":[runs:write]"},
+		{name: "env plaintext hashed", env: `[{"name":"ops","token":"0123456789abcdef-token","scopes":["admin","runs:read"]}]`,
+			want: "ops:" + tokenHash[:8] + ":[admin runs:read]"},
+		{name: "toml then env", toml: "[[auth.keys]]\nname = \"a\"\ntoken_sha256 = \"" + hashOf("a-very-long-token-1") + "\"\nscopes = [\"admin\"]\n",
+			env:  `[{"name":"b","token_sha256":"` + tokenHash + `","scopes":["runs:read"]}]`,
+			want: "a:" + hashOf("a-very-long-token-1")[:8] + ":[admin],b:" + tokenHash[:8] + ":[runs:read]"},
+		{name: "short token", env: `[{"name":"x","token":"s3cret","scopes":["admin"]}]`,
+			wantErr: `HARNESS_API_KEYS[0]: key "x": token: shorter than 16 characters; use a long random token (openssl rand -hex 32)`},
+		{name: "both", env: `[{"name":"x","token":"s3cret-s3cret-s3cret","token_sha256":"` + tokenHash + `","scopes":["admin"]}]`,
+			wantErr: `HARNESS_API_KEYS[0]: key "x": token: both token and token_sha256 are set; keep one`},
+		{name: "uppercase hash", env: `[{"name":"x","token_sha256":"` + strings.ToUpper(tokenHash) + `","scopes":["admin"]}]`,
+			wantErr: `HARNESS_API_KEYS[0]: key "x": token_sha256: not 64 lowercase hex characters; use the output of: printf %s "$TOKEN" | sha256sum`},
+		{name: "long hash", env: `[{"name":"x","token_sha256":"` + tokenHash + `00","scopes":["admin"]}]`,
+			wantErr: `HARNESS_API_KEYS[0]: key "x": token_sha256: not 64 lowercase hex characters; use the output of: printf %s "$TOKEN" | sha256sum`},
+		{name: "bad scope and name", toml: "[[auth.keys]]\nname = \"a b\"\ntoken_sha256 = \"" + tokenHash + "\"\nscopes = [\"write\"]\n",
+			wantErr: "F: [[auth.keys]] #1: key \"a b\": name: \"a b\" has invalid characters; use only letters, digits, \"-\", \"_\" and \".\"\n" +
+				`F: [[auth.keys]] #1: key "a b": scopes[0]: "write" is not a scope; use runs:read, runs:write, admin`},
+		{name: "same name", toml: "[[auth.keys]]\nname = \"a\"\ntoken_sha256 = \"" + tokenHash + "\"\nscopes = [\"admin\"]\n",
+			env:     `[{"name":"a","token":"another-long-token","scopes":["admin"]}]`,
+			wantErr: `auth key "a" is defined twice (F and HARNESS_API_KEYS); remove or rename one`},
+		{name: "same token", env: `[{"name":"a","token":"0123456789abcdef-token","scopes":["admin"]},{"name":"b","token_sha256":"` + tokenHash + `","scopes":["runs:read"]}]`,
+			wantErr: `auth keys "a" (HARNESS_API_KEYS) and "b" (HARNESS_API_KEYS) have the same token; give each its own token`},
+		{name: "unknown env field", env: `[{"name":"a","secret":"x"}]`,
+			wantErr: `HARNESS_API_KEYS[0]: unknown field "secret"; valid fields are name, token, token_sha256, scopes`},
+		{name: "not array", env: `{}`,
+			wantErr: `HARNESS_API_KEYS: not a JSON array; write [{"name": ..., "token": ..., "scopes": [...]}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if tt.toml != "" {
+				writeFile(t, home, "config.toml", tt.toml)
+			}
+			cfg, err := loadConfig(loadOptions{Home: home, Getenv: fakeEnv(map[string]string{"HARNESS_API_KEYS": tt.env})})
+			gotErr := strings.ReplaceAll(errString(err), filepath.Join(home, "config.toml"), "F")
+			if gotErr != tt.wantErr {
+				t.Fatalf("loadConfig() error =\n%s\nwant\n%s", gotErr, tt.wantErr)
+			}
+			if strings.Contains(gotErr, "s3cret") {
+				t.Errorf("loadConfig() error %q reveals a token", gotErr)
+			}
+			if err != nil {
+				return
+			}
+			var parts []string
+			for _, k := range cfg.AuthKeys {
+				parts = append(parts, fmt.Sprintf("%s:%x:%v", k.Name, k.TokenSHA256[:4], k.Scopes))
+			}
+			if got := strings.Join(parts, ","); got != tt.want {
+				t.Errorf("loadConfig() keys = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestModelSettings(t *testing.T) {
+	tests := []struct {
+		name, home, ws, env string
+		want                modelSettings
+		wantErr             string
+	}{
+		{name: "none"},
+		{name: "env only", env: "openai/gpt-4o", want: modelSettings{Provider: "openai", Model: "gpt-4o"}},
+		{name: "model with slash", env: "openai/meta-llama/Llama-3-8B", want: modelSettings{Provider: "openai", Model: "meta-llama/Llama-3-8B"}},
+		{name: "fields merge by layer",
+			home: "[model]\nname = \"anthropic/claude-sonnet-4-5\"\nbase_url = \"http://h\"\nmax_tokens = 1000\n",
+			ws:   "[model]\nmax_tokens = 2000\nmax_steps = 7\n",
+			want: modelSettings{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "http://h", MaxTokens: 2000, MaxSteps: 7}},
+		{name: "env overrides name", home: "[model]\nname = \"anthropic/c\"\nmax_steps = 3\n", env: "openai/o",
+			want: modelSettings{Provider: "openai", Model: "o", MaxSteps: 3}},
+		{name: "bad provider", env: "google/gemini",
+			wantErr: `HARNESS_MODEL: model "google/gemini": unknown provider "google": want openai or anthropic`},
+		{name: "no model", home: "[model]\nname = \"openai/\"\n",
+			wantErr: `H: [model] name: model "openai/": want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5`},
+		{name: "bad url and numbers", home: "[model]\nbase_url = \"api.openai.com\"\nmax_tokens = -1\n",
+			wantErr: "H: [model] base_url: scheme \"\" is not supported; use http or https\n" +
+				"H: [model] max_tokens: -1 is not positive; set a positive number or remove it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home, ws := configDirs(t, tt.home, tt.ws)
+			cfg, err := loadConfig(loadOptions{Home: home, Workspace: ws, Getenv: fakeEnv(map[string]string{"HARNESS_MODEL": tt.env})})
+			if got := strings.ReplaceAll(errString(err), filepath.Join(home, "config.toml"), "H"); got != tt.wantErr {
+				t.Fatalf("loadConfig() error =\n%s\nwant\n%s", got, tt.wantErr)
+			}
+			if err == nil && cfg.Model != tt.want {
+				t.Errorf("loadConfig() model = %+v, want %+v", cfg.Model, tt.want)
+			}
+		})
+	}
+}
