@@ -353,21 +353,6 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	return layer, errors.Join(errs...)
 }
 
-// hostPatterns lowercases hosts and checks each is a host pattern; label
-// names the list in errors, which are joined.
-func hostPatterns(label string, hosts []string) ([]string, error) {
-	var errs []error
-	clean := make([]string, 0, len(hosts))
-	for i, h := range hosts {
-		h = strings.ToLower(h)
-		if err := checkHostPattern(h); err != nil {
-			errs = append(errs, fmt.Errorf("%s[%d]: %v", label, i, err))
-		}
-		clean = append(clean, h)
-	}
-	return clean, errors.Join(errs...)
-}
-
 // A tomlFile is the kind of TOML file decodeTOML reads, which decides the
 // hints of its unknown keys.
 type tomlFile int

@@ -456,6 +456,21 @@ func checkHostPattern(h string) error {
 	return nil
 }
 
+// hostPatterns lowercases hosts and checks each is a host pattern; label
+// names the list in errors, which are joined.
+func hostPatterns(label string, hosts []string) ([]string, error) {
+	var errs []error
+	clean := make([]string, 0, len(hosts))
+	for i, h := range hosts {
+		h = strings.ToLower(h)
+		if err := checkHostPattern(h); err != nil {
+			errs = append(errs, fmt.Errorf("%s[%d]: %v", label, i, err))
+		}
+		clean = append(clean, h)
+	}
+	return clean, errors.Join(errs...)
+}
+
 // expandVars replaces ${NAME} and ${NAME:-default} in s with values from
 // getenv; the default applies when NAME is unset or empty and is not itself
 // expanded. "$$" is a literal "$". A "$" before a letter or "_" is an error
