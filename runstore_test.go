@@ -224,7 +224,7 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 }
 
 // mustJSON encodes v.
-func mustJSON(t *testing.T, v any) []byte {
+func mustJSON(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -449,5 +449,35 @@ F: max_kept_run_age: "a month" is not a duration; give one like 720h (30 days), 
 				t.Errorf("retention() = %+v, %v; want %+v", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// BenchmarkRunStoreLifecycle measures what the disk adds to one run: the
+// first record, ten events, the fsynced terminal event and the final
+// record (five fsyncs in all).
+func BenchmarkRunStoreLifecycle(b *testing.B) {
+	s, err := openRunStore(filepath.Join(b.TempDir(), "runs"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.close()
+	start := time.Now()
+	ev := mustJSON(b, runEvent{Seq: 1, Type: "model.response", Time: start, Data: map[string]any{"step": 1, "content": strings.Repeat("x", 200)}})
+	end := mustJSON(b, runEvent{Seq: 11, Type: "run.completed", Time: start, Data: map[string]any{"status": runCompleted, "output": "done"}})
+	for i := 0; b.Loop(); i++ {
+		v := testRunView(fmt.Sprintf("run_%d", i), start)
+		l, err := s.create(v, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range 10 {
+			l.append(ev, false)
+		}
+		l.append(end, true)
+		l.close()
+		v.Status = runCompleted
+		if _, err := s.writeRecord(v, nil); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
