@@ -42,7 +42,7 @@ var builtinTools = []builtinTool{{
 	description: "Connect an MCP server over HTTP(S) for the rest of this run; its tools become available as mcp_<server_name>_<tool>.",
 	inputSchema: `{"type":"object","properties":{` +
 		`"url":{"type":"string","description":"http or https URL of the MCP endpoint"},` +
-		`"server_name":{"type":"string","pattern":"` + serverNameSchema + `","description":"Name for the server (default: from the URL host)"}},` +
+		`"server_name":{"type":"string","pattern":"` + agentServerNameSchema + `","description":"Name for the server: letters, digits, - and _ (default: from the URL host)"}},` +
 		`"required":["url"]}`,
 	call: connectMCP,
 }, {
@@ -121,7 +121,7 @@ func connectMCP(ctx context.Context, r *run, args json.RawMessage) (string, erro
 	if name == "" {
 		name = strings.NewReplacer(".", "-", ":", "-").Replace(u.Hostname())
 	}
-	if err := checkServerName(name); err != nil {
+	if err := checkAgentServerName(name); err != nil {
 		return "", fmt.Errorf("connect_mcp: server_name: %v", err)
 	}
 	release, err := r.connecting.reserve(r.scope, name)

@@ -596,6 +596,9 @@ func adhocServer(name, rawURL string, command []string) (serverConfig, error) {
 // the URL taken literally (never expanded: the model chose it), the
 // transport inferred like any other source's, Source "connect_mcp".
 func connectServer(name, rawURL string) (serverConfig, error) {
+	if err := checkAgentServerName(name); err != nil {
+		return serverConfig{}, fmt.Errorf("%s: server %q: %v", toolConnectMCP, name, err)
+	}
 	raw := rawServer{Name: name, URL: strings.ReplaceAll(rawURL, "$", "$$")}
 	cfg, err := buildServer(toolConnectMCP, toolConnectMCP, raw, nil)
 	cfg.Untrusted = true

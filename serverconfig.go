@@ -379,17 +379,24 @@ func checkHTTPURL(u string) error {
 	return err
 }
 
-// serverNameSchema is checkServerName's rule as a JSON Schema pattern, for
-// the tool definitions that take a server name.
-const serverNameSchema = `^[A-Za-z0-9._-]{1,64}$`
+// agentServerNameSchema is checkAgentServerName's rule as a JSON Schema
+// pattern, for the tool definitions that take a server name.
+const agentServerNameSchema = `^[A-Za-z0-9_-]{1,64}$`
 
-// checkServerName returns an error unless name is a valid server name: 1
-// to maxNameLength ASCII letters, digits, "-", "_" and ".". It is the one
-// rule of every source: the configuration, per-run servers, the command
-// line and connect_mcp's server_name. "." is allowed so that names like
+// checkServerName returns an error unless name is a valid name for a
+// configured server (configuration files, HARNESS_MCP_SERVERS, profiles,
+// per-run servers, the command line): 1 to maxNameLength ASCII letters,
+// digits, "-", "_" and ".". "." is allowed so that names like
 // "api.example" stay valid; like "-", it becomes "_" in tool names.
 func checkServerName(name string) error {
 	return checkName(name, ".", "letters, digits, \"-\", \"_\" and \".\"")
+}
+
+// checkAgentServerName returns an error unless name is a valid name for a
+// server the agent connects with connect_mcp: the configured rule without
+// ".", as the agent is told (letters, digits, "-" and "_" only).
+func checkAgentServerName(name string) error {
+	return checkName(name, "", "letters, digits, \"-\" and \"_\"")
 }
 
 // sameToolPrefix reports whether servers named a and b give their tools

@@ -27,35 +27,41 @@ func TestServerNameRule(t *testing.T) {
 	if err := json.Unmarshal(connect.InputSchema, &schema); err != nil {
 		t.Fatal(err)
 	}
-	if got := schema.Properties.ServerName.Pattern; got != serverNameSchema {
-		t.Fatalf("connect_mcp server_name pattern = %q, want %q", got, serverNameSchema)
+	if got := schema.Properties.ServerName.Pattern; got != agentServerNameSchema {
+		t.Fatalf("connect_mcp server_name pattern = %q, want %q", got, agentServerNameSchema)
 	}
-	pattern := regexp.MustCompile(serverNameSchema)
+	pattern := regexp.MustCompile(agentServerNameSchema)
+	// valid is the configured rule; agentValid is connect_mcp's, which the
+	// seed restricts to letters, digits, "-" and "_".
 	tests := []struct {
-		name  string
-		valid bool
+		name       string
+		valid      bool
+		agentValid bool
 	}{
-		{"github", true},
-		{"My-Server_2", true},
-		{"api.example", true},
-		{"a.b-c_d", true},
-		{strings.Repeat("x", maxNameLength), true},
-		{strings.Repeat("x", maxNameLength+1), false},
-		{"", false},
-		{"a b", false},
-		{"a/b", false},
-		{"a:b", false},
-		{"café", false},
+		{"github", true, true},
+		{"My-Server_2", true, true},
+		{"api.example", true, false},
+		{"a.b-c_d", true, false},
+		{strings.Repeat("x", maxNameLength), true, true},
+		{strings.Repeat("x", maxNameLength+1), false, false},
+		{"", false, false},
+		{"a b", false, false},
+		{"a/b", false, false},
+		{"a:b", false, false},
+		{"café", false, false},
 	}
 	for _, tt := range tests {
 		if got := checkServerName(tt.name) == nil; got != tt.valid {
 			t.Errorf("checkServerName(%q) valid = %v, want %v", tt.name, got, tt.valid)
 		}
-		if got := pattern.MatchString(tt.name); got != tt.valid {
-			t.Errorf("schema pattern matches %q = %v, want %v", tt.name, got, tt.valid)
+		if got := checkAgentServerName(tt.name) == nil; got != tt.agentValid {
+			t.Errorf("checkAgentServerName(%q) valid = %v, want %v", tt.name, got, tt.agentValid)
 		}
-		if _, err := connectServer(tt.name, "http://127.0.0.1:1/mcp"); (err == nil) != tt.valid {
-			t.Errorf("connectServer(%q) error = %v, want valid %v", tt.name, err, tt.valid)
+		if got := pattern.MatchString(tt.name); got != tt.agentValid {
+			t.Errorf("schema pattern matches %q = %v, want %v", tt.name, got, tt.agentValid)
+		}
+		if _, err := connectServer(tt.name, "http://127.0.0.1:1/mcp"); (err == nil) != tt.agentValid {
+			t.Errorf("connectServer(%q) error = %v, want valid %v", tt.name, err, tt.agentValid)
 		}
 		entry, _ := json.Marshal([]map[string]string{{"name": tt.name, "command": "x"}})
 		_, err := parseServerJSON("S", entry, func(string) (string, bool) { return "", false })
