@@ -73,6 +73,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/v1/runs/{id}/events", map[string]route{http.MethodGet: {scopeRunsRead, a.runEvents}})
 	a.route("/v1/runs/{id}/cancel", map[string]route{http.MethodPost: {scopeRunsWrite, a.cancelRun}})
 	a.route("/v1/mcp/servers", map[string]route{http.MethodGet: {scopeRunsRead, a.listServers}})
+	a.route("/v1/mcp/servers/{name}/login", map[string]route{http.MethodPost: {scopeAdmin, a.loginServer}})
 	a.route("/healthz", map[string]route{http.MethodGet: {"", a.healthz}})
 	a.route("/readyz", map[string]route{http.MethodGet: {"", a.readyz}})
 	a.route("/metrics", map[string]route{http.MethodGet: {scopeRunsRead, a.serveMetrics}})

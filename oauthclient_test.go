@@ -347,3 +347,50 @@ func TestMCPLoginPastedAndLogout(t *testing.T) {
 		t.Errorf("after logout the store holds %+v", rec.Token)
 	}
 }
+
+// TestAPILogin logs in to a server through POST
+// /v1/mcp/servers/{name}/login: start, approve, complete.
+func TestAPILogin(t *testing.T) {
+	a := newTestAS(t)
+	store := newTokenStore(t.TempDir())
+	cfg := serverConfig{Name: "docs", URL: a.srv.URL + "/mcp", Transport: transportHTTP, Enabled: true}
+	reg := newRegistry([]serverConfig{cfg}, registryOptions{Client: clientOptions{OAuth: newOAuthClients(store, discardLogger())}})
+	t.Cleanup(reg.close)
+	if err := reg.waitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := reg.statuses()[0]; st.Status != statusNeedsAuth || !strings.Contains(st.Error, "harnessd mcp login docs") {
+		t.Errorf("status before login = %s (%s), want needs_auth naming the command", st.Status, st.Error)
+	}
+	srv := httptest.NewServer(newAPI(nil, reg, nil, nil, nil, nil))
+	t.Cleanup(srv.Close)
+	at := &apiTest{url: srv.URL, client: srv.Client()}
+	if resp, data := at.do(t, http.MethodPost, "/v1/mcp/servers/docs/login", "", `{"redirected_url":"http://127.0.0.1:8788/callback?code=x"}`); resp.StatusCode != http.StatusConflict {
+		t.Errorf("complete before start = %d %s, want 409", resp.StatusCode, data)
+	}
+	resp, data := at.do(t, http.MethodPost, "/v1/mcp/servers/docs/login", "", `{}`)
+	var started struct {
+		AuthorizationURL string `json:"authorization_url"`
+	}
+	if resp.StatusCode != 200 || json.Unmarshal(data, &started) != nil || started.AuthorizationURL == "" {
+		t.Fatalf("start = %d %s", resp.StatusCode, data)
+	}
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	redirected, err := readRedirect(t.Context(), noRedirects, started.AuthorizationURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]string{"redirected_url": redirected})
+	if resp, data := at.do(t, http.MethodPost, "/v1/mcp/servers/docs/login", "", string(body)); resp.StatusCode != 200 || !strings.Contains(string(data), "logged_in") {
+		t.Fatalf("complete = %d %s", resp.StatusCode, data)
+	}
+	if strings.Contains(string(data), "access-token-value") {
+		t.Errorf("the answer shows the token: %s", data)
+	}
+	if rec, _ := store.load("docs", cfg.URL); rec.Token == nil || !a.valid[rec.Token.AccessToken] {
+		t.Errorf("after the API login the store holds %+v", rec.Token)
+	}
+	if resp, _ := at.do(t, http.MethodPost, "/v1/mcp/servers/nope/login", "", `{}`); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("login to an unknown server = %d, want 404", resp.StatusCode)
+	}
+}
