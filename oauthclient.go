@@ -535,19 +535,29 @@ func newOAuthClients(store *tokenStore, logger *slog.Logger) *oauthClients {
 	return &oauthClients{store: store, logger: logger, byName: map[string]*oauthClient{}}
 }
 
-// forServer returns the OAuth client of cfg, nil for a server that is not
-// Streamable HTTP.
+// forServer returns the OAuth client of cfg; nil for a server that is not
+// Streamable HTTP, or that is untrusted (named by the model or by a
+// non-admin run request: nobody may log in for it, and it must not reach
+// the token store). A per-run server's tokens stay in memory.
 func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
-	if m == nil || cfg.Transport != transportHTTP {
+	if m == nil || cfg.Transport != transportHTTP || cfg.Untrusted {
 		return nil
 	}
+	key := cfg.Source + "\x00" + cfg.Name
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := m.byName[cfg.Name]
+	c := m.byName[key]
 	if c == nil || c.serverURL != cfg.URL {
-		c = newOAuthClient(cfg, m.store, clientFor(cfg), m.logger.With("server", cfg.Name))
+		store := m.store
+		if cfg.Source == perRunSource {
+			store = nil
+		}
+		c = newOAuthClient(cfg, store, clientFor(cfg), m.logger.With("server", cfg.Name))
 		c.authorize = m.authorize
-		m.byName[cfg.Name] = c
+		m.byName[key] = c
 	}
 	return c
 }
+
+// perRunSource is the Source of servers given in a run request.
+const perRunSource = "run"
