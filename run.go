@@ -227,13 +227,15 @@ func (r *run) viewLocked() runView {
 	return v
 }
 
-// finish ends the run. The terminal event goes out first (on disk,
-// fsynced, then to followers), so that followers see the run end even when
-// its servers are slow to stop; then the servers are closed, and the final
-// record is written and shown, so whoever sees the terminal status also
-// sees the servers closed. The terminal record is written here and nowhere
-// else. The output is cut at max_output_bytes; the servers' statuses are
-// kept without their stderr tails, and the scope is let go.
+// finish ends the run, in two steps. First the end is recorded: the
+// terminal event (fsynced) and the final record on disk, then the status
+// and the event shown to views and followers, so that they see the run
+// end at once even when its servers are slow to stop. Then the servers
+// are closed, the record is rewritten with their final statuses, and done
+// is closed, so whoever sees done also sees the servers closed. The
+// terminal record is written here and nowhere else. The output is cut at
+// max_output_bytes; the servers' statuses are kept without their stderr
+// tails, and the scope is let go.
 func (r *run) finish(status, output, errMsg string) {
 	fullOutput := len(output)
 	output = truncate(output, r.env.limits.MaxOutputBytes)
@@ -250,34 +252,34 @@ func (r *run) finish(status, output, errMsg string) {
 	r.mu.Lock()
 	ev := runEvent{Seq: len(r.events) + 1, Type: terminalEventType(status), Time: time.Now().UTC(), Data: data}
 	r.disk.appendLocked(r, ev, true)
-	r.publishLocked(ev)
-	r.mu.Unlock()
-
-	r.scope.close()
-	servers := r.scope.localStatuses()
-	for i := range servers {
-		servers[i].StderrTail = ""
-	}
-	activated := r.catalog.activatedNames()
-	if activated == nil {
-		activated = []string{}
-	}
-	r.mu.Lock()
 	v := r.viewLocked()
 	v.Status, v.Output, v.Error, v.EndedAt = status, output, errMsg, &ev.Time
-	v.Servers, v.ActivatedTools = servers, activated
+	v.Servers = withoutStderrTails(v.Servers)
 	steps := r.steps
 	r.mu.Unlock()
-	var final *runView
 	if r.disk != nil {
-		final = r.disk.archive(r, v)
+		r.disk.archive(r, v)
 	}
 	r.mu.Lock()
 	r.status = status
 	r.output = output
 	r.errMsg = errMsg
 	r.endedAt = ev.Time
-	r.servers, r.activated = servers, activated
+	r.publishLocked(ev)
+	r.mu.Unlock()
+
+	r.scope.close()
+	v.Servers = withoutStderrTails(r.scope.localStatuses())
+	v.ActivatedTools = r.catalog.activatedNames()
+	if v.ActivatedTools == nil {
+		v.ActivatedTools = []string{}
+	}
+	var final *runView
+	if r.disk != nil {
+		final = r.disk.archive(r, v)
+	}
+	r.mu.Lock()
+	r.servers, r.activated = v.Servers, v.ActivatedTools
 	r.scope, r.catalog = nil, nil
 	if final != nil {
 		r.final, r.events = final, nil
@@ -287,6 +289,15 @@ func (r *run) finish(status, output, errMsg string) {
 	r.env.metrics.runEnded(status)
 	r.logger.Info("run ended", "status", status, "steps", steps)
 	close(r.done)
+}
+
+// withoutStderrTails returns servers without their stderr tails, which an
+// ended run does not keep.
+func withoutStderrTails(servers []serverStatus) []serverStatus {
+	for i := range servers {
+		servers[i].StderrTail = ""
+	}
+	return servers
 }
 
 // duration returns how long the run ran; 0 before it ended or when it
