@@ -321,11 +321,16 @@ scopes = ["runs:read"]
 				t.Errorf("event %s %v: want is_error false", ev.Type, d)
 			}
 		}
-		resp, data = at.do(t, "GET", "/v1/runs/"+id, reader, "")
+		// The stream ends at the terminal event; the run shows ended once
+		// its servers are closed and its record written, a moment later.
 		var v runView
-		if err := json.Unmarshal(data, &v); err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET /v1/runs/%s = %d %s (%v)", id, resp.StatusCode, data, err)
-		}
+		waitUntil(t, "the run shows ended", func() bool {
+			resp, data = at.do(t, "GET", "/v1/runs/"+id, reader, "")
+			if err := json.Unmarshal(data, &v); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET /v1/runs/%s = %d %s (%v)", id, resp.StatusCode, data, err)
+			}
+			return isTerminal(v.Status)
+		})
 		if v.Status != runCompleted || v.Output != "the server said: Echo: hello e2e" || v.Steps != 3 || v.ToolCalls != 2 || v.EndedAt == nil {
 			t.Errorf("run = %s, want completed after 3 steps and 2 tool calls with the echo as output", data)
 		}
