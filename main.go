@@ -8,6 +8,7 @@
 //	harnessd mcp call [flags] TOOL [JSON-ARGS]
 //	harnessd mcp get|add|remove NAME [flags]
 //	harnessd mcp import [flags] FILE
+//	harnessd check [flags]
 //	harnessd version
 //
 // Run any command with --help for its flags.
@@ -97,9 +98,12 @@ func (a *app) run(ctx context.Context, args []string) error {
 		return a.serve(ctx, args[1:])
 	case "mcp":
 		if len(args) < 2 {
-			return usageError("mcp: missing subcommand: use \"harnessd mcp list\" or \"harnessd mcp call\"")
+			return usageError("mcp: missing subcommand (see harnessd mcp --help)")
 		}
 		switch args[1] {
+		case "help", "-h", "-help", "--help":
+			fmt.Fprint(a.stdout, usageText)
+			return nil
 		case "list":
 			return a.mcpList(ctx, args[2:])
 		case "call":
@@ -120,9 +124,11 @@ func (a *app) run(ctx context.Context, args []string) error {
 			return a.mcpLogout(ctx, args[2:])
 		}
 		return usageError("mcp: unknown subcommand %q: see harnessd --help", args[1])
-	case "version", "--version":
-		fmt.Fprintf(a.stdout, "harnessd %s\n", buildVersion)
+	case "version", "--version", "-version":
+		fmt.Fprint(a.stdout, versionText(buildInfo()))
 		return nil
+	case "check":
+		return a.check(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(a.stdout, usageText)
 		return nil
@@ -152,7 +158,9 @@ Usage:
   harnessd mcp logout [flags] NAME        forget a server's OAuth tokens
   harnessd mcp conformance URL             the client side of the official MCP conformance
                                            suite (a test aid; see ./test.sh)
-  harnessd version
+  harnessd check [flags]                   validate every configuration source, start nothing
+                                           (exit 0 or 2)
+  harnessd version                         version, VCS revision and Go version
 
 Run "harnessd COMMAND --help" for a command's flags.
 `

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// This file holds "harnessd check": every configuration source validated
+// without starting anything, for image builds and CI.
+
+const checkUsage = `Usage: harnessd check [flags]
+
+Validates every configuration source as harnessd serve would read it: the
+home and workspace config.toml, HARNESS_MCP_SERVERS, HARNESS_MODEL,
+HARNESS_API_KEYS and the other settings, and every profile in
+$HARNESS_HOME/profiles. Starts no server. Prints every problem at once and
+exits 2 if there is any, 0 otherwise.
+
+`
+
+// check implements "harnessd check".
+func (a *app) check(_ context.Context, args []string) error {
+	var f commonFlags
+	fs := newFlagSet("check", a.stderr, checkUsage)
+	f.register(fs, a.getenv)
+	fs.Lookup("log-level").DefValue = "warn"
+	f.logLevel = "warn"
+	logger, workspace, err := f.parse(fs, args, a.stderr)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError("check: unexpected argument %q", fs.Arg(0))
+	}
+	home, err := defaultHome(a.getenv)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	var errs []error
+	cfg, err := loadConfig(loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger})
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if cfg != nil {
+		if _, err := cfg.KeptRuns.retention(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	profiles, err := checkProfiles(home, cfg, a.getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return usageError("check: configuration has problems:\n%v", err)
+	}
+	files := "no config files"
+	if len(cfg.Files) > 0 {
+		files = strings.Join(cfg.Files, ", ")
+	}
+	fmt.Fprintf(a.stdout, "configuration ok: %d %s (%s), %d %s\n", len(cfg.Servers), plural(len(cfg.Servers), "server"),
+		files, len(profiles), plural(len(profiles), "profile"))
+	return nil
+}
+
+// checkProfiles loads every profile in home/profiles and checks it against
+// the global servers of cfg (nil when the config did not load). It returns
+// the names of the profiles and an error joining every problem.
+func checkProfiles(home string, cfg *config, getenv func(string) (string, bool)) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(home, "profiles"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read profiles: %v; fix its permissions or remove it", err)
+	}
+	var names []string
+	var errs []error
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".toml")
+		if !ok || e.IsDir() {
+			continue
+		}
+		names = append(names, name)
+		servers, _, err := loadProfile(home, name, getenv)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if cfg != nil {
+			if _, err := profileScope(cfg.Servers, servers); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, errors.Join(errs...)
+}
