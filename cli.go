@@ -23,13 +23,14 @@ type mcpFlags struct {
 }
 
 // mcpFlagSet returns the flag set of an mcp subcommand, bound to f, with
-// logging quiet (error) by default so the output is the command's own.
+// logging at warn by default: the commands print every server's outcome
+// themselves, but a warning (a server skipped, two tools sharing a name)
+// would otherwise go unseen.
 func (a *app) mcpFlagSet(name, usage string, f *mcpFlags) *flag.FlagSet {
 	fs := newFlagSet(name, a.stderr, usage)
 	f.register(fs, a.getenv)
-	// The commands print every server's outcome themselves.
-	fs.Lookup("log-level").DefValue = "error"
-	f.logLevel = "error"
+	fs.Lookup("log-level").DefValue = "warn"
+	f.logLevel = "warn"
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	fs.StringVar(&f.url, "url", "", "use this one MCP endpoint (http or https) instead of the configuration")
 	fs.StringVar(&f.name, "name", "adhoc", "the name of the server given by --url or after --")
@@ -200,11 +201,20 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The candidates connect without their tool filters, so that a tool
+	// they hide can be named with the setting that hides it.
 	var candidates []serverConfig
+	filters := make(map[string]serverConfig)
 	for _, s := range servers {
-		if s.Enabled && strings.HasPrefix(toolName, mcpToolPrefix(s.Name)) {
-			candidates = append(candidates, s)
+		if !strings.HasPrefix(toolName, mcpToolPrefix(s.Name)) {
+			continue
 		}
+		if !s.Enabled {
+			return fmt.Errorf("mcp call: %q would be a tool of server %q, which is disabled by enabled = false (%s); set enabled = true to use it", toolName, s.Name, s.Source)
+		}
+		filters[s.Name] = s
+		s.IncludeTools, s.ExcludeTools = nil, nil
+		candidates = append(candidates, s)
 	}
 	if len(candidates) == 0 {
 		return fmt.Errorf("mcp call: no configured server has a tool named %q: names are mcp_<server>_<tool> (see harnessd mcp list)", toolName)
@@ -226,6 +236,9 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 			if e.Name != toolName {
 				continue
 			}
+			if err := hiddenBy(filters[e.Server], e.ServerTool); err != nil {
+				return fmt.Errorf("mcp call: %w", err)
+			}
 			res, err := scope.callTool(ctx, e.Server, e.ServerTool, toolArgs)
 			if err != nil {
 				return fmt.Errorf("mcp call %s: %w", toolName, err)
@@ -237,6 +250,20 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 		return fmt.Errorf("mcp call %s: %s", toolName, strings.Join(failures, "; "))
 	}
 	return fmt.Errorf("mcp call: no tool named %q (see harnessd mcp list)", toolName)
+}
+
+// hiddenBy returns an error naming the setting of cfg (include_tools or
+// exclude_tools) that hides its tool serverTool, or nil if none does.
+func hiddenBy(cfg serverConfig, serverTool string) error {
+	if !matchesAny(cfg.IncludeTools, serverTool, true) {
+		return fmt.Errorf("tool %q of server %q is hidden by include_tools %q (%s); add it there to use it", serverTool, cfg.Name, cfg.IncludeTools, cfg.Source)
+	}
+	for _, glob := range cfg.ExcludeTools {
+		if matchesAny([]string{glob}, serverTool, false) {
+			return fmt.Errorf("tool %q of server %q is hidden by exclude_tools entry %q (%s); remove it there to use it", serverTool, cfg.Name, glob, cfg.Source)
+		}
+	}
+	return nil
 }
 
 // printResult prints a tool result; an isError result is an exit 1.

@@ -199,7 +199,13 @@ func (cfg *config) readFiles(paths []string, getenv func(string) (string, bool))
 		cfg.KeptRuns.merge(layer.keptRuns)
 		cfg.Limits.overlay(layer.limits)
 	}
-	errs = append(errs, validateServerNames(cfg.Servers))
+	// Each file checked its own names; what is left is a clash between
+	// a home and a workspace server.
+	for i, s := range cfg.Servers {
+		if j := firstClash(s.Name, cfg.Servers[:i]); j >= 0 && cfg.Servers[j].Source != s.Source {
+			errs = append(errs, clashError(cfg.Servers[j], s))
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -446,7 +446,7 @@ func TestAdhocServer(t *testing.T) {
 		{name: "bad name", server: "a b", command: []string{"srv"},
 			wantErr: `command line: server "a b": name: "a b" has invalid characters; use only letters, digits, "-", "_" and "."`},
 		{name: "bad url", server: "adhoc", url: "localhost:1",
-			wantErr: `command line: server "adhoc": url: scheme "localhost" is not supported; use http or https`},
+			wantErr: `command line: server "adhoc": url: no scheme; write a full URL like http://localhost:3001/mcp`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

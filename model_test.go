@@ -90,7 +90,7 @@ func TestNewModelProvider(t *testing.T) {
 		{name: "explicit public base URL needs the key", spec: modelSpec{Provider: "openai", Model: "gpt-4o", BaseURL: "https://API.openai.com/v1"},
 			wantErr: "OPENAI_API_KEY is not set"},
 		{name: "bad base URL", spec: modelSpec{Provider: "openai", Model: "m"}, env: map[string]string{"OPENAI_BASE_URL": "localhost:8000"},
-			wantErr: `model openai: base URL "localhost:8000" from OPENAI_BASE_URL: scheme "localhost" is not supported; use http or https`},
+			wantErr: `model openai: base URL "localhost:8000" from OPENAI_BASE_URL: no scheme; write a full URL like http://localhost:3001/mcp`},
 		{name: "unknown provider", spec: modelSpec{Provider: "gemini", Model: "pro"}, wantErr: `unknown provider "gemini"`},
 		{name: "empty model", spec: modelSpec{Provider: "openai"}, env: map[string]string{"OPENAI_API_KEY": "k"}, wantErr: "the model name is empty"},
 	}

@@ -356,6 +356,11 @@ func parseDuration(field string, s *string, def time.Duration, bad func(field, f
 // and the model's base URL. The error never repeats u, which may hold
 // credentials.
 func parseHTTPURL(u string) (*url.URL, error) {
+	if !strings.Contains(u, "://") {
+		// "localhost:3001/mcp" parses with scheme "localhost" and
+		// "127.0.0.1:3001/mcp" not at all: one hint for both.
+		return nil, errors.New("no scheme; write a full URL like http://localhost:3001/mcp")
+	}
 	parsed, err := url.Parse(u)
 	if err != nil {
 		var ue *url.Error

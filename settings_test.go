@@ -97,7 +97,7 @@ func TestModelSettings(t *testing.T) {
 		{name: "no model", home: "[model]\nname = \"openai/\"\n",
 			wantErr: `H: [model] name: model "openai/": want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5`},
 		{name: "bad url and numbers", home: "[model]\nbase_url = \"api.openai.com\"\nmax_tokens = -1\n",
-			wantErr: "H: [model] base_url: scheme \"\" is not supported; use http or https\n" +
+			wantErr: "H: [model] base_url: no scheme; write a full URL like http://localhost:3001/mcp\n" +
 				"H: [model] max_tokens: -1 is not positive; set a positive number or remove it"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// This file tests the command-line errors that used to mislead, each with
+// its exact message: a tool hidden by a setting, a name collision said
+// once, a URL without its scheme.
+
+func TestMisleadingErrors(t *testing.T) {
+	t.Parallel()
+	fake := fakeServerConfig(t, "normal")
+	fakeTable := func(name, extra string) string {
+		return "[mcp_servers." + name + "]\ncommand = " + tomlString(fake.Command) +
+			"\nenv = { " + fakeServerEnv + " = \"normal\" }\n" + extra
+	}
+	tests := []struct {
+		name     string
+		home     string // $HARNESS_HOME/config.toml
+		args     []string
+		wantCode int
+		wantErr  string
+		once     bool // wantErr appears exactly once
+	}{
+		{name: "tool of a disabled server", home: fakeTable("fk", "enabled = false\n"),
+			args: []string{"mcp", "call", "mcp_fk_echo"}, wantCode: 1,
+			wantErr: `harnessd: mcp call: "mcp_fk_echo" would be a tool of server "fk", which is disabled by enabled = false (HOME/config.toml); set enabled = true to use it`},
+		{name: "tool removed by exclude_tools", home: fakeTable("fk", "exclude_tools = [\"ec*\"]\n"),
+			args: []string{"mcp", "call", "mcp_fk_echo"}, wantCode: 1,
+			wantErr: `harnessd: mcp call: tool "echo" of server "fk" is hidden by exclude_tools entry "ec*" (HOME/config.toml); remove it there to use it`},
+		{name: "tool outside include_tools", home: fakeTable("fk", "include_tools = [\"fail\"]\n"),
+			args: []string{"mcp", "call", "mcp_fk_echo"}, wantCode: 1,
+			wantErr: `harnessd: mcp call: tool "echo" of server "fk" is hidden by include_tools ["fail"] (HOME/config.toml); add it there to use it`},
+		{name: "name collision said once", home: "[mcp_servers.my-db]\ncommand = \"x\"\n[mcp_servers.my_db]\ncommand = \"y\"\n",
+			args: []string{"mcp", "list"}, wantCode: 2, once: true,
+			wantErr: `servers "my-db" (HOME/config.toml) and "my_db" (HOME/config.toml) both make tool names start with "mcp_my_db_"; rename one`},
+		{name: "host name without scheme", args: []string{"mcp", "list", "--url", "localhost:3001/mcp"}, wantCode: 2,
+			wantErr: `harnessd: command line: server "adhoc": url: no scheme; write a full URL like http://localhost:3001/mcp`},
+		{name: "address without scheme", args: []string{"mcp", "list", "--url", "127.0.0.1:3001/mcp"}, wantCode: 2,
+			wantErr: `harnessd: command line: server "adhoc": url: no scheme; write a full URL like http://localhost:3001/mcp`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			if tt.home != "" {
+				if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(tt.home), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, _, stderr := runHarnessd(t, map[string]string{"HARNESS_HOME": home}, tt.args...)
+			stderr = strings.ReplaceAll(stderr, home, "HOME")
+			if code != tt.wantCode || !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("harnessd %q = %d, stderr %q; want %d and %q", tt.args, code, stderr, tt.wantCode, tt.wantErr)
+			}
+			if n := strings.Count(stderr, tt.wantErr); tt.once && n != 1 {
+				t.Errorf("harnessd %q says %q %d times, want once", tt.args, tt.wantErr, n)
+			}
+		})
+	}
+}
