@@ -122,6 +122,10 @@ func (a *app) run(ctx context.Context, args []string) error {
 			return a.mcpLogin(ctx, args[2:])
 		case "logout":
 			return a.mcpLogout(ctx, args[2:])
+		case "resources":
+			return a.mcpResources(ctx, args[2:])
+		case "read":
+			return a.mcpRead(ctx, args[2:])
 		}
 		return usageError("mcp: unknown subcommand %q: see harnessd --help", args[1])
 	case "version", "--version", "-version":
@@ -147,15 +151,17 @@ Usage:
                                            connect every configured server and list its tools
   harnessd mcp call [flags] TOOL [JSON-ARGS] [-- COMMAND ARGS...]
                                            call one tool by its mcp_<server>_<tool> name
-  harnessd mcp get NAME [flags]           a server's configuration (secrets masked), status
+  harnessd mcp get NAME [flags]            a server's configuration (secrets masked), status
                                            and tools with their input schemas
   harnessd mcp add NAME [flags] -- COMMAND ARGS...
   harnessd mcp add NAME --url URL [--header K=V]... [flags]
                                            add a server to the home (or --scope workspace) config.toml
   harnessd mcp remove NAME [flags]         remove a server from that file
   harnessd mcp import [flags] FILE         convert a Claude, Cursor, VS Code or Codex server list
-  harnessd mcp login [flags] NAME         log in to a server that uses OAuth (prints the URL to open)
-  harnessd mcp logout [flags] NAME        forget a server's OAuth tokens
+  harnessd mcp login [flags] NAME          log in to a server that uses OAuth (prints the URL to open)
+  harnessd mcp logout [flags] NAME         forget a server's OAuth tokens
+  harnessd mcp resources NAME [flags]      list a server's resources
+  harnessd mcp read NAME URI [flags]       read one resource
   harnessd mcp conformance URL             the client side of the official MCP conformance
                                            suite (a test aid; see ./test.sh)
   harnessd check [flags]                   validate every configuration source, start nothing
