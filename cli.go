@@ -96,8 +96,8 @@ func connectForCommand(ctx context.Context, servers []serverConfig, logger *slog
 const mcpListUsage = `Usage: harnessd mcp list [flags] [-- COMMAND ARGS...]
 
 Connects every configured MCP server (or the one given by --url or after --)
-and prints each server's status and its tools under their mcp_ names.
-Exits 1 if any server failed.
+and prints each server's status and its tools under their mcp_ names (with
+--verbose or --json, their input schemas too). Exits 1 if any server failed.
 
 `
 
@@ -106,6 +106,8 @@ func (a *app) mcpList(ctx context.Context, args []string) error {
 	var f mcpFlags
 	flagArgs, command := splitCommand(args)
 	fs := a.mcpFlagSet("mcp list", mcpListUsage, &f)
+	var verbose bool
+	fs.BoolVar(&verbose, "verbose", false, "print each tool's input schema")
 	logger, workspace, err := f.parse(fs, flagArgs, a.stderr)
 	if err != nil {
 		return err
@@ -123,6 +125,10 @@ func (a *app) mcpList(ctx context.Context, args []string) error {
 	}
 	defer reg.close()
 	statuses := reg.statuses()
+	var schemas map[string]json.RawMessage
+	if verbose || f.json {
+		schemas = toolSchemas(reg.toolSets())
+	}
 	failed := 0
 	for _, st := range statuses {
 		if st.Status != statusReady && st.Status != statusDisabled {
@@ -132,11 +138,11 @@ func (a *app) mcpList(ctx context.Context, args []string) error {
 	if f.json {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"servers": statuses}); err != nil {
+		if err := enc.Encode(map[string]any{"servers": withSchemas(statuses, schemas)}); err != nil {
 			return err
 		}
 	} else {
-		printStatuses(a.stdout, statuses)
+		printStatuses(a.stdout, statuses, schemas)
 	}
 	if failed > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d servers failed", failed, len(statuses))}
@@ -144,8 +150,9 @@ func (a *app) mcpList(ctx context.Context, args []string) error {
 	return nil
 }
 
-// printStatuses writes servers and their tools as aligned text.
-func printStatuses(w io.Writer, statuses []serverStatus) {
+// printStatuses writes servers and their tools as aligned text, each
+// tool's input schema too if schemas has it.
+func printStatuses(w io.Writer, statuses []serverStatus, schemas map[string]json.RawMessage) {
 	for i, st := range statuses {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -164,8 +171,42 @@ func printStatuses(w io.Writer, statuses []serverStatus) {
 		}
 		for _, tool := range st.Tools {
 			fmt.Fprintf(w, "  %-*s  %s\n", width, tool.Name, oneLine(tool.Description, 100))
+			if schema, ok := schemas[tool.Name]; ok {
+				fmt.Fprintf(w, "  %-*s  input: %s\n", width, "", compactJSON(schema))
+			}
 		}
 	}
+}
+
+// toolSchemas returns the input schema of every tool of sets by its
+// mcp_ name.
+func toolSchemas(sets []*serverTools) map[string]json.RawMessage {
+	schemas := make(map[string]json.RawMessage)
+	for _, ts := range sets {
+		for _, e := range ts.entries {
+			schemas[e.Name] = e.InputSchema
+		}
+	}
+	return schemas
+}
+
+// A listedServer is a server of mcp list --json: its status, and its
+// tools with their input schemas.
+type listedServer struct {
+	serverStatus
+	Tools []toolView `json:"tools"`
+}
+
+// withSchemas returns statuses with the input schema of each tool.
+func withSchemas(statuses []serverStatus, schemas map[string]json.RawMessage) []listedServer {
+	out := make([]listedServer, len(statuses))
+	for i, st := range statuses {
+		out[i] = listedServer{serverStatus: st, Tools: []toolView{}}
+		for _, tool := range st.Tools {
+			out[i].Tools = append(out[i].Tools, toolView{Name: tool.Name, ServerTool: tool.ServerTool, Description: tool.Description, InputSchema: schemas[tool.Name]})
+		}
+	}
+	return out
 }
 
 const mcpCallUsage = `Usage: harnessd mcp call [flags] TOOL [JSON-ARGS] [-- COMMAND ARGS...]

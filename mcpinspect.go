@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"slices"
 )
@@ -106,7 +107,7 @@ func (a *app) connectOne(ctx context.Context, cmd, usage string, args []string, 
 		return nil, nil, usageError("%s: want %d arguments, got %d (see harnessd %s --help)", cmd, nargs+1, len(lead), cmd)
 	}
 	one.name, one.rest = lead[0], lead[1:]
-	if one.flags.url != "" || len(command) > 0 {
+	if (one.flags.url != "" || len(command) > 0) && !flagGiven(fs, "name") {
 		one.flags.name = one.name
 	}
 	servers, err := a.mcpServers(&one.flags, command, logger, workspace)
@@ -130,6 +131,13 @@ func (a *app) connectOne(ctx context.Context, cmd, usage string, args []string, 
 		return nil, nil, fmt.Errorf("%s: %w", cmd, err)
 	}
 	return &one, reg.close, nil
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // isFlag reports whether arg looks like a flag.
