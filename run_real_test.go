@@ -359,7 +359,7 @@ func TestRealConnectMCP(t *testing.T) {
 				isError bool
 				want    string
 			}{
-				{"bad name", 2, "call_connect_mcp#bad-name", true, `server_name: "live srv!" has invalid characters; use only letters, digits, "-", "_" and "."`},
+				{"bad name", 2, "call_connect_mcp#bad-name", true, `server_name: "live srv!" has invalid characters; use only letters, digits, "-" and "_"`},
 				{"ftp url", 2, "call_connect_mcp#ftp", true, `url "ftp://127.0.0.1/mcp": scheme "ftp" is not supported; use http or https`},
 				{"file url", 2, "call_connect_mcp#file", true, `url "file:///etc/passwd": scheme "file" is not supported; use http or https`},
 				{"global name", 2, "call_connect_mcp#global", true, `a server named "memory" is already in this run`},
