@@ -80,7 +80,7 @@ func (r fakeRequest) toolResults() []chatMessage {
 // A fakeModel is an httptest server that answers model requests from a
 // script. It is safe for concurrent use.
 type fakeModel struct {
-	t      *testing.T
+	t      testing.TB
 	wire   string // providerOpenAI or providerAnthropic
 	srv    *httptest.Server
 	script []fakeTurn
@@ -96,7 +96,7 @@ type fakeModel struct {
 // providerAnthropic) that answers with script, one turn per request. A
 // request beyond the script, or a turn left unused at the end of the test,
 // fails the test. The server is closed when the test ends.
-func newFakeModel(t *testing.T, wire string, script ...fakeTurn) *fakeModel {
+func newFakeModel(t testing.TB, wire string, script ...fakeTurn) *fakeModel {
 	t.Helper()
 	if wire != providerOpenAI && wire != providerAnthropic {
 		t.Fatalf("newFakeModel(%q): want %q or %q", wire, providerOpenAI, providerAnthropic)
@@ -141,7 +141,7 @@ func (f *fakeModel) getenv(key string) (string, bool) {
 
 // provider returns a provider for this server with fakeModelKey whose
 // retries wait milliseconds, not seconds.
-func (f *fakeModel) provider(t *testing.T) modelProvider {
+func (f *fakeModel) provider(t testing.TB) modelProvider {
 	t.Helper()
 	p, err := newModelProvider(f.spec(), f.getenv, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -155,7 +155,7 @@ func (f *fakeModel) provider(t *testing.T) modelProvider {
 var fakeRetryPolicy = retryPolicy{attempts: 4, backoffBase: time.Millisecond, backoffCap: 4 * time.Millisecond, retryAfterCap: 20 * time.Millisecond}
 
 // modelEndpointOf returns the endpoint of a provider built by newModelProvider.
-func modelEndpointOf(t *testing.T, p modelProvider) *modelEndpoint {
+func modelEndpointOf(t testing.TB, p modelProvider) *modelEndpoint {
 	t.Helper()
 	switch p := p.(type) {
 	case *openaiProvider:
