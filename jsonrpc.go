@@ -8,8 +8,8 @@ import (
 )
 
 // This file holds JSON-RPC 2.0 as harnessd speaks it: the message types,
-// error codes, and a scan of a message's top level that routes responses
-// without decoding them whole.
+// error codes, batch splitting, and a scan of a message's top level that
+// routes responses without decoding them whole.
 
 // An rpcError is a JSON-RPC error object, returned by a request the server
 // refused. Callers test its Code (for example the handshake fallback).

@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// This file holds one managed server: its status, its connection, and the
-// supervise loop that restarts it with backoff.
+// This file holds one managed server: its state machine (status, session,
+// tools) and the supervise loop that keeps a global server connected,
+// restarting it with backoff.
 
 // Server statuses as the API reports them.
 const (
