@@ -37,10 +37,12 @@ type answerStream struct {
 }
 
 // newAnswerStream returns the answer stream of msg, sent on behalf of
-// caller. The transport must have admitted msg.
-func (t *streamableTransport) newAnswerStream(caller context.Context, msg []byte) *answerStream {
+// caller. The transport must have admitted msg. It is a value: the
+// goroutine that reads an SSE answer takes its own copy (see readToEnd),
+// so a call allocates no more than the request it makes.
+func (t *streamableTransport) newAnswerStream(caller context.Context, msg []byte) answerStream {
 	ctx, cancel := context.WithCancel(t.ctx)
-	return &answerStream{t: t, msg: msg, ctx: ctx, cancel: cancel, unwatch: context.AfterFunc(caller, cancel)}
+	return answerStream{t: t, msg: msg, ctx: ctx, cancel: cancel, unwatch: context.AfterFunc(caller, cancel)}
 }
 
 // answered detaches the stream from its caller once the answer is on its
@@ -64,7 +66,7 @@ func (a *answerStream) end() {
 
 // post sends the message and handles the answer's status. It returns the
 // response when the answer is an SSE stream still to be read (the caller
-// hands it to readAsync), else nil: a JSON answer is already on recv.
+// hands it to readToEnd), else nil: a JSON answer is already on recv.
 func (a *answerStream) post(ctx context.Context, sessionID, version string, initializing bool) (*http.Response, error) {
 	t := a.t
 	resp, err := t.auth.do(ctx, t.client, func() (*http.Request, error) {
@@ -115,16 +117,11 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 	return nil, nil
 }
 
-// readAsync reads the SSE answer resp on a goroutine of its own, which
-// ends the stream when done.
-func (a *answerStream) readAsync(resp *http.Response) {
-	// Owned by the transport; exits when the stream ends (after any
-	// resumption), when the caller's ctx is done before the answer,
-	// answerGrace after the answer, or on close.
-	go func() {
-		defer a.end()
-		a.read(resp)
-	}()
+// readToEnd reads the SSE answer resp and then ends the stream. It runs
+// on a goroutine of its own, which owns this copy of the stream.
+func (a answerStream) readToEnd(resp *http.Response) {
+	defer a.end()
+	a.read(resp)
 }
 
 // startGetStream (re)starts the GET stream for the current session.

@@ -209,7 +209,10 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 	a := t.newAnswerStream(ctx, msg)
 	sse, err := a.post(ctx, sessionID, version, initializing)
 	if sse != nil {
-		a.readAsync(sse)
+		// Owned by the transport; exits when the stream ends (after any
+		// resumption), when send's ctx is done before the answer,
+		// answerGrace after the answer, or on close.
+		go a.readToEnd(sse)
 	} else {
 		a.end()
 	}

@@ -87,12 +87,13 @@ func parseID(raw json.RawMessage) (int64, bool) {
 func splitBatch(data []byte) (msgs []json.RawMessage, isBatch bool, err error) {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '[' {
-		return nil, false, nil
+		return nil, false, nil // no allocation for the common case
 	}
-	if err := json.Unmarshal(data, &msgs); err != nil {
+	var batch []json.RawMessage
+	if err := json.Unmarshal(data, &batch); err != nil {
 		return nil, true, err
 	}
-	return msgs, true, nil
+	return batch, true, nil
 }
 
 // jsonrpcShape reports whether the JSON object msg has a top-level "method"
