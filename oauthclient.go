@@ -538,24 +538,32 @@ func newOAuthClients(store *tokenStore, logger *slog.Logger) *oauthClients {
 // forServer returns the OAuth client of cfg; nil for a server that is not
 // Streamable HTTP, or that is untrusted (named by the model or by a
 // non-admin run request: nobody may log in for it, and it must not reach
-// the token store). A per-run server's tokens stay in memory.
+// the token store). A per-run server gets a client of its own, never kept
+// here: its tokens stay in memory with its connection, so they end with
+// its run and never reach another run's server of the same name.
 func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
 	if m == nil || cfg.Transport != transportHTTP || cfg.Untrusted {
 		return nil
+	}
+	if cfg.Source == perRunSource {
+		return m.newClient(cfg, nil)
 	}
 	key := cfg.Source + "\x00" + cfg.Name
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.byName[key]
 	if c == nil || c.serverURL != cfg.URL {
-		store := m.store
-		if cfg.Source == perRunSource {
-			store = nil
-		}
-		c = newOAuthClient(cfg, store, clientFor(cfg), m.logger.With("server", cfg.Name))
-		c.authorize = m.authorize
+		c = m.newClient(cfg, m.store)
 		m.byName[key] = c
 	}
+	return c
+}
+
+// newClient returns a new OAuth client of cfg keeping its tokens in store
+// (in memory only when store is nil).
+func (m *oauthClients) newClient(cfg serverConfig, store *tokenStore) *oauthClient {
+	c := newOAuthClient(cfg, store, clientFor(cfg), m.logger.With("server", cfg.Name))
+	c.authorize = m.authorize
 	return c
 }
 

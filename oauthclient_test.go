@@ -394,3 +394,30 @@ func TestAPILogin(t *testing.T) {
 		t.Errorf("login to an unknown server = %d, want 404", resp.StatusCode)
 	}
 }
+
+// TestOAuthClientsPerServer checks which servers share an OAuth client: a
+// configured server keeps one across reconnections, while each per-run
+// server gets its own, so a run never sees another run's tokens for a
+// server of the same name, and an untrusted server gets none.
+func TestOAuthClientsPerServer(t *testing.T) {
+	clients := newOAuthClients(newTokenStore(t.TempDir()), discardLogger())
+	server := func(source string, untrusted bool) serverConfig {
+		return serverConfig{Name: "docs", Source: source, URL: "http://127.0.0.1:1/mcp", Transport: transportHTTP, Untrusted: untrusted}
+	}
+	if a, b := clients.forServer(server("config", false)), clients.forServer(server("config", false)); a == nil || a != b {
+		t.Errorf("forServer(configured) = %p then %p, want one client", a, b)
+	}
+	a, b := clients.forServer(server(perRunSource, false)), clients.forServer(server(perRunSource, false))
+	if a == nil || b == nil || a == b {
+		t.Errorf("forServer(per-run) = %p then %p, want two clients", a, b)
+	}
+	if a != nil && a.store != nil {
+		t.Error("a per-run server's client keeps its tokens in the token store, want memory only")
+	}
+	if c := clients.forServer(server(perRunSource, true)); c != nil {
+		t.Errorf("forServer(untrusted) = %p, want nil", c)
+	}
+	if n := len(clients.byName); n != 1 {
+		t.Errorf("clients kept = %d, want 1 (the configured server's)", n)
+	}
+}
