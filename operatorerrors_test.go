@@ -38,6 +38,9 @@ func TestMisleadingErrors(t *testing.T) {
 		{name: "name collision said once", home: "[mcp_servers.my-db]\ncommand = \"x\"\n[mcp_servers.my_db]\ncommand = \"y\"\n",
 			args: []string{"mcp", "list"}, wantCode: 2, once: true,
 			wantErr: `servers "my-db" (HOME/config.toml) and "my_db" (HOME/config.toml) both make tool names start with "mcp_my_db_"; rename one`},
+		{name: "missing cwd", home: "[mcp_servers.fk]\ncommand = \"/bin/sh\"\ncwd = \"/nonexistent/dir\"\n",
+			args: []string{"mcp", "list"}, wantCode: 1,
+			wantErr: `error: server "fk": start: cwd "/nonexistent/dir" is not a directory; create it or fix the server's cwd`},
 		{name: "host name without scheme", args: []string{"mcp", "list", "--url", "localhost:3001/mcp"}, wantCode: 2,
 			wantErr: `harnessd: command line: server "adhoc": url: no scheme; write a full URL like http://localhost:3001/mcp`},
 		{name: "address without scheme", args: []string{"mcp", "list", "--url", "127.0.0.1:3001/mcp"}, wantCode: 2,
@@ -52,8 +55,9 @@ func TestMisleadingErrors(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			code, _, stderr := runHarnessd(t, map[string]string{"HARNESS_HOME": home}, tt.args...)
-			stderr = strings.ReplaceAll(stderr, home, "HOME")
+			code, stdout, stderr := runHarnessd(t, map[string]string{"HARNESS_HOME": home}, tt.args...)
+			// A server's failure is printed with its status on stdout.
+			stderr = strings.ReplaceAll(stderr+stdout, home, "HOME")
 			if code != tt.wantCode || !strings.Contains(stderr, tt.wantErr) {
 				t.Errorf("harnessd %q = %d, stderr %q; want %d and %q", tt.args, code, stderr, tt.wantCode, tt.wantErr)
 			}

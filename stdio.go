@@ -73,6 +73,12 @@ func startStdio(cfg serverConfig, env []string, groups *procGroups, logger *slog
 	if cfg.Command == "" {
 		return nil, errors.New("start: command is empty")
 	}
+	// exec blames a missing working directory on the command: check it first.
+	if cfg.Cwd != "" {
+		if info, err := os.Stat(cfg.Cwd); err != nil || !info.IsDir() {
+			return nil, fmt.Errorf("start: cwd %q is not a directory; create it or fix the server's cwd", cfg.Cwd)
+		}
+	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = env
 	cmd.Dir = cfg.Cwd
