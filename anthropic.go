@@ -24,6 +24,8 @@ type anthropicRequest struct {
 	System    string             `json:"system,omitempty"`
 	Messages  []anthropicMessage `json:"messages"`
 	Tools     []anthropicTool    `json:"tools,omitempty"`
+	// StopSequences end the answer early (sampling requests may ask).
+	StopSequences []string `json:"stop_sequences,omitempty"`
 }
 
 type anthropicMessage struct {
@@ -74,10 +76,11 @@ func (p *anthropicProvider) complete(ctx context.Context, req modelRequest) (*mo
 // become one user message of tool_result blocks, as the API requires.
 func (p *anthropicProvider) encode(req modelRequest) ([]byte, error) {
 	out := anthropicRequest{
-		Model:     cmp.Or(req.Model, p.model),
-		MaxTokens: cmp.Or(max(req.MaxTokens, 0), p.maxTokens),
-		System:    req.System,
-		Messages:  []anthropicMessage{},
+		Model:         cmp.Or(req.Model, p.model),
+		MaxTokens:     cmp.Or(max(req.MaxTokens, 0), p.maxTokens),
+		System:        req.System,
+		Messages:      []anthropicMessage{},
+		StopSequences: req.StopSequences,
 	}
 	for i, m := range req.Messages {
 		switch m.Role {

@@ -161,6 +161,9 @@ type clientOptions struct {
 	OnToolsChanged func()
 	// Capabilities are declared in initialize besides roots; nil for none.
 	Capabilities map[string]any
+	// Input answers elicitation, sampling and roots/list for requests
+	// that come while no run's call is in flight; nil declines and refuses.
+	Input *inputPolicy
 	// HandleRequest answers server requests other than ping and roots/list;
 	// it returns handled false for methods it does not know (-32601).
 	// Nil answers every such request with -32601.
@@ -289,11 +292,15 @@ func (c *client) initialize(ctx context.Context) error {
 	if err := c.notify(ctx, "notifications/initialized", nil); err != nil {
 		return fmt.Errorf("initialize: send notifications/initialized: %w", err)
 	}
+	c.applyLogLevel(ctx)
 	return nil
 }
 
 func (c *client) initializeWith(ctx context.Context, version string) (*initializeResult, error) {
 	capabilities := map[string]any{"roots": map[string]any{"listChanged": false}}
+	for k, v := range clientInputCapabilities() {
+		capabilities[k] = v
+	}
 	for k, v := range c.opts.Capabilities {
 		capabilities[k] = v
 	}
@@ -500,8 +507,13 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	call := request{method: "tools/call", withProgress: func(token int64) any {
 		return callParams{Name: name, Arguments: args, Meta: &callMeta{ProgressToken: token}}
 	}}
+	defer c.callers.enter(ctx)()
 	var raw json.RawMessage
-	if err := c.request(ctx, call, &raw); err != nil {
+	err := c.request(ctx, call, &raw)
+	if c.urlElicitationAnswered(ctx, err) {
+		err = c.request(ctx, call, &raw)
+	}
+	if err != nil {
 		return nil, err
 	}
 	res := callResult{Raw: raw}

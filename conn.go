@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +42,8 @@ type conn struct {
 	closing   atomic.Bool   // set by close before the transport closes
 	closeErr  error         // the transport's close error; set under closeOnce
 	closeOnce sync.Once
+	// callers are the runs with calls in flight, for server requests.
+	callers inputCallers
 }
 
 // newConn wraps a started transport and starts the read loop.
@@ -70,6 +70,9 @@ type pendingCall struct {
 	// extend pushes the call's deadline out on progress; nil when the
 	// call has no deadline.
 	extend func()
+	// held counts the server's requests for input being answered while
+	// the call waits; its deadline does not run out while held.
+	held atomic.Int32
 }
 
 // A request is one JSON-RPC call as roundTrip sends it.
@@ -109,7 +112,15 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 	defer cancel(nil)
 	timeout := c.cfg.requestTimeout()
 	pc := &pendingCall{ch: make(chan rpcResponse, 1)}
-	timer := time.AfterFunc(timeout, func() { cancel(errTimeout) })
+	var timer *time.Timer
+	timer = time.AfterFunc(timeout, func() {
+		if pc.held.Load() > 0 {
+			// The server waits on an answer for input: so does the call.
+			timer.Reset(timeout)
+			return
+		}
+		cancel(errTimeout)
+	})
 	defer timer.Stop()
 	if !req.handshake {
 		limit := time.Now().Add(10 * timeout)
@@ -324,6 +335,8 @@ func (c *conn) handleNotification(msg wireMessage) {
 		if pc != nil && pc.extend != nil {
 			pc.extend()
 		}
+	case "notifications/elicitation/complete":
+		c.elicitationComplete(msg.Params)
 	case "notifications/message":
 		var p struct {
 			Level  string          `json:"level"`
@@ -354,19 +367,21 @@ func mcpLogLevel(level string) slog.Level {
 	return slog.LevelInfo
 }
 
-// answerServerRequest answers ping and roots/list; any other method gets
-// -32601. The answer's send is bounded by the server's timeout.
+// answerServerRequest answers ping, and what input.go answers (roots,
+// elicitation, sampling); any other method gets -32601. The answer's send
+// is bounded by the server's timeout.
 func (c *conn) answerServerRequest(msg wireMessage) {
 	resp := outgoingResponse{JSONRPC: "2.0", ID: msg.ID}
 	switch msg.Method {
 	case "ping":
 		resp.Result = struct{}{}
-	case "roots/list":
-		resp.Result = map[string]any{"roots": c.roots()}
 	default:
 		handled := false
 		if c.opts.HandleRequest != nil {
 			resp.Result, resp.Error, handled = c.opts.HandleRequest(msg.Method, msg.Params)
+		}
+		if !handled {
+			resp.Result, resp.Error, handled = c.serveInput(msg.Method, msg.Params)
 		}
 		if !handled {
 			resp.Result, resp.Error = nil, &rpcError{Code: codeMethodNotFound, Message: "method not supported by harnessd: " + msg.Method}
@@ -395,26 +410,6 @@ func (c *conn) answerServerRequest(msg wireMessage) {
 	if err := c.t.send(ctx, out); err != nil {
 		c.logger.Debug("answer server request failed", "method", msg.Method, "err", err)
 	}
-}
-
-// A root is one entry of roots/list.
-type root struct {
-	URI  string `json:"uri"`
-	Name string `json:"name,omitempty"`
-}
-
-// roots returns the configured roots as roots/list answers them.
-func (c *conn) roots() []root {
-	roots := make([]root, 0, len(c.opts.Roots))
-	for _, dir := range c.opts.Roots {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			continue
-		}
-		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
-		roots = append(roots, root{URI: u.String(), Name: filepath.Base(abs)})
-	}
-	return roots
 }
 
 // close ends the conn: the transport is closed (bounded, see the

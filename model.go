@@ -91,6 +91,8 @@ type modelRequest struct {
 	Messages  []chatMessage
 	Tools     []toolDef
 	MaxTokens int // overrides the provider's limit when positive
+	// StopSequences end the answer early; none for the agent loop.
+	StopSequences []string
 }
 
 // A modelUsage counts the tokens of one or more model calls. InputTokens

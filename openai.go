@@ -36,6 +36,7 @@ type openaiRequest struct {
 	Tools               []openaiTool    `json:"tools,omitempty"`
 	MaxTokens           int             `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	Stop                []string        `json:"stop,omitempty"`
 }
 
 type openaiMessage struct {
@@ -88,7 +89,7 @@ func (p *openaiProvider) complete(ctx context.Context, req modelRequest) (*model
 
 // encode returns the Chat Completions body for req.
 func (p *openaiProvider) encode(req modelRequest) ([]byte, error) {
-	out := openaiRequest{Model: cmp.Or(req.Model, p.model), Messages: []openaiMessage{}}
+	out := openaiRequest{Model: cmp.Or(req.Model, p.model), Messages: []openaiMessage{}, Stop: req.StopSequences}
 	if maxTokens := cmp.Or(max(req.MaxTokens, 0), p.maxTokens); p.maxCompletionTokens {
 		out.MaxCompletionTokens = maxTokens
 	} else {

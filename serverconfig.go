@@ -81,6 +81,14 @@ type serverConfig struct {
 	// its run when it cannot start. Per-run servers ("run") are required
 	// unless they say "required": false; others only when they say true.
 	Required bool
+	// Roots are the directories answered to roots/list; nil means the
+	// default (the run's roots, else the workspace), empty means none.
+	Roots []string
+	// Sampling allows the server to ask the run's model for completions
+	// (default true, false for connect_mcp servers).
+	Sampling bool
+	// LogLevel, when set, is sent with logging/setLevel after the handshake.
+	LogLevel string
 	// Source says where the definition came from: a file path,
 	// "HARNESS_MCP_SERVERS", "profile <name>", "run", "connect_mcp" or "command line".
 	Source string
@@ -137,10 +145,13 @@ type rawServer struct {
 	MaxMessageBytes *int              `json:"max_message_bytes" toml:"max_message_bytes"`
 	OAuth           *rawOAuth         `json:"oauth" toml:"oauth"`
 	Required        *bool             `json:"required" toml:"required"`
+	Roots           *[]string         `json:"roots" toml:"roots"`
+	Sampling        *bool             `json:"sampling" toml:"sampling"`
+	LogLevel        string            `json:"log_level" toml:"log_level"`
 }
 
 // serverFields lists the JSON fields of a server object, for error hints.
-const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required"
+const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required, roots, sampling, log_level"
 
 // buildServer validates raw and resolves its defaults and transport. label
 // prefixes every error; the error joins all the entry's problems, sorted.
@@ -161,7 +172,26 @@ func buildServer(label, source string, raw rawServer, getenv func(string) (strin
 		Required:     (raw.Required == nil && source == "run") || (raw.Required != nil && *raw.Required),
 		IncludeTools: raw.IncludeTools,
 		ExcludeTools: raw.ExcludeTools,
+		Sampling:     source != toolConnectMCP,
+		LogLevel:     raw.LogLevel,
 		Source:       source,
+	}
+	if raw.Sampling != nil {
+		s.Sampling = *raw.Sampling
+	}
+	if raw.Roots != nil {
+		s.Roots = []string{}
+		for i, dir := range *raw.Roots {
+			field := fmt.Sprintf("roots[%d]", i)
+			dir = b.expand(field, dir)
+			s.Roots = append(s.Roots, dir)
+			if !filepath.IsAbs(dir) && !b.unexpanded[field] {
+				b.bad(field, "%q is not an absolute directory path; write full paths (${HOME}/dir works), or roots = [] for none", dir)
+			}
+		}
+	}
+	if raw.LogLevel != "" && !slices.Contains(mcpLogLevels, raw.LogLevel) {
+		b.bad("log_level", "%q is not an MCP log level; use one of %s", raw.LogLevel, strings.Join(mcpLogLevels, ", "))
 	}
 	for i, a := range raw.Args {
 		s.Args = append(s.Args, b.expand(fmt.Sprintf("args[%d]", i), a))

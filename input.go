@@ -1,0 +1,576 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// This file holds the answers to what a server asks of its client in the
+// middle of a call: elicitation (form and URL modes), sampling and roots.
+// An inputPolicy says how one run (or the process, outside runs) answers;
+// answerInput applies it to one request, whether the request came as a
+// server request or, later, inside an input-required result.
+
+// Elicitation actions, as the specification and our API name them.
+const (
+	actionAccept  = "accept"
+	actionDecline = "decline"
+	actionCancel  = "cancel"
+)
+
+// Elicitation modes.
+const (
+	modeForm = "form"
+	modeURL  = "url"
+)
+
+// Input limits.
+const (
+	defaultInputTimeout = 10 * time.Minute
+	maxInputTimeout     = 24 * time.Hour
+	// maxOpenInputs bounds the open requests of one run: a server asking
+	// more at once is declined.
+	maxOpenInputs = 32
+)
+
+// codeURLElicitationRequired is the error a server answers a call with when
+// the user must first visit a URL (specification 2025-11-25).
+const codeURLElicitationRequired = -32042
+
+// clientInputCapabilities are the capabilities harnessd declares for server
+// input: elicitation in both modes and sampling with tools. Roots are
+// declared by the handshake itself.
+func clientInputCapabilities() map[string]any {
+	return map[string]any{
+		"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
+		"sampling":    map[string]any{"tools": map[string]any{}},
+	}
+}
+
+// An elicitRequest is the params of elicitation/create.
+type elicitRequest struct {
+	Mode            string          `json:"mode,omitempty"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	ElicitationID   string          `json:"elicitationId,omitempty"`
+}
+
+// An elicitResult is the answer to elicitation/create.
+type elicitResult struct {
+	Action  string         `json:"action"`
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// An inputAnswer is the body of POST /v1/runs/{id}/input/{request_id}.
+type inputAnswer struct {
+	Action  string                     `json:"action"`
+	Content map[string]json.RawMessage `json:"content,omitempty"`
+}
+
+// An inputRequest is an elicitation waiting for the API's caller, as
+// GET /v1/runs/{id} shows it and the input.requested event carries it.
+type inputRequest struct {
+	ID              string          `json:"id"`
+	Server          string          `json:"server"`
+	Mode            string          `json:"mode"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requested_schema,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	ElicitationID   string          `json:"elicitation_id,omitempty"`
+	CreatedAt       time.Time       `json:"created_at"`
+	ExpiresAt       time.Time       `json:"expires_at"`
+
+	schema   *elicitSchema
+	answered chan elicitResult // buffered 1; receives the one answer
+}
+
+// Errors of inputQueue.answer that the API tells apart.
+var (
+	// errInputNotFound: no open request has the id (never asked, answered,
+	// timed out or cancelled).
+	errInputNotFound = errors.New("no open input request with that id")
+)
+
+// An inputQueue holds one run's open elicitations until the API's caller
+// answers them. Safe for concurrent use.
+type inputQueue struct {
+	// onChange is called, outside the lock, with the number of open
+	// requests each time it changes; it must not block. Nil for none.
+	onChange func(open int)
+
+	mu sync.Mutex
+	// guards seq and open
+	seq  int
+	open map[string]*inputRequest
+}
+
+// ask opens req, and blocks until it is answered, its timeout passes
+// (cancel), or ctx is done (cancel). It returns the answer and how it came:
+// "caller", "timeout" or "cancelled". A full queue declines at once.
+func (q *inputQueue) ask(ctx context.Context, req *inputRequest, timeout time.Duration, opened func(*inputRequest)) (elicitResult, string) {
+	q.mu.Lock()
+	if len(q.open) >= maxOpenInputs {
+		q.mu.Unlock()
+		return elicitResult{Action: actionDecline}, "too many open requests"
+	}
+	q.seq++
+	req.ID = "input_" + strconv.Itoa(q.seq)
+	req.CreatedAt = time.Now().UTC()
+	req.ExpiresAt = req.CreatedAt.Add(timeout)
+	req.answered = make(chan elicitResult, 1)
+	if q.open == nil {
+		q.open = map[string]*inputRequest{}
+	}
+	q.open[req.ID] = req
+	n := len(q.open)
+	q.mu.Unlock()
+	q.changed(n)
+	if opened != nil {
+		opened(req)
+	}
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case res := <-req.answered:
+		return res, "caller"
+	case <-timer.C:
+		if q.remove(req.ID) {
+			return elicitResult{Action: actionCancel}, "timeout"
+		}
+	case <-ctx.Done():
+		if q.remove(req.ID) {
+			return elicitResult{Action: actionCancel}, "cancelled"
+		}
+	}
+	// answer won the race: it removed the request and sent.
+	return <-req.answered, "caller"
+}
+
+// remove takes id out of the open requests; false if it was not open.
+func (q *inputQueue) remove(id string) bool {
+	q.mu.Lock()
+	_, ok := q.open[id]
+	delete(q.open, id)
+	n := len(q.open)
+	q.mu.Unlock()
+	if ok {
+		q.changed(n)
+	}
+	return ok
+}
+
+func (q *inputQueue) changed(n int) {
+	if q.onChange != nil {
+		q.onChange(n)
+	}
+}
+
+// answer delivers the caller's answer to the open request id. It returns
+// errInputNotFound, a *fieldError for content that fails the requested
+// schema, or a *requestError for a malformed answer; on any error the
+// request stays open.
+func (q *inputQueue) answer(id string, a inputAnswer) (elicitResult, error) {
+	q.mu.Lock()
+	req := q.open[id]
+	q.mu.Unlock()
+	if req == nil {
+		return elicitResult{}, errInputNotFound
+	}
+	res := elicitResult{Action: a.Action}
+	switch a.Action {
+	case actionAccept:
+		if req.Mode == modeURL {
+			if len(a.Content) > 0 {
+				return elicitResult{}, badRequest("content", "a URL-mode request takes no content: accept means the user opened the URL")
+			}
+			break
+		}
+		content, err := req.schema.validate(a.Content)
+		if err != nil {
+			return elicitResult{}, err
+		}
+		res.Content = content
+	case actionDecline, actionCancel:
+		if len(a.Content) > 0 {
+			return elicitResult{}, badRequest("content", "only an accept carries content")
+		}
+	default:
+		return elicitResult{}, badRequest("action", "%q: want accept, decline or cancel", a.Action)
+	}
+	if !q.remove(id) {
+		return elicitResult{}, errInputNotFound
+	}
+	req.answered <- res
+	return res, nil
+}
+
+// list returns the open requests, oldest first.
+func (q *inputQueue) list() []inputRequest {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make([]inputRequest, 0, len(q.open))
+	for _, r := range q.open {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].CreatedAt.Before(out[j].CreatedAt) || out[i].ID < out[j].ID && out[i].CreatedAt.Equal(out[j].CreatedAt)
+	})
+	return out
+}
+
+// An inputPolicy says how the server requests of one run, or of the
+// process outside runs, are answered. Its fields are set before use and
+// not changed after; it is safe for concurrent use.
+type inputPolicy struct {
+	// Queue, when set, holds elicitations for the API's caller (an
+	// interactive run). Nil with Prompt nil declines every elicitation.
+	Queue *inputQueue
+	// Timeout bounds the wait for an answer; zero means
+	// defaultInputTimeout.
+	Timeout time.Duration
+	// Prompt asks a person at a terminal (mcp call); used when Queue is nil.
+	Prompt func(ctx context.Context, server string, req elicitRequest, schema *elicitSchema) (elicitResult, error)
+	// DeclineReason says why elicitations are declined when there is
+	// neither Queue nor Prompt.
+	DeclineReason string
+	// Sampler serves sampling/createMessage; nil refuses it with
+	// NoSampling.
+	Sampler *sampler
+	// NoSampling says why sampling is refused and what to set.
+	NoSampling string
+	// Roots, when not nil, replace the default roots of servers that
+	// configure none.
+	Roots []string
+	// Emit records an event (the run's history); nil for none.
+	Emit   func(typ string, data any)
+	Logger *slog.Logger
+}
+
+func (p *inputPolicy) emit(typ string, data any) {
+	if p.Emit != nil {
+		p.Emit(typ, data)
+	}
+}
+
+func (p *inputPolicy) logger() *slog.Logger {
+	if p.Logger != nil {
+		return p.Logger
+	}
+	return slog.Default()
+}
+
+// answerInput answers one server request for input under policy p (nil
+// declines elicitations and refuses sampling): elicitation/create,
+// sampling/createMessage and roots/list. defaultRoots are the roots of a
+// server whose config and policy name none. handled is false for other
+// methods. It may block until the request is answered; ctx bounds it
+// (the run's context, or the session's).
+func answerInput(ctx context.Context, p *inputPolicy, server serverConfig, defaultRoots []string, method string, params json.RawMessage) (result any, rpcErr *rpcError, handled bool) {
+	if p == nil {
+		p = &inputPolicy{DeclineReason: "no run is asking", NoSampling: "no run is asking"}
+	}
+	switch method {
+	case "roots/list":
+		return map[string]any{"roots": rootsFor(server, p, defaultRoots)}, nil, true
+	case "elicitation/create":
+		var req elicitRequest
+		if err := json.Unmarshal(params, &req); err != nil {
+			return nil, &rpcError{Code: codeInvalidParams, Message: "elicitation/create: " + err.Error()}, true
+		}
+		res, err := p.elicit(ctx, server.Name, req)
+		if err != nil {
+			return nil, &rpcError{Code: codeInvalidParams, Message: "elicitation/create: " + err.Error()}, true
+		}
+		return res, nil, true
+	case "sampling/createMessage":
+		res, rerr := p.sample(ctx, server, params)
+		if rerr != nil {
+			return nil, rerr, true
+		}
+		return res, nil, true
+	}
+	return nil, nil, false
+}
+
+// elicit answers one elicitation: by the caller of an interactive run,
+// by a person at a terminal, or declined. An error is a malformed request.
+func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitRequest) (elicitResult, error) {
+	if req.Mode == "" {
+		req.Mode = modeForm
+	}
+	ir := &inputRequest{Server: server, Mode: req.Mode, Message: req.Message}
+	switch req.Mode {
+	case modeForm:
+		schema, err := parseElicitSchema(req.RequestedSchema)
+		if err != nil {
+			return elicitResult{}, err
+		}
+		ir.schema = schema
+		ir.RequestedSchema = req.RequestedSchema
+	case modeURL:
+		u, err := url.Parse(req.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+			return elicitResult{}, fmt.Errorf("url %q: want an http or https URL", req.URL)
+		}
+		ir.URL = req.URL
+		ir.ElicitationID = req.ElicitationID
+	default:
+		return elicitResult{}, fmt.Errorf("mode %q: want form or url", req.Mode)
+	}
+	log := p.logger().With("server", server, "mode", req.Mode)
+	switch {
+	case p.Queue != nil:
+		timeout := p.Timeout
+		if timeout <= 0 {
+			timeout = defaultInputTimeout
+		}
+		res, how := p.Queue.ask(ctx, ir, timeout, func(r *inputRequest) {
+			p.emit("input.requested", r)
+			log.Info("input requested", "id", r.ID)
+		})
+		p.emit("input.answered", map[string]any{"id": ir.ID, "server": server, "action": res.Action, "by": how})
+		log.Info("input answered", "id", ir.ID, "action", res.Action, "by", how)
+		return res, nil
+	case p.Prompt != nil:
+		res, err := p.Prompt(ctx, server, req, ir.schema)
+		if err != nil {
+			log.Warn("input prompt failed; cancelling", "err", err)
+			return elicitResult{Action: actionCancel}, nil
+		}
+		return res, nil
+	}
+	reason := p.DeclineReason
+	if reason == "" {
+		reason = "declined by policy"
+	}
+	p.emit("input.requested", map[string]any{"server": server, "mode": req.Mode, "message": req.Message, "action": actionDecline, "reason": reason})
+	log.Info("input declined", "reason", reason)
+	return elicitResult{Action: actionDecline}, nil
+}
+
+// A root is one entry of roots/list.
+type root struct {
+	URI  string `json:"uri"`
+	Name string `json:"name,omitempty"`
+}
+
+// rootsFor returns the roots answered to server: its configured roots
+// (possibly none), else the policy's, else defaultRoots.
+func rootsFor(server serverConfig, p *inputPolicy, defaultRoots []string) []root {
+	dirs := defaultRoots
+	switch {
+	case server.Roots != nil:
+		dirs = server.Roots
+	case p != nil && p.Roots != nil:
+		dirs = p.Roots
+	}
+	roots := make([]root, 0, len(dirs))
+	for _, dir := range dirs {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			continue
+		}
+		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+		roots = append(roots, root{URI: u.String(), Name: filepath.Base(abs)})
+	}
+	return roots
+}
+
+// validateRoots checks a list of roots from config or a run request: each
+// an absolute directory path. field names the list in errors.
+func validateRoots(field string, dirs []string) error {
+	for i, dir := range dirs {
+		if dir == "" || !filepath.IsAbs(dir) {
+			return fmt.Errorf("%s[%d]: %q is not an absolute directory path", field, i, dir)
+		}
+	}
+	return nil
+}
+
+// An inputCallers tracks which policies have calls in flight on one
+// session, so that a server request is answered for the run whose call
+// caused it. The zero value is ready; safe for concurrent use.
+type inputCallers struct {
+	mu sync.Mutex
+	// guards calls
+	calls map[*inputCall]struct{}
+}
+
+// An inputCall is one call in flight, with its run's policy and context.
+type inputCall struct {
+	policy *inputPolicy
+	ctx    context.Context
+}
+
+type inputPolicyKey struct{}
+
+// withInputPolicy returns ctx carrying p: calls made under it answer
+// server requests by p.
+func withInputPolicy(ctx context.Context, p *inputPolicy) context.Context {
+	return context.WithValue(ctx, inputPolicyKey{}, p)
+}
+
+// enter records a call made under ctx and returns the function that ends
+// the record. Calls under a context without a policy are not recorded.
+func (t *inputCallers) enter(ctx context.Context) func() {
+	p, _ := ctx.Value(inputPolicyKey{}).(*inputPolicy)
+	if p == nil {
+		return func() {}
+	}
+	call := &inputCall{policy: p, ctx: ctx}
+	t.mu.Lock()
+	if t.calls == nil {
+		t.calls = map[*inputCall]struct{}{}
+	}
+	t.calls[call] = struct{}{}
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		delete(t.calls, call)
+		t.mu.Unlock()
+	}
+}
+
+// current returns the policy and context of the one run with calls in
+// flight. A server request carries no link to the call that caused it, so
+// with calls of several runs in flight it cannot be told whose it is:
+// ambiguous is then true and the policy nil.
+func (t *inputCallers) current() (p *inputPolicy, ctx context.Context, ambiguous bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for call := range t.calls {
+		switch {
+		case p == nil:
+			p, ctx = call.policy, call.ctx
+		case p != call.policy:
+			return nil, nil, true
+		}
+	}
+	return p, ctx, false
+}
+
+// mcpLogLevels are the levels of logging/setLevel, most verbose first.
+var mcpLogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// applyLogLevel sends logging/setLevel with the configured log_level, when
+// there is one and the server offers logging. A refusal is logged, not
+// fatal: the server keeps its own level.
+func (c *client) applyLogLevel(ctx context.Context) {
+	if c.cfg.LogLevel == "" {
+		return
+	}
+	if c.capabilities().Logging == nil {
+		c.logger.Warn("log_level is set but the server does not offer logging; ignoring it", "log_level", c.cfg.LogLevel)
+		return
+	}
+	if _, err := c.roundTrip(ctx, request{method: "logging/setLevel", params: map[string]string{"level": c.cfg.LogLevel}}); err != nil {
+		c.logger.Warn("logging/setLevel failed; the server keeps its own level", "log_level", c.cfg.LogLevel, "err", err)
+	}
+}
+
+// serveInput answers a server request for input: for the one run whose
+// calls are in flight on this session, else by the session's own policy.
+// While it waits, the session's calls do not time out.
+func (c *conn) serveInput(method string, params json.RawMessage) (any, *rpcError, bool) {
+	p, ctx, ambiguous := c.callers.current()
+	if ambiguous {
+		c.logger.Warn("server request while calls of several runs are in flight: it cannot be told which run asks, so it is answered as outside a run", "method", method)
+	}
+	if p == nil {
+		p, ctx = c.opts.Input, context.Background()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Owned by serveInput; ends when the answer is ready or the session ends.
+	go func() {
+		select {
+		case <-c.ended:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	defer c.holdCalls()()
+	return answerInput(ctx, p, c.cfg, c.opts.Roots, method, params)
+}
+
+// holdCalls keeps the deadlines of the session's calls from running out
+// until the returned function is called.
+func (c *conn) holdCalls() (release func()) {
+	c.mu.Lock()
+	held := make([]*pendingCall, 0, len(c.pending))
+	for _, pc := range c.pending {
+		if pc.extend != nil {
+			pc.held.Add(1)
+			held = append(held, pc)
+		}
+	}
+	c.mu.Unlock()
+	return func() {
+		for _, pc := range held {
+			pc.held.Add(-1)
+		}
+	}
+}
+
+// elicitationComplete records a server's notice that a URL-mode
+// elicitation was completed, as an event of the run whose call is in
+// flight.
+func (c *conn) elicitationComplete(params json.RawMessage) {
+	var p struct {
+		ElicitationID string `json:"elicitationId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	c.logger.Info("elicitation completed", "elicitation_id", p.ElicitationID)
+	policy, _, _ := c.callers.current()
+	if policy == nil {
+		policy = c.opts.Input
+	}
+	if policy != nil {
+		policy.emit("input.completed", map[string]any{"server": c.cfg.Name, "elicitation_id": p.ElicitationID})
+	}
+}
+
+// urlElicitationAnswered handles a call's -32042 error (URL elicitation
+// required): each URL it names is asked like a URL-mode elicitation, and
+// true is returned when every one was accepted, so the call is retried
+// once. Any other error, or a decline, returns false.
+func (c *client) urlElicitationAnswered(ctx context.Context, err error) bool {
+	var rpcErr *rpcError
+	if !errors.As(err, &rpcErr) || rpcErr.Code != codeURLElicitationRequired {
+		return false
+	}
+	var data struct {
+		Elicitations []elicitRequest `json:"elicitations"`
+	}
+	if json.Unmarshal(rpcErr.Data, &data) != nil || len(data.Elicitations) == 0 {
+		return false
+	}
+	p, _ := ctx.Value(inputPolicyKey{}).(*inputPolicy)
+	if p == nil {
+		p = c.opts.Input
+	}
+	if p == nil {
+		return false
+	}
+	for _, req := range data.Elicitations {
+		req.Mode = modeURL
+		res, err := p.elicit(ctx, c.cfg.Name, req)
+		if err != nil || res.Action != actionAccept {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file holds sampling: a server's sampling/createMessage served by the
+// run's own model, within the per-server switch and the per-run caps on
+// requests and tokens.
+
+// Sampling defaults.
+const (
+	defaultSamplingRequests = 20      // per run
+	defaultSamplingTokens   = 100_000 // per run, input and output
+	// defaultSamplingMaxTokens caps one request's maxTokens when the model
+	// has no limit of its own configured.
+	defaultSamplingMaxTokens = 4096
+)
+
+// codeSamplingRefused is the error code of a sampling request harnessd will
+// not serve (the specification's example uses -1 for a user's refusal).
+const codeSamplingRefused = -1
+
+// A samplingBudget is one run's allowance for sampling. Safe for
+// concurrent use.
+type samplingBudget struct {
+	maxRequests, maxTokens int
+
+	mu sync.Mutex
+	// guards requests and tokens
+	requests, tokens int
+}
+
+// newSamplingBudget returns a budget; zero or negative limits take the
+// defaults.
+func newSamplingBudget(maxRequests, maxTokens int) *samplingBudget {
+	if maxRequests <= 0 {
+		maxRequests = defaultSamplingRequests
+	}
+	if maxTokens <= 0 {
+		maxTokens = defaultSamplingTokens
+	}
+	return &samplingBudget{maxRequests: maxRequests, maxTokens: maxTokens}
+}
+
+// take counts one request and returns the tokens left, or an error when
+// the run is over either cap.
+func (b *samplingBudget) take() (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.requests >= b.maxRequests {
+		return 0, fmt.Errorf("the run's sampling cap of %d requests is reached", b.maxRequests)
+	}
+	if b.tokens >= b.maxTokens {
+		return 0, fmt.Errorf("the run's sampling cap of %d tokens is reached", b.maxTokens)
+	}
+	b.requests++
+	return b.maxTokens - b.tokens, nil
+}
+
+// spend counts the tokens of one served request.
+func (b *samplingBudget) spend(u modelUsage) {
+	b.mu.Lock()
+	b.tokens += u.InputTokens + u.OutputTokens
+	b.mu.Unlock()
+}
+
+// A sampler serves sampling requests with one model.
+type sampler struct {
+	Provider modelProvider
+	Budget   *samplingBudget
+	// MaxTokens caps one request's maxTokens; zero means
+	// defaultSamplingMaxTokens.
+	MaxTokens int
+	// OnUsage adds a served request's usage to the run's; nil for none.
+	OnUsage func(modelUsage)
+}
+
+// A samplingRequest is the params of sampling/createMessage.
+type samplingRequest struct {
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	SystemPrompt  string   `json:"systemPrompt"`
+	MaxTokens     int      `json:"maxTokens"`
+	StopSequences []string `json:"stopSequences"`
+	Tools         []struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	} `json:"tools"`
+	ToolChoice *struct {
+		Mode string `json:"mode"`
+	} `json:"toolChoice"`
+}
+
+// A samplingBlock is one content block of a sampling message.
+type samplingBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	ToolUseID string          `json:"toolUseId,omitempty"`
+	Content   []samplingBlock `json:"content,omitempty"`
+	IsError   bool            `json:"isError,omitempty"`
+	MimeType  string          `json:"mimeType,omitempty"`
+}
+
+// decodeBlocks reads content that is one block or an array of blocks.
+func decodeBlocks(raw json.RawMessage) ([]samplingBlock, error) {
+	raw = json.RawMessage(strings.TrimSpace(string(raw)))
+	if len(raw) > 0 && raw[0] == '[' {
+		var blocks []samplingBlock
+		err := json.Unmarshal(raw, &blocks)
+		return blocks, err
+	}
+	var b samplingBlock
+	err := json.Unmarshal(raw, &b)
+	return []samplingBlock{b}, err
+}
+
+// toModelRequest converts a sampling request into the provider-neutral
+// conversation. Only text, tool use and tool results pass: harnessd's
+// providers take text, so image and audio content is refused by name.
+func (req *samplingRequest) toModelRequest() (modelRequest, error) {
+	out := modelRequest{System: req.SystemPrompt, StopSequences: req.StopSequences}
+	for i, m := range req.Messages {
+		blocks, err := decodeBlocks(m.Content)
+		if err != nil {
+			return out, fmt.Errorf("messages[%d].content: %v", i, err)
+		}
+		var text []string
+		var calls []toolCall
+		for j, b := range blocks {
+			switch b.Type {
+			case "text":
+				text = append(text, b.Text)
+			case "tool_use":
+				args := b.Input
+				if len(args) == 0 {
+					args = json.RawMessage("{}")
+				}
+				calls = append(calls, toolCall{ID: b.ID, Name: b.Name, Arguments: args})
+			case "tool_result":
+				var parts []string
+				for _, c := range b.Content {
+					if c.Type == "text" {
+						parts = append(parts, c.Text)
+					}
+				}
+				out.Messages = append(out.Messages, chatMessage{Role: roleTool, ToolCallID: b.ToolUseID, Content: strings.Join(parts, "\n"), IsError: b.IsError})
+			default:
+				return out, fmt.Errorf("messages[%d].content[%d]: %s content is not supported: harnessd's models take text, tool use and tool results", i, j, b.Type)
+			}
+		}
+		switch m.Role {
+		case roleUser:
+			if len(calls) > 0 {
+				return out, fmt.Errorf("messages[%d]: a user message cannot hold tool_use", i)
+			}
+			if len(text) > 0 {
+				out.Messages = append(out.Messages, chatMessage{Role: roleUser, Content: strings.Join(text, "\n")})
+			}
+		case roleAssistant:
+			out.Messages = append(out.Messages, chatMessage{Role: roleAssistant, Content: strings.Join(text, "\n"), ToolCalls: calls})
+		default:
+			return out, fmt.Errorf("messages[%d].role %q: want user or assistant", i, m.Role)
+		}
+	}
+	if len(out.Messages) == 0 {
+		return out, fmt.Errorf("messages: empty; send at least one message")
+	}
+	if req.ToolChoice == nil || req.ToolChoice.Mode != "none" {
+		for _, t := range req.Tools {
+			out.Tools = append(out.Tools, toolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		}
+	}
+	return out, nil
+}
+
+// samplingResult builds the CreateMessageResult of a model answer.
+func samplingResult(model string, resp *modelResponse) map[string]any {
+	var content []samplingBlock
+	if resp.Content != "" || len(resp.ToolCalls) == 0 {
+		content = append(content, samplingBlock{Type: "text", Text: resp.Content})
+	}
+	for _, tc := range resp.ToolCalls {
+		content = append(content, samplingBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: tc.Arguments})
+	}
+	stop := resp.StopReason
+	switch stop {
+	case stopEndTurn:
+		stop = "endTurn"
+	case stopToolUse:
+		stop = "toolUse"
+	case stopMaxTokens:
+		stop = "maxTokens"
+	case "stop_sequence":
+		stop = "stopSequence"
+	}
+	out := map[string]any{"role": roleAssistant, "model": model, "stopReason": stop}
+	if len(content) == 1 && len(resp.ToolCalls) == 0 {
+		out["content"] = content[0]
+	} else {
+		out["content"] = content
+	}
+	return out
+}
+
+// sample serves one sampling/createMessage for server under the policy.
+// Refusals (sampling off for the server, no model, over a cap, content
+// the model cannot take) are rpc errors whose message says what to set.
+func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params json.RawMessage) (any, *rpcError) {
+	refuse := func(format string, args ...any) *rpcError {
+		msg := fmt.Sprintf(format, args...)
+		p.emit("sampling.refused", map[string]any{"server": server.Name, "reason": msg})
+		p.logger().Warn("sampling refused", "server", server.Name, "reason", msg)
+		return &rpcError{Code: codeSamplingRefused, Message: "sampling refused by harnessd: " + msg}
+	}
+	if !server.Sampling {
+		return nil, refuse("sampling is off for server %q (set sampling = true in its config)", server.Name)
+	}
+	s := p.Sampler
+	if s == nil {
+		reason := p.NoSampling
+		if reason == "" {
+			reason = "no model to serve it"
+		}
+		return nil, refuse("%s", reason)
+	}
+	var req samplingRequest
+	if err := json.Unmarshal(params, &req); err != nil {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
+	}
+	mreq, err := req.toModelRequest()
+	if err != nil {
+		return nil, &rpcError{Code: codeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
+	}
+	left := defaultSamplingTokens
+	if s.Budget != nil {
+		if left, err = s.Budget.take(); err != nil {
+			return nil, refuse("%v", err)
+		}
+	}
+	maxTokens := s.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = defaultSamplingMaxTokens
+	}
+	if req.MaxTokens > 0 {
+		maxTokens = min(maxTokens, req.MaxTokens)
+	}
+	mreq.MaxTokens = min(maxTokens, left)
+
+	p.emit("sampling.requested", map[string]any{"server": server.Name, "messages": len(req.Messages), "tools": len(mreq.Tools), "max_tokens": mreq.MaxTokens})
+	start := time.Now()
+	resp, err := s.Provider.complete(ctx, mreq)
+	elapsed := time.Since(start)
+	if err != nil {
+		p.emit("sampling.completed", map[string]any{"server": server.Name, "error": err.Error(), "duration_ms": elapsed.Milliseconds()})
+		return nil, &rpcError{Code: codeInternalError, Message: "sampling/createMessage: " + err.Error()}
+	}
+	if s.Budget != nil {
+		s.Budget.spend(resp.Usage)
+	}
+	if s.OnUsage != nil {
+		s.OnUsage(resp.Usage)
+	}
+	p.emit("sampling.completed", map[string]any{"server": server.Name, "usage": resp.Usage, "stop_reason": resp.StopReason, "tool_calls": len(resp.ToolCalls), "duration_ms": elapsed.Milliseconds()})
+	p.logger().Info("sampling served", "server", server.Name, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens, "duration", elapsed)
+	return samplingResult(s.Provider.name(), resp), nil
+}
