@@ -72,6 +72,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/v1/runs/{id}", map[string]route{http.MethodGet: {scopeRunsRead, a.getRun}})
 	a.route("/v1/runs/{id}/events", map[string]route{http.MethodGet: {scopeRunsRead, a.runEvents}})
 	a.route("/v1/runs/{id}/cancel", map[string]route{http.MethodPost: {scopeRunsWrite, a.cancelRun}})
+	a.route("/v1/runs/{id}/input/{request_id}", map[string]route{http.MethodPost: {scopeRunsWrite, a.answerRunInput}})
 	a.route("/v1/mcp/servers", map[string]route{http.MethodGet: {scopeRunsRead, a.listServers}})
 	a.route("/v1/mcp/servers/{name}/login", map[string]route{http.MethodPost: {scopeAdmin, a.loginServer}})
 	a.route("/healthz", map[string]route{http.MethodGet: {"", a.healthz}})
@@ -249,7 +250,7 @@ type runSummary struct {
 }
 
 // runStatuses are the values GET /v1/runs?status= accepts.
-var runStatuses = []string{runQueued, runRunning, runCompleted, runFailed, runCancelled}
+var runStatuses = []string{runQueued, runRunning, runWaitingInput, runCompleted, runFailed, runCancelled}
 
 // listRuns answers GET /v1/runs[?status=S]: the kept runs, newest first.
 func (a *api) listRuns(w http.ResponseWriter, r *http.Request, _ authInfo) {
@@ -293,6 +294,37 @@ func (a *api) runSecrets(run *run) *redactor {
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	if run := a.findRun(w, r); run != nil {
 		writeBody(w, http.StatusOK, a.runSecrets(run).marshal(run.view(), true))
+	}
+}
+
+// answerRunInput answers POST /v1/runs/{id}/input/{request_id}: 200 with
+// the answer as delivered (defaults applied); 400 naming the field of an
+// answer that fails the requested schema, the request staying open; 404
+// for a request that is not open (answered, timed out, cancelled).
+func (a *api) answerRunInput(w http.ResponseWriter, r *http.Request, info authInfo) {
+	run := a.findRun(w, r)
+	if run == nil {
+		return
+	}
+	var body inputAnswer
+	if err := decodeBody(w, r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	id := r.PathValue("request_id")
+	if run.input == nil || run.input.Queue == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: input request %q: not open (the run is not interactive: its requests were declined)", run.id, id))
+		return
+	}
+	res, err := run.input.Queue.answer(id, body)
+	switch {
+	case errors.Is(err, errInputNotFound):
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: input request %q: not open (answered, timed out or cancelled; open ones are in GET /v1/runs/%s)", run.id, id, run.id))
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("input request %q: %v", id, err))
+	default:
+		a.logger.Info("run input answered", "run", run.id, "request", id, "action", res.Action, "key", info.key)
+		writeJSON(w, http.StatusOK, map[string]any{"run_id": run.id, "request_id": id, "action": res.Action, "content": res.Content})
 	}
 }
 

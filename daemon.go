@@ -117,7 +117,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	reg := newRegistry(cfg.Servers, registryOptions{
 		Logger: logger,
 		Client: clientOptions{Roots: []string{workspace}, Getenv: a.getenv, ProcessGroups: groups,
-			OAuth: newOAuthClients(newTokenStore(oauthDir(home)), logger)},
+			OAuth: newOAuthClients(newTokenStore(oauthDir(home)), logger),
+			Input: outsideRunInput(cfg.Model.spec(), a.getenv, logger)},
 		Restart: true,
 	})
 	m := newMetrics()

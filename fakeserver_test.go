@@ -298,7 +298,7 @@ func (s *fakeServer) call(id, params json.RawMessage) {
 		// roots/list and an unsupported method.
 		ping := s.ask(string(id), "ping")
 		roots := s.ask(`"r1"`, "roots/list")
-		other := s.ask(`"x1"`, "sampling/createMessage")
+		other := s.ask(`"x1"`, "completion/complete")
 		s.reply(id, text(fmt.Sprintf("ping=%s roots=%s other=%s", ping, roots, other)))
 	case "list-changed":
 		s.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
@@ -311,7 +311,7 @@ func (s *fakeServer) call(id, params json.RawMessage) {
 		s.write(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": "not an object"})
 		s.write(map[string]any{"jsonrpc": "2.0", "id": 987654, "result": map[string]any{}})
 		s.writeRaw([]byte(`{"hello":"world"}`))
-		other := s.ask(`"u1"`, "elicitation/create")
+		other := s.ask(`"u1"`, "tasks/unheard_of")
 		s.reply(id, text(fmt.Sprintf("still here other=%s", other)))
 	case "grandchild":
 		exe, _ := os.Executable()

@@ -574,3 +574,91 @@ func (c *client) urlElicitationAnswered(ctx context.Context, err error) bool {
 	}
 	return true
 }
+
+// setupInput validates the run request's input fields (input_timeout,
+// roots) and gives the run its policy: an interactive run queues
+// elicitations for the API's caller, any other declines them; sampling is
+// served by the run's own model within the run's caps (maxRequests and
+// maxTokens, zero for the defaults). The scope's servers answer by it too.
+// Errors are *requestError.
+func (r *run) setupInput(maxRequests, maxTokens int) error {
+	timeout := defaultInputTimeout
+	if r.req.InputTimeout != "" {
+		d, err := time.ParseDuration(r.req.InputTimeout)
+		if err != nil || d <= 0 || d > maxInputTimeout {
+			return badRequest("input_timeout", "%q: want a duration from 1s to %s, like \"10m\"", r.req.InputTimeout, maxInputTimeout)
+		}
+		timeout = d
+	}
+	if err := validateRoots("roots", r.req.Roots); err != nil {
+		return invalidRequest(err)
+	}
+	p := &inputPolicy{
+		Timeout: timeout,
+		Roots:   r.req.Roots,
+		Sampler: &sampler{
+			Provider:  r.provider,
+			Budget:    newSamplingBudget(maxRequests, maxTokens),
+			MaxTokens: r.model.MaxTokens,
+			OnUsage: func(u modelUsage) {
+				r.mu.Lock()
+				r.usage.add(u)
+				r.mu.Unlock()
+			},
+		},
+		Emit:   r.emit,
+		Logger: r.logger,
+	}
+	if r.req.Interactive {
+		p.Queue = &inputQueue{onChange: r.setWaiting}
+	} else {
+		p.DeclineReason = "the run is not interactive (start it with \"interactive\": true to answer)"
+	}
+	r.input = p
+	r.scope.opts.Input = p
+	return nil
+}
+
+// setWaiting moves a running run to waiting_input while it has open input
+// requests, and back.
+func (r *run) setWaiting(open int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case open > 0 && r.status == runRunning:
+		r.status = runWaitingInput
+	case open == 0 && r.status == runWaitingInput:
+		r.status = runRunning
+	}
+}
+
+// openInputs returns the run's open input requests, oldest first (none
+// for a run that is not interactive).
+func (r *run) openInputs() []inputRequest {
+	if r.input == nil || r.input.Queue == nil {
+		return []inputRequest{}
+	}
+	return r.input.Queue.list()
+}
+
+// outsideRunInput is the policy of servers' requests outside any run (a
+// global server at start-up, between runs, mcp call): elicitations are
+// declined and logged; sampling is served by the configured default model
+// when there is one, else refused saying what to set.
+func outsideRunInput(spec modelSpec, getenv func(string) (string, bool), logger *slog.Logger) *inputPolicy {
+	p := &inputPolicy{
+		DeclineReason: "no run is asking: requests outside a run are declined",
+		NoSampling:    "no run is asking and no default model is configured: set HARNESS_MODEL or [model] in config.toml",
+		Logger:        logger,
+	}
+	if spec.Provider == "" {
+		return p
+	}
+	provider, err := newModelProvider(spec, getenv, logger)
+	if err != nil {
+		p.NoSampling = fmt.Sprintf("the default model cannot serve it: %v", err)
+		return p
+	}
+	p.Sampler = &sampler{Provider: provider, MaxTokens: spec.MaxTokens}
+	return p
+}

@@ -386,3 +386,51 @@ func failureText(t *testing.T, err error, res *callResult) string {
 	}
 	return resultText(t, res)
 }
+
+func TestServerInputConfigFields(t *testing.T) {
+	t.Parallel()
+	strp := func(s ...string) *[]string { return &s }
+	yes, no := true, false
+	env := func(k string) (string, bool) {
+		if k == "DATA" {
+			return "/srv/data", true
+		}
+		return "", false
+	}
+	tests := []struct {
+		name     string
+		raw      rawServer
+		roots    []string
+		sampling bool
+		err      string
+	}{
+		{"defaults", rawServer{Name: "a", Command: "x"}, nil, true, ""},
+		{"roots none", rawServer{Name: "a", Command: "x", Roots: strp()}, []string{}, true, ""},
+		{"roots expanded", rawServer{Name: "a", Command: "x", Roots: strp("${DATA}")}, []string{"/srv/data"}, true, ""},
+		{"roots relative", rawServer{Name: "a", Command: "x", Roots: strp("/ok", "rel")}, nil, true, "roots[1]"},
+		{"sampling off", rawServer{Name: "a", Command: "x", Sampling: &no}, nil, false, ""},
+		{"sampling on", rawServer{Name: "a", Command: "x", Sampling: &yes}, nil, true, ""},
+		{"bad log level", rawServer{Name: "a", Command: "x", LogLevel: "verbose"}, nil, true, "log_level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := buildServer("test", "test", tt.raw, env)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("buildServer(%+v) = %v, want an error naming %s", tt.raw, err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("buildServer(%+v) = %v", tt.raw, err)
+			}
+			if !reflect.DeepEqual(cfg.Roots, tt.roots) || cfg.Sampling != tt.sampling {
+				t.Errorf("buildServer(%+v) roots, sampling = %#v, %v, want %#v, %v", tt.raw, cfg.Roots, cfg.Sampling, tt.roots, tt.sampling)
+			}
+		})
+	}
+	cfg, err := connectServer("live", "https://mcp.example.com/mcp")
+	if err != nil || cfg.Sampling {
+		t.Errorf("connectServer() sampling = %v (%v), want false: connect_mcp servers may not sample", cfg.Sampling, err)
+	}
+}

@@ -38,9 +38,11 @@ type runView struct {
 	Usage          modelUsage     `json:"usage"`
 	Servers        []serverStatus `json:"servers"`
 	ActivatedTools []string       `json:"activated_tools"`
-	CreatedAt      time.Time      `json:"created_at"`
-	StartedAt      *time.Time     `json:"started_at,omitempty"`
-	EndedAt        *time.Time     `json:"ended_at,omitempty"`
+	// InputRequests are the servers' questions waiting for an answer.
+	InputRequests []inputRequest `json:"input_requests"`
+	CreatedAt     time.Time      `json:"created_at"`
+	StartedAt     *time.Time     `json:"started_at,omitempty"`
+	EndedAt       *time.Time     `json:"ended_at,omitempty"`
 }
 
 // A runEnv is what every run of one manager shares. Read-only.
@@ -83,6 +85,8 @@ type run struct {
 	connecting nameReservations
 	// disk is the run's files; nil without a store (runhistory.go).
 	disk *runDisk
+	// input answers the servers' questions during the run.
+	input *inputPolicy
 
 	mu sync.Mutex
 	// guards everything below
@@ -205,6 +209,7 @@ func (r *run) viewLocked() runView {
 		Servers:        r.servers,
 		ActivatedTools: r.activated,
 		CreatedAt:      r.createdAt,
+		InputRequests:  r.openInputs(),
 	}
 	if r.scope != nil {
 		v.Servers = r.scope.localStatuses()
@@ -313,6 +318,7 @@ func (r *run) duration() time.Duration {
 
 // execute runs the agent loop until a terminal status.
 func (r *run) execute(ctx context.Context) {
+	ctx = withInputPolicy(ctx, r.input)
 	if err := r.begin(ctx); err != nil {
 		if ctx.Err() != nil {
 			r.finish(runCancelled, "", "run cancelled")

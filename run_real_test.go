@@ -693,7 +693,8 @@ func TestRealFindToolRanking(t *testing.T) {
 		// read_file outranks read_text_file: the query covers all of its name.
 		{"read a file", "mcp_filesystem_read_file", []string{"mcp_filesystem_read_text_file", "mcp_filesystem_read_multiple_files"}, "mcp_filesystem_", 5},
 		{"knowledge graph", "mcp_memory_read_graph", nil, "mcp_memory_", 5},
-		{"add two numbers", "mcp_everything_get_sum", []string{"mcp_memory_add_observations"}, "mcp_", 2},
+		// trigger-url-elicitation "supports two mechanisms": it matches "two".
+		{"add two numbers", "mcp_everything_get_sum", []string{"mcp_memory_add_observations"}, "mcp_", 3},
 	}
 	for _, tt := range tests {
 		for _, wire := range wires {

@@ -20,11 +20,13 @@ import (
 
 // Run statuses.
 const (
-	runQueued    = "queued"
-	runRunning   = "running"
-	runCompleted = "completed"
-	runFailed    = "failed"
-	runCancelled = "cancelled"
+	runQueued  = "queued"
+	runRunning = "running"
+	// runWaitingInput: running, with a server's question open for the caller.
+	runWaitingInput = "waiting_input"
+	runCompleted    = "completed"
+	runFailed       = "failed"
+	runCancelled    = "cancelled"
 )
 
 // Run limits.
@@ -41,6 +43,14 @@ type runRequest struct {
 	SystemPrompt string          `json:"system_prompt,omitempty"`
 	MaxSteps     int             `json:"max_steps,omitempty"`
 	MCPServers   json.RawMessage `json:"mcp_servers,omitempty"`
+	// Interactive lets the run wait for the caller to answer servers'
+	// questions (POST /v1/runs/{id}/input/{request_id}); otherwise they
+	// are declined at once.
+	Interactive bool `json:"interactive,omitempty"`
+	// InputTimeout bounds each wait for an answer (default 10m).
+	InputTimeout string `json:"input_timeout,omitempty"`
+	// Roots replace the workspace as the roots of servers configuring none.
+	Roots []string `json:"roots,omitempty"`
 }
 
 // runManagerOptions configure a runManager.
@@ -65,6 +75,9 @@ type runManagerOptions struct {
 	// Limits bound admission and what runs keep; unset ones take their
 	// defaults.
 	Limits runLimits
+	// SamplingRequests and SamplingTokens cap the sampling of one run;
+	// zero means the defaults.
+	SamplingRequests, SamplingTokens int
 	// newProvider builds providers; tests replace it. Nil means
 	// newModelProvider.
 	newProvider func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error)
@@ -225,6 +238,9 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	r.secrets = m.env.secrets.with(own...)
 	// The daemon's logger already hides env's secrets.
 	r.logger = redactLogger(r.logger, newRedactor(own...))
+	if err := r.setupInput(m.opts.SamplingRequests, m.opts.SamplingTokens); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
