@@ -39,29 +39,31 @@ func (a *app) mcpFlagSet(name, usage string, f *mcpFlags) *flag.FlagSet {
 
 // mcpServers returns the servers an mcp command works on: the ad-hoc one
 // (--url or a command after --) or every configured global server.
-func (a *app) mcpServers(f *mcpFlags, command []string, logger *slog.Logger, workspace string) ([]serverConfig, error) {
+// The model is the configured default (none for an ad-hoc server), for
+// servers that ask for sampling.
+func (a *app) mcpServers(f *mcpFlags, command []string, logger *slog.Logger, workspace string) ([]serverConfig, modelSettings, error) {
 	if f.url != "" || len(command) > 0 {
 		if f.url != "" && len(command) > 0 {
-			return nil, usageError("give either --url or a command after --, not both")
+			return nil, modelSettings{}, usageError("give either --url or a command after --, not both")
 		}
 		server, err := adhocServer(f.name, f.url, command)
 		if err != nil {
-			return nil, usageError("%v", err)
+			return nil, modelSettings{}, usageError("%v", err)
 		}
-		return []serverConfig{server}, nil
+		return []serverConfig{server}, modelSettings{}, nil
 	}
 	home, err := defaultHome(a.getenv)
 	if err != nil {
-		return nil, usageError("%v", err)
+		return nil, modelSettings{}, usageError("%v", err)
 	}
 	cfg, err := loadConfig(loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger})
 	if err != nil {
-		return nil, usageError("%v", err)
+		return nil, modelSettings{}, usageError("%v", err)
 	}
 	if len(cfg.Servers) == 0 {
-		return nil, usageError("no MCP servers configured: add [mcp_servers.<name>] to %s, set HARNESS_MCP_SERVERS, or give --url or -- COMMAND", filepath.Join(home, "config.toml"))
+		return nil, modelSettings{}, usageError("no MCP servers configured: add [mcp_servers.<name>] to %s, set HARNESS_MCP_SERVERS, or give --url or -- COMMAND", filepath.Join(home, "config.toml"))
 	}
-	return cfg.Servers, nil
+	return cfg.Servers, cfg.Model, nil
 }
 
 // splitCommand splits args at the first "--" into what comes before and
@@ -76,15 +78,15 @@ func splitCommand(args []string) (before, command []string) {
 }
 
 // connectForCommand connects servers once (no restarts) and waits for every
-// first attempt.
-func connectForCommand(ctx context.Context, servers []serverConfig, logger *slog.Logger, workspace string, getenv func(string) (string, bool)) (*registry, error) {
+// first attempt. input answers the servers' questions.
+func connectForCommand(ctx context.Context, servers []serverConfig, logger *slog.Logger, workspace string, getenv func(string) (string, bool), input *inputPolicy) (*registry, error) {
 	var oauth *oauthClients
 	if home, err := defaultHome(getenv); err == nil {
 		oauth = newOAuthClients(newTokenStore(oauthDir(home)), logger)
 	}
 	reg := newRegistry(servers, registryOptions{
 		Logger: logger,
-		Client: clientOptions{Roots: []string{workspace}, Getenv: getenv, OAuth: oauth},
+		Client: clientOptions{Roots: []string{workspace}, Getenv: getenv, OAuth: oauth, Input: input},
 	})
 	if err := reg.waitReady(ctx); err != nil {
 		reg.close()
@@ -115,11 +117,11 @@ func (a *app) mcpList(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("mcp list: unexpected argument %q (a server command goes after --)", fs.Arg(0))
 	}
-	servers, err := a.mcpServers(&f, command, logger, workspace)
+	servers, model, err := a.mcpServers(&f, command, logger, workspace)
 	if err != nil {
 		return err
 	}
-	reg, err := connectForCommand(ctx, servers, logger, workspace, a.getenv)
+	reg, err := connectForCommand(ctx, servers, logger, workspace, a.getenv, commandInput(nil, a.stderr, model, a.getenv, logger))
 	if err != nil {
 		return err
 	}
@@ -238,7 +240,7 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 			return usageError("mcp call: JSON-ARGS must be a JSON object, like '{\"message\":\"hi\"}'")
 		}
 	}
-	servers, err := a.mcpServers(&f, command, logger, workspace)
+	servers, model, err := a.mcpServers(&f, command, logger, workspace)
 	if err != nil {
 		return err
 	}
@@ -260,7 +262,7 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 	if len(candidates) == 0 {
 		return fmt.Errorf("mcp call: no configured server has a tool named %q: names are mcp_<server>_<tool> (see harnessd mcp list)", toolName)
 	}
-	reg, err := connectForCommand(ctx, candidates, logger, workspace, a.getenv)
+	reg, err := connectForCommand(ctx, candidates, logger, workspace, a.getenv, commandInput(a.stdinOrDefault(), a.stderr, model, a.getenv, logger))
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/url"
 	"reflect"
 	"slices"
@@ -432,5 +434,38 @@ func TestServerInputConfigFields(t *testing.T) {
 	cfg, err := connectServer("live", "https://mcp.example.com/mcp")
 	if err != nil || cfg.Sampling {
 		t.Errorf("connectServer() sampling = %v (%v), want false: connect_mcp servers may not sample", cfg.Sampling, err)
+	}
+}
+
+func TestTerminalPrompter(t *testing.T) {
+	t.Parallel()
+	schema, err := parseElicitSchema(json.RawMessage(testSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, typed string
+		req         elicitRequest
+		want        elicitResult
+	}{
+		// Fields in order: age, at, born, color, email, hero, name, ok, ratio, site, tags.
+		{"form with a retry and defaults", "abc\n41\n\n\nred\n\n\nAnn\ny\n\n\na, b\n", elicitRequest{Message: "who?"},
+			elicitResult{Action: actionAccept, Content: map[string]any{"age": int64(41), "color": "red", "name": "Ann", "ok": true, "tags": []string{"a", "b"}}}},
+		{"form declined", "decline\n", elicitRequest{Message: "who?"}, elicitResult{Action: actionDecline}},
+		{"url accepted", "\n", elicitRequest{Mode: modeURL, URL: "https://example.com/x"}, elicitResult{Action: actionAccept}},
+		{"url cancelled", "cancel\n", elicitRequest{Mode: modeURL, URL: "https://example.com/x"}, elicitResult{Action: actionCancel}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			tp := &terminalPrompter{in: bufio.NewReader(strings.NewReader(tt.typed)), out: &out}
+			got, err := tp.prompt(t.Context(), "srv", tt.req, schema)
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("prompt(%q) = %#v, %v, want %#v\n%s", tt.typed, got, err, tt.want, out.String())
+			}
+		})
+	}
+	if p := commandInput(strings.NewReader(""), io.Discard, modelSettings{}, nil, nil); p.Prompt != nil || !strings.Contains(p.DeclineReason, "not a terminal") {
+		t.Errorf("commandInput(not a terminal) = %+v, want a policy that declines", p)
 	}
 }

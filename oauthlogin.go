@@ -122,7 +122,7 @@ Forgets the OAuth tokens and client registrations kept for server NAME.
 // oauthServerNamed returns the configured HTTP server name and the token
 // store, for mcp login and logout.
 func (a *app) oauthServerNamed(f *mcpFlags, name, workspace string) (serverConfig, *tokenStore, error) {
-	servers, err := a.mcpServers(f, nil, slog.New(slog.DiscardHandler), workspace)
+	servers, _, err := a.mcpServers(f, nil, slog.New(slog.DiscardHandler), workspace)
 	if err != nil {
 		return serverConfig{}, nil, err
 	}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+)
+
+// This file holds the terminal side of server input for harnessd mcp
+// call and mcp list: a person at a terminal answers an elicitation field
+// by field; without a terminal every elicitation is declined.
+
+// isTerminalReader reports whether r is a character device (a terminal).
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok || f == nil {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// commandInput is the input policy of a command: prompts on the terminal
+// when stdin is one, declines otherwise; sampling by the configured
+// default model.
+func commandInput(stdin io.Reader, prompts io.Writer, model modelSettings, getenv func(string) (string, bool), logger *slog.Logger) *inputPolicy {
+	p := outsideRunInput(model.spec(), getenv, logger)
+	if isTerminalReader(stdin) {
+		tp := &terminalPrompter{in: bufio.NewReader(stdin), out: prompts}
+		p.Prompt = tp.prompt
+	} else {
+		p.DeclineReason = "stdin is not a terminal: nobody can answer"
+	}
+	return p
+}
+
+// A terminalPrompter asks a person at a terminal, one elicitation at a
+// time. Safe for concurrent use.
+type terminalPrompter struct {
+	mu  sync.Mutex // one elicitation at a time on the terminal
+	in  *bufio.Reader
+	out io.Writer
+}
+
+// readLine reads one line without its newline; io.EOF ends the input.
+func (tp *terminalPrompter) readLine(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	line, err := tp.in.ReadString('\n')
+	if err != nil && line == "" {
+		return "", err
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// prompt asks for one elicitation: URL mode prints the URL and waits for
+// Enter; form mode asks each field, an empty line keeping the default (or
+// leaving an optional field out). "decline" or "cancel" at any prompt
+// answers so.
+func (tp *terminalPrompter) prompt(ctx context.Context, server string, req elicitRequest, schema *elicitSchema) (elicitResult, error) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	fmt.Fprintf(tp.out, "\nServer %q asks: %s\n", server, req.Message)
+	if req.Mode == modeURL {
+		fmt.Fprintf(tp.out, "Open this URL:\n%s\nPress Enter when done, or type decline or cancel: ", req.URL)
+		line, err := tp.readLine(ctx)
+		if err != nil {
+			return elicitResult{}, err
+		}
+		if a := strings.TrimSpace(line); a == actionDecline || a == actionCancel {
+			return elicitResult{Action: a}, nil
+		}
+		return elicitResult{Action: actionAccept}, nil
+	}
+	fmt.Fprintln(tp.out, "(an empty line keeps the default; type decline or cancel to refuse)")
+	content := map[string]json.RawMessage{}
+	for _, name := range schema.order {
+		f := schema.Properties[name]
+		for {
+			fmt.Fprintf(tp.out, "%s: ", fieldPrompt(name, f, schema))
+			line, err := tp.readLine(ctx)
+			if err != nil {
+				return elicitResult{}, err
+			}
+			line = strings.TrimSpace(line)
+			if line == actionDecline || line == actionCancel {
+				return elicitResult{Action: line}, nil
+			}
+			if line == "" {
+				break
+			}
+			raw := terminalValue(f, line)
+			if _, err := f.value(raw); err != nil {
+				fmt.Fprintf(tp.out, "  %v; try again\n", err)
+				continue
+			}
+			content[name] = raw
+			break
+		}
+	}
+	out, err := schema.validate(content)
+	if err != nil {
+		fmt.Fprintf(tp.out, "  %v: cancelled\n", err)
+		return elicitResult{Action: actionCancel}, nil
+	}
+	return elicitResult{Action: actionAccept, Content: out}, nil
+}
+
+// fieldPrompt describes a field: its title, type or choices, default and
+// whether it is required.
+func fieldPrompt(name string, f *elicitField, schema *elicitSchema) string {
+	var b strings.Builder
+	b.WriteString(name)
+	if f.Title != "" && f.Title != name {
+		fmt.Fprintf(&b, " (%s)", f.Title)
+	}
+	if f.Description != "" {
+		fmt.Fprintf(&b, " - %s", f.Description)
+	}
+	kind := f.Type
+	if f.Format != "" {
+		kind = f.Format
+	}
+	if choices := f.choices(); choices != nil {
+		kind = "one of " + strings.Join(choices, ", ")
+	}
+	if f.Items != nil {
+		kind = "comma-separated, from " + strings.Join(f.Items.choices(), ", ")
+	}
+	fmt.Fprintf(&b, " [%s", kind)
+	if len(f.Default) > 0 {
+		fmt.Fprintf(&b, ", default %s", f.Default)
+	}
+	for _, r := range schema.Required {
+		if r == name {
+			b.WriteString(", required")
+		}
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// terminalValue turns a typed line into the field's JSON value: strings
+// quoted, yes/no as booleans, comma-separated choices as an array.
+func terminalValue(f *elicitField, line string) json.RawMessage {
+	var v any = line
+	switch f.Type {
+	case "number", "integer":
+		return json.RawMessage(line)
+	case "boolean":
+		switch strings.ToLower(line) {
+		case "y", "yes", "true":
+			v = true
+		case "n", "no", "false":
+			v = false
+		}
+	case "array":
+		items := []string{}
+		for _, item := range strings.Split(line, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+		v = items
+	}
+	raw, _ := json.Marshal(v)
+	return raw
+}
