@@ -91,7 +91,14 @@ type inputRequest struct {
 	ExpiresAt       time.Time       `json:"expires_at"`
 
 	schema   *elicitSchema
-	answered chan elicitResult // buffered 1; receives the one answer
+	answered chan inputOutcome // buffered 1; receives the one answer
+}
+
+// An inputOutcome is how an open request ended: the answer, and who gave it
+// ("caller", or "run ended" when the run closed its queue).
+type inputOutcome struct {
+	res elicitResult
+	how string
 }
 
 // Errors of inputQueue.answer that the API tells apart.
@@ -109,9 +116,10 @@ type inputQueue struct {
 	onChange func(open int)
 
 	mu sync.Mutex
-	// guards seq and open
-	seq  int
-	open map[string]*inputRequest
+	// guards seq, open and closed
+	seq    int
+	open   map[string]*inputRequest
+	closed bool // set by closeAll: no request is opened after
 }
 
 // ask opens req, and blocks until it is answered, its timeout passes
@@ -119,6 +127,10 @@ type inputQueue struct {
 // "caller", "timeout" or "cancelled". A full queue declines at once.
 func (q *inputQueue) ask(ctx context.Context, req *inputRequest, timeout time.Duration, opened func(*inputRequest)) (elicitResult, string) {
 	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return elicitResult{Action: actionCancel}, "run ended"
+	}
 	if len(q.open) >= maxOpenInputs {
 		q.mu.Unlock()
 		return elicitResult{Action: actionDecline}, "too many open requests"
@@ -127,7 +139,7 @@ func (q *inputQueue) ask(ctx context.Context, req *inputRequest, timeout time.Du
 	req.ID = "input_" + strconv.Itoa(q.seq)
 	req.CreatedAt = time.Now().UTC()
 	req.ExpiresAt = req.CreatedAt.Add(timeout)
-	req.answered = make(chan elicitResult, 1)
+	req.answered = make(chan inputOutcome, 1)
 	if q.open == nil {
 		q.open = map[string]*inputRequest{}
 	}
@@ -142,8 +154,8 @@ func (q *inputQueue) ask(ctx context.Context, req *inputRequest, timeout time.Du
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case res := <-req.answered:
-		return res, "caller"
+	case out := <-req.answered:
+		return out.res, out.how
 	case <-timer.C:
 		if q.remove(req.ID) {
 			return elicitResult{Action: actionCancel}, "timeout"
@@ -153,8 +165,25 @@ func (q *inputQueue) ask(ctx context.Context, req *inputRequest, timeout time.Du
 			return elicitResult{Action: actionCancel}, "cancelled"
 		}
 	}
-	// answer won the race: it removed the request and sent.
-	return <-req.answered, "caller"
+	// answer or closeAll won the race: it removed the request and sent.
+	out := <-req.answered
+	return out.res, out.how
+}
+
+// closeAll cancels every open request and refuses later ones: the run has
+// ended, so its open questions go with it at once.
+func (q *inputQueue) closeAll() {
+	q.mu.Lock()
+	q.closed = true
+	open := q.open
+	q.open = nil
+	q.mu.Unlock()
+	for _, req := range open {
+		req.answered <- inputOutcome{res: elicitResult{Action: actionCancel}, how: "run ended"}
+	}
+	if len(open) > 0 {
+		q.changed(0)
+	}
 }
 
 // remove takes id out of the open requests; false if it was not open.
@@ -211,7 +240,7 @@ func (q *inputQueue) answer(id string, a inputAnswer) (elicitResult, error) {
 	if !q.remove(id) {
 		return elicitResult{}, errInputNotFound
 	}
-	req.answered <- res
+	req.answered <- inputOutcome{res: res, how: "caller"}
 	return res, nil
 }
 
@@ -617,6 +646,13 @@ func (r *run) setupInput(maxRequests, maxTokens int) error {
 	r.input = p
 	r.scope.opts.Input = p
 	return nil
+}
+
+// closeInput cancels the run's open input requests as it ends.
+func (r *run) closeInput() {
+	if r.input != nil && r.input.Queue != nil {
+		r.input.Queue.closeAll()
+	}
 }
 
 // setWaiting moves a running run to waiting_input while it has open input

@@ -179,6 +179,22 @@ func TestInputQueue(t *testing.T) {
 			t.Errorf("list() after timeout = %v, want none", open)
 		}
 	})
+	t.Run("closeAll cancels and refuses", func(t *testing.T) {
+		t.Parallel()
+		q := &inputQueue{}
+		out, _ := askAsync(t, t.Context(), q, time.Hour)
+		q.closeAll()
+		if got := <-out; got != [2]string{actionCancel, "run ended"} {
+			t.Errorf("ask() = %v, want cancel by run ended", got)
+		}
+		if open := q.list(); len(open) != 0 {
+			t.Errorf("list() after closeAll = %v, want none", open)
+		}
+		res, how := q.ask(t.Context(), &inputRequest{Mode: modeForm}, time.Hour, nil)
+		if res.Action != actionCancel || how != "run ended" {
+			t.Errorf("ask() after closeAll = %v, %s, want cancel by run ended", res, how)
+		}
+	})
 	t.Run("context cancels", func(t *testing.T) {
 		t.Parallel()
 		q := &inputQueue{}

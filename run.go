@@ -242,6 +242,7 @@ func (r *run) viewLocked() runView {
 // max_output_bytes; the servers' statuses are kept without their stderr
 // tails, and the scope is let go.
 func (r *run) finish(status, output, errMsg string) {
+	r.closeInput()
 	fullOutput := len(output)
 	output = truncate(output, r.env.limits.MaxOutputBytes)
 	data := map[string]any{"status": status}
