@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,8 +113,9 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 	defer cancel(nil)
 	timeout := c.cfg.requestTimeout()
 	pc := &pendingCall{ch: make(chan rpcResponse, 1)}
+	// The timer is armed only once assigned, since its callback resets it.
 	var timer *time.Timer
-	timer = time.AfterFunc(timeout, func() {
+	timer = time.AfterFunc(math.MaxInt64, func() {
 		if pc.held.Load() > 0 {
 			// The server waits on an answer for input: so does the call.
 			timer.Reset(timeout)
@@ -121,6 +123,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 		}
 		cancel(errTimeout)
 	})
+	timer.Reset(timeout)
 	defer timer.Stop()
 	if !req.handshake {
 		limit := time.Now().Add(10 * timeout)
