@@ -416,6 +416,35 @@ func TestClientProgressExtendsDeadline(t *testing.T) {
 	}
 }
 
+// TestHandshakeBoundedByStartupTimeout checks that the handshake waits
+// for startup_timeout, not for the per-request timeout: with a timeout of
+// one nanosecond, a call times out at once while the handshake, answered
+// later, succeeds.
+func TestHandshakeBoundedByStartupTimeout(t *testing.T) {
+	t.Parallel()
+	pt := newPipeTransport()
+	c := newConn(serverConfig{Name: "scripted", Timeout: time.Nanosecond, StartupTimeout: time.Minute}, clientOptions{}, discardLogger(), pt)
+	t.Cleanup(func() { c.close() })
+
+	answer := func() {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal(<-pt.sent, &req); err != nil {
+			t.Error(err)
+			return
+		}
+		pt.msgs <- []byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{}}`)
+	}
+	go answer()
+	if _, err := c.roundTrip(t.Context(), request{method: "initialize", params: struct{}{}, handshake: true}); err != nil {
+		t.Fatalf("handshake with a 1ns request timeout = %v, want its answer", err)
+	}
+	if _, err := c.roundTrip(t.Context(), request{method: "tools/list", params: struct{}{}}); !errors.Is(err, errTimeout) {
+		t.Fatalf("tools/list with a 1ns request timeout = %v, want errTimeout", err)
+	}
+}
+
 // A pipeTransport is a transport whose server is the test: what the
 // client sends arrives on sent, and the test delivers the server's
 // messages on msgs (never after close). Safe for concurrent use.

@@ -90,8 +90,9 @@ type request struct {
 }
 
 // roundTrip sends one request and waits for its response, bounded by ctx
-// and the server's timeout (pushed out by progress notifications, up to 10×
-// the timeout, except for the handshake), and returns the raw result
+// and the server's timeout (startup_timeout for the handshake; pushed out
+// by progress notifications, up to 10× the timeout, except for the
+// handshake), and returns the raw result
 // (empty when the response had none). On expiry or cancellation it sends
 // notifications/cancelled, except for the handshake.
 func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, error) {
@@ -111,7 +112,13 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 	}
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// The handshake is part of the server's start: startup_timeout bounds
+	// it, so a server that starts slowly but answers calls fast can have a
+	// short request timeout.
 	timeout := c.cfg.requestTimeout()
+	if req.handshake {
+		timeout = c.cfg.startupTimeout()
+	}
 	pc := &pendingCall{ch: make(chan rpcResponse, 1)}
 	// The timer is armed only once assigned, since its callback resets it.
 	var timer *time.Timer
