@@ -226,6 +226,22 @@ func (c *conn) notify(ctx context.Context, method string, params any) error {
 	return c.t.send(ctx, msg)
 }
 
+// untilEnded returns a copy of ctx that is also cancelled when the session
+// ends. The caller must call cancel once done with it.
+func (c *conn) untilEnded(ctx context.Context) (_ context.Context, cancel context.CancelFunc) {
+	ctx, cancel = context.WithCancel(ctx)
+	go func() {
+		// Owned by untilEnded's caller; ends when the session ends or the
+		// caller cancels.
+		select {
+		case <-c.ended:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // endErr returns why the session ended, for the calls it fails, or nil
 // while it runs: errClientClosed after close, else the transport's cause.
 func (c *conn) endErr() error {
@@ -406,17 +422,10 @@ func (c *conn) answerServerRequest(msg wireMessage) {
 			return // unreachable: the id came in as valid JSON
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.requestTimeout())
+	ctx, cancel := c.untilEnded(context.Background())
 	defer cancel()
-	go func() {
-		// Owned by answerServerRequest; ends when the session ends or the
-		// answer was sent (cancel below).
-		select {
-		case <-c.ended:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, cancelTimeout := context.WithTimeout(ctx, c.cfg.requestTimeout())
+	defer cancelTimeout()
 	if err := c.t.send(ctx, out); err != nil {
 		c.logger.Debug("answer server request failed", "method", msg.Method, "err", err)
 	}

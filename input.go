@@ -519,16 +519,8 @@ func (c *conn) serveInput(method string, params json.RawMessage) (any, *rpcError
 	if p == nil {
 		p, ctx = c.opts.Input, context.Background()
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := c.untilEnded(ctx)
 	defer cancel()
-	// Owned by serveInput; ends when the answer is ready or the session ends.
-	go func() {
-		select {
-		case <-c.ended:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	defer c.holdCalls()()
 	return answerInput(ctx, p, c.cfg, c.opts.Roots, method, params)
 }
