@@ -151,7 +151,7 @@ func TestInputSamplingThroughRun(t *testing.T) {
 		fakeTurn{Text: "sampled by the run's model", Usage: modelUsage{InputTokens: 100, OutputTokens: 20}},
 		answerWithResults,
 	)
-	at.runs.opts.SamplingRequests = 1
+	at.runs.opts.Limits.MaxSamplingRequests = 1
 	r := at.startRun(t, `{"prompt":"sample twice"}`)
 	v := waitRun(t, r)
 	requireCompleted(t, v)

@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// This file holds the limits on runs (admission, queue, server starts and
-// the size of what a run keeps): their names, defaults and the one way
+// This file holds the limits on runs (admission, queue, server starts,
+// the size of what a run keeps and the sampling it allows): their names, defaults and the one way
 // each is read from TOML, the environment and a flag. Retention of ended
 // runs (max_kept_runs, ...) is runstore.go's.
 
@@ -22,6 +22,10 @@ type runLimits struct {
 	MaxStartingServers int `toml:"max_starting_servers"`
 	MaxPromptBytes     int `toml:"max_prompt_bytes"`
 	MaxOutputBytes     int `toml:"max_output_bytes"`
+	// MaxSamplingRequests and MaxSamplingTokens cap what the servers of
+	// one run may ask of its model (sampling/createMessage).
+	MaxSamplingRequests int `toml:"max_sampling_requests"`
+	MaxSamplingTokens   int `toml:"max_sampling_tokens"`
 }
 
 // A limitSetting describes one field of runLimits: its TOML key (the env
@@ -46,6 +50,10 @@ var limitSettings = []limitSetting{
 		func(l *runLimits) *int { return &l.MaxPromptBytes }},
 	{"max_output_bytes", "bytes of a run's output and of each model answer kept in its events; longer ones are cut", func() int { return 256 << 10 },
 		func(l *runLimits) *int { return &l.MaxOutputBytes }},
+	{"max_sampling_requests", "sampling requests the servers of one run may make of its model", func() int { return defaultSamplingRequests },
+		func(l *runLimits) *int { return &l.MaxSamplingRequests }},
+	{"max_sampling_tokens", "model tokens (input and output) the sampling of one run may spend", func() int { return defaultSamplingTokens },
+		func(l *runLimits) *int { return &l.MaxSamplingTokens }},
 }
 
 // envName returns the environment variable of a limit.

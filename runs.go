@@ -75,9 +75,6 @@ type runManagerOptions struct {
 	// Limits bound admission and what runs keep; unset ones take their
 	// defaults.
 	Limits runLimits
-	// SamplingRequests and SamplingTokens cap the sampling of one run;
-	// zero means the defaults.
-	SamplingRequests, SamplingTokens int
 	// newProvider builds providers; tests replace it. Nil means
 	// newModelProvider.
 	newProvider func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error)
@@ -238,7 +235,7 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	r.secrets = m.env.secrets.with(own...)
 	// The daemon's logger already hides env's secrets.
 	r.logger = redactLogger(r.logger, newRedactor(own...))
-	if err := r.setupInput(m.opts.SamplingRequests, m.opts.SamplingTokens); err != nil {
+	if err := r.setupInput(m.opts.Limits.MaxSamplingRequests, m.opts.Limits.MaxSamplingTokens); err != nil {
 		return nil, err
 	}
 	return r, nil
