@@ -89,30 +89,26 @@ func (m *metrics) runEnded(status string) {
 // write renders the Prometheus text exposition format.
 func (m *metrics) write(w io.Writer, servers []serverStatus) {
 	var b strings.Builder
-	b.WriteString("# HELP harnessd_mcp_server_up Whether a global MCP server is connected (1) or not (0).\n# TYPE harnessd_mcp_server_up gauge\n")
-	for _, s := range servers {
-		up := 0
-		if s.Status == statusReady {
-			up = 1
+	flag := func(ok bool) int {
+		if ok {
+			return 1
 		}
-		fmt.Fprintf(&b, "harnessd_mcp_server_up{server=%s} %d\n", promLabel(s.Name), up)
+		return 0
 	}
-	b.WriteString("# HELP harnessd_mcp_server_needs_auth Whether a global MCP server waits for an OAuth login (1) or not (0).\n# TYPE harnessd_mcp_server_needs_auth gauge\n")
-	for _, s := range servers {
-		needsAuth := 0
-		if s.Status == statusNeedsAuth {
-			needsAuth = 1
+	perServer := func(name, kind, help string, value func(serverStatus) int) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
+		for _, s := range servers {
+			fmt.Fprintf(&b, "%s{server=%s} %d\n", name, promLabel(s.Name), value(s))
 		}
-		fmt.Fprintf(&b, "harnessd_mcp_server_needs_auth{server=%s} %d\n", promLabel(s.Name), needsAuth)
 	}
-	b.WriteString("# HELP harnessd_mcp_server_tools Tools a global MCP server offers.\n# TYPE harnessd_mcp_server_tools gauge\n")
-	for _, s := range servers {
-		fmt.Fprintf(&b, "harnessd_mcp_server_tools{server=%s} %d\n", promLabel(s.Name), len(s.Tools))
-	}
-	b.WriteString("# HELP harnessd_mcp_server_restarts_total Reconnections of a global MCP server.\n# TYPE harnessd_mcp_server_restarts_total counter\n")
-	for _, s := range servers {
-		fmt.Fprintf(&b, "harnessd_mcp_server_restarts_total{server=%s} %d\n", promLabel(s.Name), s.Restarts)
-	}
+	perServer("harnessd_mcp_server_up", "gauge", "Whether a global MCP server is connected (1) or not (0).",
+		func(s serverStatus) int { return flag(s.Status == statusReady) })
+	perServer("harnessd_mcp_server_needs_auth", "gauge", "Whether a global MCP server waits for an OAuth login (1) or not (0).",
+		func(s serverStatus) int { return flag(s.Status == statusNeedsAuth) })
+	perServer("harnessd_mcp_server_tools", "gauge", "Tools a global MCP server offers.",
+		func(s serverStatus) int { return len(s.Tools) })
+	perServer("harnessd_mcp_server_restarts_total", "counter", "Reconnections of a global MCP server.",
+		func(s serverStatus) int { return s.Restarts })
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b.WriteString("# HELP harnessd_tool_calls_total Tool calls by server and outcome.\n# TYPE harnessd_tool_calls_total counter\n")
