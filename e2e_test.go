@@ -137,6 +137,36 @@ func startHarnessd(t *testing.T, bin string, env []string, args ...string) *harn
 	return p
 }
 
+// serveHarnessd starts bin as "harnessd serve" on a free loopback port
+// with env and workspace, and returns it once it listens, with a client of
+// its API.
+func serveHarnessd(t *testing.T, bin string, env []string, workspace string) (*harnessdProcess, *apiTest) {
+	t.Helper()
+	p := startHarnessd(t, bin, env, "serve", "--addr", "127.0.0.1:0", "--workspace", workspace, "--log-format", "json")
+	select {
+	case addr := <-p.addr:
+		return p, &apiTest{url: "http://" + addr, client: &http.Client{}}
+	case <-p.exited:
+		t.Fatalf("harnessd exited before listening: %v\n%s", p.err, p.log())
+	case <-t.Context().Done():
+		t.Fatal("harnessd never said it was listening")
+	}
+	return nil, nil
+}
+
+// fakeModelEnv returns the environment of a harnessd whose home is home
+// and whose OpenAI endpoint is f, followed by extra.
+func fakeModelEnv(f *fakeModel, home string, extra ...string) []string {
+	baseURL, _ := f.getenv("OPENAI_BASE_URL")
+	return append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"HARNESS_HOME=" + home,
+		"OPENAI_BASE_URL=" + baseURL,
+		"OPENAI_API_KEY=" + fakeModelKey,
+	}, extra...)
+}
+
 // markedProcesses returns the pids of the live processes whose environment
 // holds e2eMarkerEnv=marker. Processes we may not read are skipped; they
 // cannot be ours.
@@ -259,25 +289,8 @@ scopes = ["runs:read"]
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	baseURL, _ := f.getenv("OPENAI_BASE_URL")
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"HARNESS_HOME=" + home,
-		"OPENAI_BASE_URL=" + baseURL,
-		"OPENAI_API_KEY=" + fakeModelKey,
-		`HARNESS_API_KEYS=[{"name":"ops","token":"` + adminToken + `","scopes":["admin"]}]`,
-	}
-	p := startHarnessd(t, bin, env, "serve", "--addr", "127.0.0.1:0", "--workspace", workspace, "--log-format", "json")
-	var addr string
-	select {
-	case addr = <-p.addr:
-	case <-p.exited:
-		t.Fatalf("harnessd exited before listening: %v", p.err)
-	case <-t.Context().Done():
-		t.Fatal("harnessd never said it was listening")
-	}
-	at := &apiTest{url: "http://" + addr, client: &http.Client{}}
+	env := fakeModelEnv(f, home, `HARNESS_API_KEYS=[{"name":"ops","token":"`+adminToken+`","scopes":["admin"]}]`)
+	p, at := serveHarnessd(t, bin, env, workspace)
 	reader, admin := "Bearer "+readerToken, "Bearer "+adminToken
 
 	if resp, data := at.do(t, "GET", "/healthz", "", ""); resp.StatusCode != http.StatusOK {

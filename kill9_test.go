@@ -59,29 +59,8 @@ env = { %s = "brood", %s = %q }
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	baseURL, _ := f.getenv("OPENAI_BASE_URL")
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"HARNESS_HOME=" + home,
-		"HARNESS_MODEL=openai/fake-model",
-		"OPENAI_BASE_URL=" + baseURL,
-		"OPENAI_API_KEY=" + fakeModelKey,
-	}
-	start := func() (*harnessdProcess, *apiTest) {
-		t.Helper()
-		p := startHarnessd(t, bin, env, "serve", "--addr", "127.0.0.1:0", "--workspace", workspace, "--log-format", "json")
-		select {
-		case addr := <-p.addr:
-			return p, &apiTest{url: "http://" + addr, client: &http.Client{}}
-		case <-p.exited:
-			t.Fatalf("harnessd exited before listening: %v\n%s", p.err, p.log())
-		case <-t.Context().Done():
-			t.Fatal("harnessd never said it was listening")
-		}
-		return nil, nil
-	}
-	first, at := start()
+	env := fakeModelEnv(f, home, "HARNESS_MODEL=openai/fake-model")
+	first, at := serveHarnessd(t, bin, env, workspace)
 	waitUntil(t, "the brood server and its children run", func() bool { return len(markedProcesses(t, marker)) == 1+broodSize })
 
 	// Finished runs: their history must survive intact.
@@ -141,7 +120,7 @@ env = { %s = "brood", %s = %q }
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, at = start()
+	_, at = serveHarnessd(t, bin, env, workspace)
 	waitUntil(t, "no process of the first instance is left", func() bool { return len(markedProcesses(t, marker)) == 0 })
 	if left, _ := os.ReadDir(filepath.Join(home, "servers")); len(left) != 0 {
 		t.Errorf("process group records left after the restart: %d", len(left))

@@ -73,25 +73,7 @@ func TestShutdownEndsEveryStream(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("max_concurrent_runs = 64\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	baseURL, _ := f.getenv("OPENAI_BASE_URL")
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + home,
-		"HARNESS_HOME=" + home,
-		"HARNESS_MODEL=openai/fake-model",
-		"OPENAI_BASE_URL=" + baseURL,
-		"OPENAI_API_KEY=" + fakeModelKey,
-	}
-	p := startHarnessd(t, bin, env, "serve", "--addr", "127.0.0.1:0", "--workspace", workspace, "--log-format", "json")
-	var at *apiTest
-	select {
-	case addr := <-p.addr:
-		at = &apiTest{url: "http://" + addr, client: &http.Client{}}
-	case <-p.exited:
-		t.Fatalf("harnessd exited before listening: %v\n%s", p.err, p.log())
-	case <-t.Context().Done():
-		t.Fatal("harnessd never said it was listening")
-	}
+	p, at := serveHarnessd(t, bin, fakeModelEnv(f, home, "HARNESS_MODEL=openai/fake-model"), workspace)
 
 	perRun := fmt.Sprintf(`[{"name":"stubborn","command":%q,"env":{%q:"ignore-term"}}]`, exe, fakeServerEnv)
 	var ids []string
