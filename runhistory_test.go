@@ -20,7 +20,13 @@ import (
 // dir with keep (nil for the default), over an empty registry.
 func newStoredRuns(t *testing.T, f *fakeModel, dir string, keep *retention) *runManager {
 	t.Helper()
-	reg := newRegistry(nil, registryOptions{Logger: slog.New(slog.DiscardHandler)})
+	return newStoredRunsOver(t, nil, f, dir, keep)
+}
+
+// newStoredRunsOver is newStoredRuns over a registry of globals.
+func newStoredRunsOver(t *testing.T, globals []serverConfig, f *fakeModel, dir string, keep *retention) *runManager {
+	t.Helper()
+	reg := newRegistry(globals, registryOptions{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(reg.close)
 	store, err := openRunStore(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -164,16 +170,8 @@ func TestRunsOnDiskRedacted(t *testing.T) {
 	f := newFakeModel(t, "openai", fakeTurn{Text: "the token is " + secret})
 	dir := filepath.Join(t.TempDir(), "runs")
 	global := serverConfig{Name: "g", Transport: transportHTTP, URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": secret}}
-	reg := newRegistry([]serverConfig{global}, registryOptions{Logger: slog.New(slog.DiscardHandler)})
-	t.Cleanup(reg.close)
-	store, err := openRunStore(dir, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.close)
-	opts := runOptionsOver(t, reg, f, "", nil)
-	opts.Store = store
-	m := newRunsWith(t, opts)
+	m := newStoredRunsOver(t, []serverConfig{global}, f, dir, nil)
+	store := m.opts.Store
 	r := startRun(t, m, runRequest{Prompt: "say it"})
 	waitRun(t, r)
 	for _, p := range []string{store.recordPath(r.id), store.eventsPath(r.id)} {

@@ -79,7 +79,7 @@ func newGateRuns(t *testing.T, g modelProvider, limits runLimits) *runManager {
 	t.Helper()
 	reg := newRegistry(nil, registryOptions{Logger: discardLogger()})
 	t.Cleanup(reg.close)
-	m := newRunManager(runManagerOptions{
+	return newRunsWith(t, runManagerOptions{
 		Registry: reg,
 		Logger:   discardLogger(),
 		Home:     t.TempDir(),
@@ -90,14 +90,6 @@ func newGateRuns(t *testing.T, g modelProvider, limits runLimits) *runManager {
 			return g, nil
 		},
 	})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := m.shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
-	return m
 }
 
 func TestAdmissionQueuesInOrderThenRefuses(t *testing.T) {
