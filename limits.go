@@ -10,9 +10,9 @@ import (
 )
 
 // This file holds the limits on runs (admission, queue, server starts,
-// the size of what a run keeps and the sampling it allows): their names, defaults and the one way
-// each is read from TOML, the environment and a flag. Retention of ended
-// runs (max_kept_runs, ...) is runstore.go's.
+// the size of what a run keeps and the sampling it allows): their names,
+// defaults and the one way each is read from TOML, the environment and a
+// flag. Retention of ended runs (max_kept_runs, ...) is runstore.go's.
 
 // A runLimits holds every limit on runs. Zero means "not set": resolve
 // fills in the defaults. Its toml tags are top-level keys of config.toml.
@@ -26,6 +26,9 @@ type runLimits struct {
 	// one run may ask of its model (sampling/createMessage).
 	MaxSamplingRequests int `toml:"max_sampling_requests"`
 	MaxSamplingTokens   int `toml:"max_sampling_tokens"`
+	// MaxToolEventBytes cuts the arguments and the result a tool call's
+	// events carry; the model and the transcript get them whole.
+	MaxToolEventBytes int `toml:"max_tool_event_bytes"`
 }
 
 // A limitSetting describes one field of runLimits: its TOML key (the env
@@ -54,6 +57,8 @@ var limitSettings = []limitSetting{
 		func(l *runLimits) *int { return &l.MaxSamplingRequests }},
 	{"max_sampling_tokens", "model tokens (input and output) the sampling of one run may spend", func() int { return defaultSamplingTokens },
 		func(l *runLimits) *int { return &l.MaxSamplingTokens }},
+	{"max_tool_event_bytes", "bytes of a tool call's arguments and of its result kept in its events; longer ones are cut", func() int { return 4 << 10 },
+		func(l *runLimits) *int { return &l.MaxToolEventBytes }},
 }
 
 // envName returns the environment variable of a limit.

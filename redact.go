@@ -234,7 +234,19 @@ func (rd *redactor) longest() int {
 
 // cut returns s redacted, then cut to at most n bytes (see truncate).
 func (rd *redactor) cut(s string, n int) string {
-	return truncate(rd.redact(s), n)
+	out, _ := rd.cutSized(s, n)
+	return out
+}
+
+// cutSized returns s redacted, then cut to at most n bytes (see
+// truncate), and the length of the redacted text when it was cut, 0 when
+// it was kept whole.
+func (rd *redactor) cutSized(s string, n int) (string, int) {
+	s = rd.redact(s)
+	if len(s) <= n {
+		return s, 0
+	}
+	return truncate(s, n), len(s)
 }
 
 // tail returns s redacted, then cut to its last n bytes at most (on a

@@ -436,7 +436,9 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 		// bounded by its server's timeout and by ctx).
 		go func() {
 			defer wg.Done()
-			r.emit("tool.call.started", map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name})
+			started := map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name}
+			r.putCut(started, "arguments", string(tc.Arguments))
+			r.emit("tool.call.started", started)
 			start := time.Now()
 			res := r.callTool(ctx, tc)
 			elapsed := time.Since(start)
@@ -446,9 +448,7 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 			}
 			r.env.metrics.toolCall(res.server, outcome, elapsed)
 			data := map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name, "duration_ms": float64(elapsed.Microseconds()) / 1000, "is_error": res.isError}
-			if res.isError {
-				data["error"] = truncate(res.text, 2000)
-			}
+			r.putCut(data, "result", res.text)
 			r.emit("tool.call.completed", data)
 			r.mu.Lock()
 			r.toolCalls++
@@ -458,6 +458,17 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 	}
 	wg.Wait()
 	return results
+}
+
+// putCut sets data[key] to text with the run's secrets redacted, cut at
+// max_tool_event_bytes, and data[key+"_bytes"] to the redacted text's
+// full length when it was cut.
+func (r *run) putCut(data map[string]any, key, text string) {
+	cut, full := r.secrets.cutSized(text, r.env.limits.MaxToolEventBytes)
+	data[key] = cut
+	if full > 0 {
+		data[key+"_bytes"] = full
+	}
 }
 
 // A toolResult is the outcome of one tool call as the model gets it.
