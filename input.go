@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -89,9 +90,6 @@ type inputPolicy struct {
 	Sampler *sampler
 	// NoSampling says why sampling is refused and what to set.
 	NoSampling string
-	// Roots, when not nil, replace the default roots of servers that
-	// configure none.
-	Roots []string
 	// Emit records an event (the run's history); nil for none.
 	Emit   func(typ string, data any)
 	Logger *slog.Logger
@@ -122,7 +120,7 @@ func answerInput(ctx context.Context, p *inputPolicy, server serverConfig, defau
 	}
 	switch method {
 	case "roots/list":
-		return map[string]any{"roots": rootsFor(server, p, defaultRoots)}, nil, true
+		return map[string]any{"roots": rootsFor(server, defaultRoots)}, nil, true
 	case "elicitation/create":
 		var req elicitRequest
 		if err := json.Unmarshal(params, &req); err != nil {
@@ -205,15 +203,16 @@ type root struct {
 	Name string `json:"name,omitempty"`
 }
 
-// rootsFor returns the roots answered to server: its configured roots
-// (possibly none), else the policy's, else defaultRoots.
-func rootsFor(server serverConfig, p *inputPolicy, defaultRoots []string) []root {
+// rootsFor returns the roots answered to server: its own (possibly none;
+// a run-local server's carry its run's, see runScope.withRunRoots), else
+// defaultRoots. They depend on the session only, never on the run whose
+// call is in flight: a server that keeps its roots (server-filesystem
+// reads them once, and again on notifications/roots/list_changed) would
+// otherwise keep one run's directories for the next run's calls.
+func rootsFor(server serverConfig, defaultRoots []string) []root {
 	dirs := defaultRoots
-	switch {
-	case server.Roots != nil:
+	if server.Roots != nil {
 		dirs = server.Roots
-	case p != nil && p.Roots != nil:
-		dirs = p.Roots
 	}
 	roots := make([]root, 0, len(dirs))
 	for _, dir := range dirs {
@@ -227,15 +226,36 @@ func rootsFor(server serverConfig, p *inputPolicy, defaultRoots []string) []root
 	return roots
 }
 
-// validateRoots checks a list of roots from config or a run request: each
-// an absolute directory path. field names the list in errors.
+// withRunRoots returns cfg with the roots it gets as a server of the
+// scope's run: the run's roots, when the run request names any, replace
+// what its profile or connect_mcp server configures; a per-run server
+// that names its own roots in the same request keeps them.
+func (s *runScope) withRunRoots(cfg serverConfig, kind localKind) serverConfig {
+	if s.roots == nil || (kind == perRunServer && cfg.Roots != nil) {
+		return cfg
+	}
+	cfg.Roots = s.roots
+	return cfg
+}
+
+// validateRoots checks the roots of a run request: each the absolute path
+// of an existing directory. field names the list in errors; every bad
+// entry is reported.
 func validateRoots(field string, dirs []string) error {
+	var errs []error
 	for i, dir := range dirs {
 		if dir == "" || !filepath.IsAbs(dir) {
-			return fmt.Errorf("%s[%d]: %q is not an absolute directory path", field, i, dir)
+			errs = append(errs, fmt.Errorf("%s[%d]: %q is not an absolute directory path; write the full path", field, i, dir))
+			continue
+		}
+		switch info, err := os.Stat(dir); {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s[%d]: %q does not exist on the daemon's host; roots must be existing directories", field, i, dir))
+		case !info.IsDir():
+			errs = append(errs, fmt.Errorf("%s[%d]: %q is a file; roots must be directories", field, i, dir))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // An inputCallers tracks which policies have calls in flight on one
@@ -425,9 +445,9 @@ func (r *run) setupInput(maxRequests, maxTokens int) error {
 	if err := validateRoots("roots", r.req.Roots); err != nil {
 		return invalidRequest(err)
 	}
+	r.scope.roots = r.req.Roots
 	p := &inputPolicy{
 		Timeout: timeout,
-		Roots:   r.req.Roots,
 		Sampler: &sampler{
 			Provider:  r.provider,
 			Budget:    newSamplingBudget(maxRequests, maxTokens),

@@ -261,36 +261,6 @@ func TestSamplingBudget(t *testing.T) {
 	}
 }
 
-func TestRootsFor(t *testing.T) {
-	t.Parallel()
-	uris := func(rs []root) []string {
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.URI)
-		}
-		return out
-	}
-	tests := []struct {
-		name   string
-		server []string
-		policy []string
-		want   []string
-	}{
-		{"default", nil, nil, []string{"file:///work"}},
-		{"run roots", nil, []string{"/run/a"}, []string{"file:///run/a"}},
-		{"server roots win", []string{"/srv/b"}, []string{"/run/a"}, []string{"file:///srv/b"}},
-		{"server declares none", []string{}, []string{"/run/a"}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := uris(rootsFor(serverConfig{Roots: tt.server}, &inputPolicy{Roots: tt.policy}, []string{"/work"}))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("rootsFor() = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 // TestServerInputEverything answers server-everything's elicitation and
 // sampling requests over a real session: a form answered through the
 // queue (defaults applied), a URL elicitation by both its paths, a

@@ -200,6 +200,9 @@ type runScope struct {
 	// starts bounds the run-local servers starting at once, across scopes;
 	// set before the scope is used (nil: no bound).
 	starts startGate
+	// roots are the run's own roots (the run request's), nil for none;
+	// set before the scope is used. See withRunRoots.
+	roots []string
 
 	mu sync.Mutex
 	// guards local and closed
@@ -288,6 +291,7 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 			return fmt.Errorf("server %q: %v", cfg.Name, err)
 		}
 	}
+	cfg = s.withRunRoots(cfg, kind)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

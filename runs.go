@@ -49,7 +49,7 @@ type runRequest struct {
 	Interactive bool `json:"interactive,omitempty"`
 	// InputTimeout bounds each wait for an answer (default 10m).
 	InputTimeout string `json:"input_timeout,omitempty"`
-	// Roots replace the workspace as the roots of servers configuring none.
+	// Roots are the roots of the run's own servers (see withRunRoots).
 	Roots []string `json:"roots,omitempty"`
 }
 
