@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -239,6 +240,9 @@ func (s *fakeServer) listTools(id, params json.RawMessage) {
 		s.reply(id, map[string]any{"tools": []any{tool("again")}, "nextCursor": "same"})
 	default:
 		tools := []any{tool("echo"), tool("fail"), tool("crash"), tool("hang")}
+		if s.mode == "gate" {
+			tools = append(tools, tool("gate"))
+		}
 		if _, ok := os.LookupEnv(faultTagEnv); ok {
 			// The fault suite calls every tool through a run's catalog.
 			for _, name := range []string{"big", "noise", "stderr-flood", "server-requests", "unknown-messages", "grandchild"} {
@@ -274,6 +278,16 @@ func (s *fakeServer) call(id, params json.RawMessage) {
 		fmt.Fprintln(os.Stderr, "panic: boom")
 		os.Exit(3)
 	case "hang":
+	case "gate":
+		// Answers once the test has opened and closed the FIFO named by
+		// message: the test knows the call is in flight when its open
+		// returns, and releases it by closing.
+		f, err := os.Open(p.Arguments.Message)
+		if err == nil {
+			io.Copy(io.Discard, f)
+			f.Close()
+		}
+		s.reply(id, text("released"))
 	case "big":
 		// The id comes last, as the TypeScript SDK writes it.
 		s.writeRaw([]byte(fmt.Sprintf(`{"result":{"content":[{"type":"text","text":"%s"}]},"jsonrpc":"2.0","id":%s}`, strings.Repeat("x", p.Arguments.Size), id)))

@@ -110,7 +110,7 @@ func pendingCalls(c *client) int {
 // waiting for an answer.
 func checkNoPending(t *testing.T, reg *registry) {
 	t.Helper()
-	for _, s := range reg.servers {
+	for _, s := range reg.current().servers {
 		s.mu.Lock()
 		c := s.client
 		s.mu.Unlock()

@@ -29,18 +29,54 @@ type registryOptions struct {
 
 // A registry owns every global server's lifetime. It is safe for
 // concurrent use. Close stops everything it started.
+//
+// The global servers form a globalSet that a reload replaces whole
+// (reload.go): readers take the current set under mu and use it without
+// the lock; a run scope keeps the set it started with.
 type registry struct {
 	opts   registryOptions
 	logger *slog.Logger
 	ctx    context.Context // the servers' lifetime; cancelled by close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // supervise loops
+	wg     sync.WaitGroup // supervise loops and retiring servers
+	ready  chan struct{}  // closed once every first server finished a first attempt
 
-	servers []*managedServer // fixed after newRegistry; in config order
-	byName  map[string]*managedServer
-	ready   chan struct{} // closed once every server finished a first attempt
+	// reloadMu serialises reloads and close; it is held while they start
+	// and retire servers, never by readers.
+	reloadMu sync.Mutex
+
+	mu sync.Mutex
+	// guards set, supervisors and closed; held only to read or swap them,
+	// never while a server connects or stops
+	set         *globalSet
+	supervisors map[*managedServer]supervisor
+	closed      bool
 
 	closeOnce sync.Once
+}
+
+// A globalSet is one generation of the global servers, in config order,
+// disabled ones included (their names stay reserved). It is never changed
+// once built: a reload builds a new one.
+type globalSet struct {
+	servers []*managedServer
+	byName  map[string]*managedServer
+}
+
+// newGlobalSet returns the set of servers, in the given order.
+func newGlobalSet(servers []*managedServer) *globalSet {
+	g := &globalSet{servers: servers, byName: make(map[string]*managedServer, len(servers))}
+	for _, s := range servers {
+		g.byName[s.cfg.Name] = s
+	}
+	return g
+}
+
+// A supervisor is the running supervise loop of one global server: cancel
+// ends it, done is closed once it has returned.
+type supervisor struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // newRegistry starts connecting every enabled server in parallel and
@@ -60,37 +96,24 @@ func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &registry{
-		opts:   opts,
-		logger: opts.Logger,
-		ctx:    ctx,
-		cancel: cancel,
-		byName: make(map[string]*managedServer, len(servers)),
-		ready:  make(chan struct{}),
+		opts:        opts,
+		logger:      opts.Logger,
+		ctx:         ctx,
+		cancel:      cancel,
+		ready:       make(chan struct{}),
+		supervisors: map[*managedServer]supervisor{},
 	}
-	var first sync.WaitGroup
+	list := make([]*managedServer, 0, len(servers))
 	for _, cfg := range servers {
-		s := newManagedServer(cfg, false, r.logger)
-		r.servers = append(r.servers, s)
-		r.byName[cfg.Name] = s
-		if !cfg.Enabled {
-			continue
+		list = append(list, newManagedServer(cfg, false, r.logger))
+	}
+	r.set = newGlobalSet(list)
+	var first sync.WaitGroup
+	for _, s := range list {
+		if s.cfg.Enabled {
+			first.Add(1)
+			r.startLocked(s, first.Done)
 		}
-		first.Add(1)
-		r.wg.Add(1)
-		sv := supervision{
-			client:     opts.Client,
-			restart:    opts.Restart,
-			backoffMin: opts.BackoffMin,
-			backoffMax: opts.BackoffMax,
-			peers:      r.toolSets,
-			firstDone:  first.Done,
-		}
-		// Owned by the registry; exits when the registry is closed (or,
-		// without Restart, after the first attempt fails).
-		go func() {
-			defer r.wg.Done()
-			s.supervise(ctx, sv)
-		}()
 	}
 	// Owned by the registry; exits once every first attempt is over.
 	go func() {
@@ -100,8 +123,44 @@ func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 	return r
 }
 
+// startLocked starts the supervise loop of the global server s; firstDone
+// is called once its first attempt is over. The caller holds reloadMu (or
+// owns r alone, in newRegistry) and r is not closed.
+func (r *registry) startLocked(s *managedServer, firstDone func()) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	sup := supervisor{cancel: cancel, done: make(chan struct{})}
+	r.mu.Lock()
+	r.supervisors[s] = sup
+	r.mu.Unlock()
+	sv := supervision{
+		client:     r.opts.Client,
+		restart:    r.opts.Restart,
+		backoffMin: r.opts.BackoffMin,
+		backoffMax: r.opts.BackoffMax,
+		peers:      r.toolSets,
+		firstDone:  firstDone,
+	}
+	r.wg.Add(1)
+	// Owned by the registry; exits when the registry is closed, the server
+	// is retired by a reload or, without Restart, after the first attempt
+	// fails.
+	go func() {
+		defer r.wg.Done()
+		defer close(sup.done)
+		s.supervise(ctx, sv)
+	}()
+}
+
+// current returns the current set of global servers; the caller must not
+// change it.
+func (r *registry) current() *globalSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.set
+}
+
 // waitReady blocks until every global server made its first attempt or
-// ctx is done.
+// ctx is done. Servers a reload adds are not waited for.
 func (r *registry) waitReady(ctx context.Context) error {
 	select {
 	case <-r.ready:
@@ -123,8 +182,9 @@ func (r *registry) isReady() bool {
 
 // statuses returns every global server's status, in config order.
 func (r *registry) statuses() []serverStatus {
-	out := make([]serverStatus, 0, len(r.servers))
-	for _, s := range r.servers {
+	servers := r.current().servers
+	out := make([]serverStatus, 0, len(servers))
+	for _, s := range servers {
 		out = append(out, s.snapshot())
 	}
 	return out
@@ -134,7 +194,7 @@ func (r *registry) statuses() []serverStatus {
 // not ready, in config order.
 func (r *registry) requiredDown() []string {
 	var down []string
-	for _, s := range r.servers {
+	for _, s := range r.current().servers {
 		if s.cfg.Required && s.snapshot().Status != statusReady {
 			down = append(down, s.cfg.Name)
 		}
@@ -143,35 +203,36 @@ func (r *registry) requiredDown() []string {
 }
 
 // server returns the global server named name, or nil.
-func (r *registry) server(name string) *managedServer { return r.byName[name] }
+func (r *registry) server(name string) *managedServer { return r.current().byName[name] }
 
 // globals returns the global servers' configurations, in config order,
 // disabled ones included (their names stay reserved). The caller owns the
 // slice; the configurations are values.
-func (r *registry) globals() []serverConfig {
-	out := make([]serverConfig, 0, len(r.servers))
-	for _, s := range r.servers {
+func (r *registry) globals() []serverConfig { return r.current().configs() }
+
+// configs returns the set's configurations, in config order.
+func (g *globalSet) configs() []serverConfig {
+	out := make([]serverConfig, 0, len(g.servers))
+	for _, s := range g.servers {
 		out = append(out, s.cfg)
 	}
 	return out
 }
 
-// names returns the global servers' names.
-func (r *registry) names() []string {
-	names := make([]string, 0, len(r.servers))
-	for _, s := range r.servers {
-		names = append(names, s.cfg.Name)
-	}
-	return names
-}
-
-// close stops every supervisor and closes every server in parallel. It is
-// idempotent and returns when all are closed.
+// close stops every supervisor and closes every server in parallel,
+// retiring ones included, and refuses later reloads. It is idempotent and
+// returns when all are closed.
 func (r *registry) close() {
 	r.closeOnce.Do(func() {
+		r.reloadMu.Lock()
+		defer r.reloadMu.Unlock()
+		r.mu.Lock()
+		r.closed = true
+		servers := r.set.servers
+		r.mu.Unlock()
 		r.cancel()
 		r.wg.Wait()
-		closeParallel(r.servers)
+		closeParallel(servers)
 	})
 }
 
@@ -194,9 +255,14 @@ func closeParallel(servers []*managedServer) {
 // the agent connects with connect_mcp. The scope owns the servers it
 // opened and closes them, in parallel, with close. Safe for concurrent use.
 type runScope struct {
-	reg    *registry
-	logger *slog.Logger
-	opts   clientOptions
+	reg *registry
+	// globals is the set of global servers when the scope began: a reload
+	// adds none to a run, and each name resolves to the server of that
+	// name now (a restarted one's replacement) or, removed, to the old one,
+	// which refuses calls saying so.
+	globals *globalSet
+	logger  *slog.Logger
+	opts    clientOptions
 	// starts bounds the run-local servers starting at once, across scopes;
 	// set before the scope is used (nil: no bound).
 	starts startGate
@@ -215,7 +281,7 @@ type runScope struct {
 func (r *registry) newScope(logger *slog.Logger) *runScope {
 	opts := r.opts.Client
 	opts.Logger = logger
-	return &runScope{reg: r, logger: logger, opts: opts, local: map[string]*managedServer{}}
+	return &runScope{reg: r, globals: r.current(), logger: logger, opts: opts, local: map[string]*managedServer{}}
 }
 
 // A scopeEvent reports a run-local server connecting or failing.
@@ -358,8 +424,9 @@ func warnToolClashes(logger *slog.Logger, ts *serverTools, sets []*serverTools) 
 // toolSets returns the current tools of every global server (nil entries
 // left out).
 func (r *registry) toolSets() []*serverTools {
-	sets := make([]*serverTools, 0, len(r.servers))
-	for _, s := range r.servers {
+	servers := r.current().servers
+	sets := make([]*serverTools, 0, len(servers))
+	for _, s := range servers {
 		if ts := s.toolSet(); ts != nil {
 			sets = append(sets, ts)
 		}
@@ -386,7 +453,21 @@ func (s *runScope) server(name string) *managedServer {
 	if ms := s.lookupLocal(name); ms != nil {
 		return ms
 	}
-	return s.reg.server(name)
+	g := s.globals.byName[name]
+	if g == nil {
+		return nil
+	}
+	return s.resolve(g, s.reg.current())
+}
+
+// resolve returns the server the scope's global g means now, given the
+// registry's current set: the server of its name there (g itself, or its
+// replacement after a restart), or g, retired, when a reload removed it.
+func (s *runScope) resolve(g *managedServer, now *globalSet) *managedServer {
+	if live := now.byName[g.cfg.Name]; live != nil {
+		return live
+	}
+	return g
 }
 
 // toolSets returns the current tools of every server in the scope: the
@@ -399,12 +480,19 @@ func (s *runScope) toolSets() []*serverTools {
 		local = append(local, s.local[name])
 	}
 	s.mu.Unlock()
-	sets := make([]*serverTools, 0, len(s.reg.servers)+len(local))
-	for _, g := range s.reg.servers {
+	now := s.reg.current()
+	sets := make([]*serverTools, 0, len(s.globals.servers)+len(local))
+	for _, g := range s.globals.servers {
 		if slices.ContainsFunc(local, func(l *managedServer) bool { return l.cfg.Name == g.cfg.Name }) {
 			continue
 		}
-		if ts := g.toolSet(); ts != nil {
+		ts := s.resolve(g, now).toolSet()
+		if ts == nil {
+			// A replacement that has not listed its tools yet: the run
+			// keeps seeing the old ones, and calls say it is connecting.
+			ts = g.toolSet()
+		}
+		if ts != nil {
 			sets = append(sets, ts)
 		}
 	}
@@ -419,7 +507,7 @@ func (s *runScope) toolSets() []*serverTools {
 // serverNames returns every server name the run can reach, sorted.
 func (s *runScope) serverNames() []string {
 	seen := map[string]bool{}
-	for _, n := range s.reg.names() {
+	for n := range s.globals.byName {
 		seen[n] = true
 	}
 	s.mu.Lock()
@@ -441,10 +529,11 @@ func (s *runScope) callTool(ctx context.Context, server, tool string, args json.
 	if ms == nil {
 		return nil, fmt.Errorf("server %q: no such server in this run", server)
 	}
-	c, err := ms.current()
+	c, release, err := ms.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	res, err := c.callTool(ctx, tool, args)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", server, err)

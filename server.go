@@ -89,6 +89,13 @@ type managedServer struct {
 	tools     *serverTools
 	restarts  int
 	nextRetry time.Time
+	// calls counts the tool calls in flight through acquire.
+	calls int
+	// retired, once set by retire, is why new calls are refused: the
+	// server left the configuration. drained is closed once it is set and
+	// no call is in flight.
+	retired error
+	drained chan struct{}
 }
 
 // newManagedServer returns a server in its first status: connecting, or
@@ -167,6 +174,14 @@ func (s *managedServer) snapshot() serverStatus {
 func (s *managedServer) current() (*client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.currentLocked()
+}
+
+// currentLocked is current; the caller holds s.mu.
+func (s *managedServer) currentLocked() (*client, error) {
+	if s.retired != nil {
+		return nil, fmt.Errorf("server %q: %w: %w", s.cfg.Name, errServerUnavailable, s.retired)
+	}
 	status, cause := s.stateLocked()
 	switch {
 	case status == statusReady:
@@ -176,6 +191,53 @@ func (s *managedServer) current() (*client, error) {
 	default:
 		return nil, fmt.Errorf("server %q is %s: %w", s.cfg.Name, status, errServerUnavailable)
 	}
+}
+
+// acquire returns the server's session for one call, as current does, and
+// a release the caller must call once the call is over. A retired server
+// finishes the calls acquired before retire and refuses later ones.
+func (s *managedServer) acquire() (*client, func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.currentLocked()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.calls++
+	return c, sync.OnceFunc(s.release), nil
+}
+
+// release ends one call that acquire began.
+func (s *managedServer) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls--
+	if s.calls == 0 && s.drained != nil {
+		close(s.drained)
+		s.drained = nil
+	}
+}
+
+// retire makes the server refuse new calls with an error wrapping
+// errServerUnavailable and why, and returns a channel closed once the
+// calls in flight have ended. It does not stop the server: the caller
+// does, after the channel is closed or its own deadline. Retiring twice
+// keeps the first reason.
+func (s *managedServer) retire(why error) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retired == nil {
+		s.retired = why
+	}
+	if s.calls == 0 {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	if s.drained == nil {
+		s.drained = make(chan struct{})
+	}
+	return s.drained
 }
 
 // toolSet returns the server's current tools (nil before the first list).
