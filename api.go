@@ -71,6 +71,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	})
 	a.route("/v1/runs/{id}", map[string]route{http.MethodGet: {scopeRunsRead, a.getRun}})
 	a.route("/v1/runs/{id}/events", map[string]route{http.MethodGet: {scopeRunsRead, a.runEvents}})
+	a.route("/v1/runs/{id}/messages", map[string]route{http.MethodGet: {scopeRunsRead, a.runMessages}})
 	a.route("/v1/runs/{id}/cancel", map[string]route{http.MethodPost: {scopeRunsWrite, a.cancelRun}})
 	a.route("/v1/runs/{id}/input/{request_id}", map[string]route{http.MethodPost: {scopeRunsWrite, a.answerRunInput}})
 	a.route("/v1/mcp/servers", map[string]route{http.MethodGet: {scopeRunsRead, a.listServers}})

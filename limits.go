@@ -29,6 +29,9 @@ type runLimits struct {
 	// MaxToolEventBytes cuts the arguments and the result a tool call's
 	// events carry; the model and the transcript get them whole.
 	MaxToolEventBytes int `toml:"max_tool_event_bytes"`
+	// MaxTranscriptBytes bounds the transcript a run keeps
+	// (transcript.go).
+	MaxTranscriptBytes int `toml:"max_transcript_bytes"`
 }
 
 // A limitSetting describes one field of runLimits: its TOML key (the env
@@ -59,6 +62,8 @@ var limitSettings = []limitSetting{
 		func(l *runLimits) *int { return &l.MaxSamplingTokens }},
 	{"max_tool_event_bytes", "bytes of a tool call's arguments and of its result kept in its events; longer ones are cut", func() int { return 4 << 10 },
 		func(l *runLimits) *int { return &l.MaxToolEventBytes }},
+	{"max_transcript_bytes", "bytes of the transcript a run keeps (GET /v1/runs/{id}/messages); later messages are dropped", func() int { return 8 << 20 },
+		func(l *runLimits) *int { return &l.MaxTranscriptBytes }},
 }
 
 // envName returns the environment variable of a limit.

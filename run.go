@@ -87,6 +87,9 @@ type run struct {
 	disk *runDisk
 	// input answers the servers' questions during the run.
 	input *inputPolicy
+	// transcript is what the run kept of its conversation (transcript.go);
+	// guarded by mu.
+	transcript transcript
 
 	mu sync.Mutex
 	// guards everything below
@@ -329,6 +332,10 @@ func (r *run) execute(ctx context.Context) {
 		return
 	}
 	messages := []chatMessage{{Role: roleUser, Content: r.req.Prompt}}
+	if r.req.SystemPrompt != "" {
+		r.record(0, []chatMessage{{Role: roleSystem, Content: r.req.SystemPrompt}}, nil)
+	}
+	r.record(0, messages, nil)
 	for step := 1; step <= r.maxSteps; step++ {
 		if ctx.Err() != nil {
 			r.finish(runCancelled, "", "run cancelled")
@@ -343,12 +350,15 @@ func (r *run) execute(ctx context.Context) {
 			r.finish(runFailed, "", fmt.Sprintf("step %d: %v", step, err))
 			return
 		}
-		messages = append(messages, chatMessage{Role: roleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls})
+		answer := chatMessage{Role: roleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls}
+		messages = append(messages, answer)
+		r.record(step, []chatMessage{answer}, nil)
 		if len(resp.ToolCalls) == 0 {
 			r.finish(runCompleted, resp.Content, "")
 			return
 		}
 		results := r.runToolCalls(ctx, step, resp.ToolCalls)
+		r.record(step, results, resp.ToolCalls)
 		if ctx.Err() != nil {
 			r.finish(runCancelled, "", "run cancelled")
 			return

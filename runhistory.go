@@ -6,8 +6,9 @@ import (
 )
 
 // This file holds how runs meet the store (runstore.go): a run's record
-// written when it is accepted and when it ends, its events appended as it
-// emits them, the terminal one fsynced before anyone sees the run end;
+// written when it is accepted and when it ends, its events and its
+// transcript appended as it goes, both fsynced with the terminal event
+// before anyone sees the run end;
 // finished runs kept on disk rather than in memory; the history loaded at
 // start-up; and retention.
 
@@ -20,8 +21,11 @@ const bodyInMemory = 4 << 10
 type runDisk struct {
 	store  *runStore
 	redact *redactor // the run's secrets, cut out of what is written
-	log    *runLog   // nil once the run has ended
-	bytes  int64     // what the run's files take, once it has ended
+	log    *runLog   // nil for a run loaded from the store
+	// messages is the run's transcript (transcript.go); nil for a run
+	// loaded from the store.
+	messages *runLog
+	bytes    int64 // what the run's files take, once it has ended
 }
 
 // persistNew writes r's first record and creates its event log, so an
@@ -37,20 +41,49 @@ func (m *runManager) persistNew(r *run) error {
 		return err
 	}
 	d.log = l
+	if d.messages, err = d.store.openMessages(r.id); err != nil {
+		l.close()
+		d.store.remove(r.id)
+		return err
+	}
 	r.disk = d
 	return nil
 }
 
-// appendLocked writes ev to the run's log (fsynced when sync is set). A
-// failed write is logged once; the run goes on in memory. Called under the
-// run's mu, in event order.
+// discard closes the files of a run that was refused after persistNew and
+// removes them.
+func (d *runDisk) discard(id string) {
+	d.log.close()
+	d.messages.close()
+	d.store.remove(id)
+}
+
+// appendLocked writes ev to the run's log (fsynced when sync is set, and
+// the transcript with it). A failed write is logged once; the run goes on
+// in memory. Called under the run's mu, in event order.
 func (d *runDisk) appendLocked(r *run, ev runEvent, sync bool) {
 	if d == nil || d.log == nil {
 		return
 	}
+	if sync {
+		first := d.messages.err == nil
+		if err := d.messages.sync(); err != nil && first {
+			r.logger.Error("writing the run's transcript to disk failed; it is incomplete", "err", err)
+		}
+	}
 	first := d.log.err == nil
 	if err := d.log.append(d.redact.marshal(ev, false), sync); err != nil && first {
 		r.logger.Error("writing the run's events to disk failed; they are kept in memory only", "err", err)
+	}
+}
+
+// appendMessageLocked writes one transcript line (redacted JSON, without
+// newline). A failed write is logged once; the transcript on disk ends
+// there. Called under the run's mu, in order.
+func (d *runDisk) appendMessageLocked(r *run, line []byte) {
+	first := d.messages.err == nil
+	if err := d.messages.append(line, false); err != nil && first {
+		r.logger.Error("writing the run's transcript to disk failed; it is incomplete", "err", err)
 	}
 }
 
@@ -60,12 +93,13 @@ func (d *runDisk) appendLocked(r *run, ev runEvent, sync bool) {
 // memory, when the record could not be written.
 func (d *runDisk) archive(r *run, v runView) *runView {
 	d.log.close()
+	d.messages.close()
 	n, err := d.store.writeRecord(v, d.redact)
 	if err != nil {
 		r.logger.Error("writing the run's record to disk failed; it is kept in memory only", "err", err)
 		return nil
 	}
-	d.bytes = n + d.log.size
+	d.bytes = n + d.log.size + d.messages.size
 	if len(v.Prompt) > bodyInMemory || len(v.Output) > bodyInMemory {
 		v.Prompt, v.Output = "", ""
 	}

@@ -174,7 +174,7 @@ func TestRunsOnDiskRedacted(t *testing.T) {
 	store := m.opts.Store
 	r := startRun(t, m, runRequest{Prompt: "say it"})
 	waitRun(t, r)
-	for _, p := range []string{store.recordPath(r.id), store.eventsPath(r.id)} {
+	for _, p := range store.files(r.id) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

@@ -196,8 +196,7 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	if err := m.admit(ctx, r); err != nil {
 		cancel()
 		if r.disk != nil {
-			r.disk.log.close()
-			r.disk.store.remove(r.id)
+			r.disk.discard(r.id)
 		}
 		return nil, err
 	}

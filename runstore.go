@@ -18,8 +18,10 @@ import (
 
 // This file holds the runs on disk, under $HARNESS_HOME/runs/: each run's
 // record (<id>.json, replaced whole: write a temporary file, fsync,
-// rename, fsync the directory) and its event log (<id>.events, one JSON
-// event a line, append-only, fsynced at the terminal event); loading them
+// rename, fsync the directory), its event log (<id>.events, one JSON
+// event a line, append-only, fsynced at the terminal event) and its
+// transcript (<id>.messages, one message a line, append-only, fsynced
+// with the terminal event; see transcript.go); loading them
 // at start-up, where the runs a crash interrupted are ended; and retention
 // by count, age and bytes.
 //
@@ -31,7 +33,9 @@ import (
 const (
 	runRecordExt = ".json"
 	runEventsExt = ".events"
-	runTempExt   = ".tmp"
+	// runMessagesExt is a run's transcript.
+	runMessagesExt = ".messages"
+	runTempExt     = ".tmp"
 )
 
 // interruptedError is the error of a run that was active when harnessd
@@ -78,8 +82,9 @@ func (s *runStore) close() {
 	s.lock.Close()
 }
 
-func (s *runStore) recordPath(id string) string { return filepath.Join(s.dir, id+runRecordExt) }
-func (s *runStore) eventsPath(id string) string { return filepath.Join(s.dir, id+runEventsExt) }
+func (s *runStore) recordPath(id string) string   { return filepath.Join(s.dir, id+runRecordExt) }
+func (s *runStore) eventsPath(id string) string   { return filepath.Join(s.dir, id+runEventsExt) }
+func (s *runStore) messagesPath(id string) string { return filepath.Join(s.dir, id+runMessagesExt) }
 
 // writeRecord replaces the record of v.ID, with rd's secrets cut out:
 // write a temporary file, fsync it, rename it over the record and fsync
@@ -171,6 +176,18 @@ func (s *runStore) create(v runView, rd *redactor) (*runLog, error) {
 	return &runLog{f: f, path: s.eventsPath(v.ID)}, nil
 }
 
+// openMessages creates the empty transcript of run id, written like an
+// event log. The run's record must exist: load removes a transcript
+// without one.
+func (s *runStore) openMessages(id string) (*runLog, error) {
+	path := s.messagesPath(id)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: create transcript: %w; check the free space and permissions of %s", id, err, s.dir)
+	}
+	return &runLog{f: f, path: path}, nil
+}
+
 // append writes one event (encoded JSON, without newline) as a line, and
 // fsyncs the log when sync is set (the terminal event). After a failed
 // write the log takes nothing more: a partial line must stay the last.
@@ -189,6 +206,18 @@ func (l *runLog) append(event []byte, sync bool) error {
 	}
 	if err != nil {
 		l.err = fmt.Errorf("append to %s: %w", l.path, err)
+	}
+	return l.err
+}
+
+// sync makes what the log holds durable, unless nothing was written. It
+// returns the first error the log met.
+func (l *runLog) sync() error {
+	if l.err != nil || l.size == 0 {
+		return l.err
+	}
+	if err := l.f.Sync(); err != nil {
+		l.err = fmt.Errorf("sync %s: %w", l.path, err)
 	}
 	return l.err
 }
@@ -253,9 +282,10 @@ type storedRun struct {
 	bytes int64
 }
 
-// load reads every run on disk, oldest first, removing event logs
-// without a record and ending each run a crash left active: one whose log holds its terminal event takes its outcome
-// from it (the crash came between the event and the record); any other
+// load reads every run on disk, oldest first, removing event logs and
+// transcripts without a record and ending each run a crash left active:
+// one whose log holds its terminal event takes its outcome from it (the
+// crash came between the event and the record); any other
 // gets a run.failed event with interruptedError. Runs whose record cannot
 // be read are logged and left alone.
 func (s *runStore) load(now time.Time) ([]storedRun, error) {
@@ -265,11 +295,11 @@ func (s *runStore) load(now time.Time) ([]storedRun, error) {
 	}
 	var runs []storedRun
 	for _, e := range entries {
-		// An event log without a record is of a run never accepted: the
-		// crash came between the two files of create.
-		if id, ok := strings.CutSuffix(e.Name(), runEventsExt); ok {
+		// An event log or transcript without a record is of a run never
+		// accepted: the crash came between the files of create.
+		if id, ok := cutSuffixes(e.Name(), runEventsExt, runMessagesExt); ok {
 			if _, err := os.Stat(s.recordPath(id)); errors.Is(err, fs.ErrNotExist) {
-				os.Remove(s.eventsPath(id))
+				os.Remove(filepath.Join(s.dir, e.Name()))
 			}
 			continue
 		}
@@ -297,10 +327,25 @@ func (s *runStore) load(now time.Time) ([]storedRun, error) {
 	return runs, nil
 }
 
+// cutSuffixes returns name without the first of suffixes it ends with.
+func cutSuffixes(name string, suffixes ...string) (string, bool) {
+	for _, suffix := range suffixes {
+		if id, ok := strings.CutSuffix(name, suffix); ok {
+			return id, true
+		}
+	}
+	return "", false
+}
+
+// files returns the paths of run id's files, the record last.
+func (s *runStore) files(id string) []string {
+	return []string{s.eventsPath(id), s.messagesPath(id), s.recordPath(id)}
+}
+
 // size returns the bytes run id's files take.
 func (s *runStore) size(id string) int64 {
 	var n int64
-	for _, p := range []string{s.recordPath(id), s.eventsPath(id)} {
+	for _, p := range s.files(id) {
 		if fi, err := os.Stat(p); err == nil {
 			n += fi.Size()
 		}
@@ -382,10 +427,11 @@ func (s *runStore) appendAfterCrash(id string, whole int, ev runEvent) error {
 	return f.Sync()
 }
 
-// remove deletes run id's files (a missing file is no error).
+// remove deletes run id's files, the record last (a missing file is no
+// error).
 func (s *runStore) remove(id string) error {
 	var errs []error
-	for _, p := range []string{s.eventsPath(id), s.recordPath(id)} {
+	for _, p := range s.files(id) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -383,12 +383,15 @@ func TestRunStoreLoadOrderAndRemove(t *testing.T) {
 		s.writeRecord(v, nil)
 	}
 	os.WriteFile(s.eventsPath("run_orphan"), []byte(`{"seq":1,"type":"run.started"}`+"\n"), 0o600)
+	os.WriteFile(s.messagesPath("run_orphan"), []byte(`{"step":0,"role":"user","content":"x"}`+"\n"), 0o600)
 	runs, err := s.load(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(s.eventsPath("run_orphan")); !os.IsNotExist(err) {
-		t.Errorf("an event log without a record is still there after load (stat: %v)", err)
+	for _, p := range []string{s.eventsPath("run_orphan"), s.messagesPath("run_orphan")} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s, of a run without a record, is still there after load (stat: %v)", p, err)
+		}
 	}
 	var ids []string
 	for _, r := range runs {
