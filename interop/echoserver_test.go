@@ -58,12 +58,12 @@ func buildEchoServer(t testing.TB) string {
 }
 
 // startEchoServerHTTP starts the echoserver in an HTTP mode (http,
-// http-stateless, http-json, sse) on a free loopback port and returns its
-// endpoint URL once it listens. The server and its process group are stopped
-// when the test ends.
-func startEchoServerHTTP(t testing.TB, mode string) string {
+// http-stateless, http-json, sse) on a free loopback port, with the extra
+// flags given, and returns its endpoint URL once it listens. The server and
+// its process group are stopped when the test ends.
+func startEchoServerHTTP(t testing.TB, mode string, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command(buildEchoServer(t), mode, "-addr", "127.0.0.1:0")
+	cmd := exec.Command(buildEchoServer(t), append([]string{mode, "-addr", "127.0.0.1:0"}, flags...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -128,7 +128,13 @@ func connect(t testing.TB, mode string, httpClient *http.Client) *mcp.ClientSess
 
 func connectTransport(t testing.TB, transport mcp.Transport) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "interop-test", Version: "1.0.0"}, nil)
+	return connectClient(t, mcp.NewClient(&mcp.Implementation{Name: "interop-test", Version: "1.0.0"}, nil), transport)
+}
+
+// connectClient connects client over transport; the session is closed when
+// the test ends.
+func connectClient(t testing.TB, client *mcp.Client, transport mcp.Transport) *mcp.ClientSession {
+	t.Helper()
 	// The SSE transport keeps its event stream on the context given to
 	// Connect, so that context lives as long as the session.
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,12 +1,14 @@
 // Command echoserver is a reference MCP server built on the official Go SDK.
 // harnessd's tests and benchmarks use it as a peer that is not harnessd's own
 // code. It offers two tools: echo ({"message": string} returns the message as
-// text) and add ({"a": number, "b": number} returns the sum).
+// text) and add ({"a": number, "b": number} returns the sum). With -full it
+// also offers resources, tools that ask the client for input, tools that
+// change its lists, and cache hints on its lists (see extras.go).
 //
 // Usage:
 //
-//	echoserver stdio
-//	echoserver http|http-stateless|http-json|sse [-addr 127.0.0.1:0]
+//	echoserver stdio [-full] [-ttl 0s]
+//	echoserver http|http-stateless|http-json|sse [-addr 127.0.0.1:0] [-full] [-ttl 0s]
 //
 // The HTTP modes print one line, "listening http://HOST:PORT/mcp" (or /sse
 // for sse), on stdout once the listener is open, and serve until stdin
@@ -32,7 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const usage = "usage: echoserver stdio | echoserver http|http-stateless|http-json|sse [-addr 127.0.0.1:0]"
+const usage = "usage: echoserver stdio|http|http-stateless|http-json|sse [-addr 127.0.0.1:0] [-full] [-ttl DURATION]"
 
 func main() {
 	log.SetFlags(0)
@@ -53,10 +55,17 @@ func run(ctx context.Context, args []string) error {
 	mode := args[0]
 	flags := flag.NewFlagSet("echoserver "+mode, flag.ContinueOnError)
 	addr := flags.String("addr", "127.0.0.1:0", "address to listen on (HTTP modes)")
+	full := flags.Bool("full", false, "also offer resources, input-required tools and list-changing tools")
+	ttl := flags.Duration("ttl", 0, "with -full: the ttlMs hint of lists and reads")
 	if err := flags.Parse(args[1:]); err != nil {
 		return err
 	}
-	server := newServer()
+	var server *mcp.Server
+	if *full {
+		server = newFullServer(*ttl)
+	} else {
+		server = newServer(nil)
+	}
 	switch mode {
 	case "stdio":
 		return server.Run(ctx, &mcp.StdioTransport{})
@@ -88,10 +97,11 @@ type addOutput struct {
 	Sum float64 `json:"sum"`
 }
 
-// newServer returns the MCP server with the echo and add tools. One server
-// serves every session; it is safe for concurrent use.
-func newServer() *mcp.Server {
-	server := mcp.NewServer(&mcp.Implementation{Name: "echoserver", Version: "1.0.0"}, nil)
+// newServer returns the MCP server with the echo and add tools, built with
+// opts (nil for the defaults). One server serves every session; it is safe
+// for concurrent use.
+func newServer(opts *mcp.ServerOptions) *mcp.Server {
+	server := mcp.NewServer(&mcp.Implementation{Name: "echoserver", Version: "1.0.0"}, opts)
 	mcp.AddTool(server, &mcp.Tool{Name: "echo", Description: "Returns the message it is given."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoInput) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Message}}}, nil, nil
