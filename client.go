@@ -478,9 +478,13 @@ func (c *client) readResource(ctx context.Context, uri string) (*readResourceRes
 	if c.capabilities().Resources == nil {
 		return nil, errNoResources
 	}
-	var res readResourceResult
-	if err := c.request(ctx, request{method: "resources/read", params: map[string]string{"uri": uri}}, &res); err != nil {
+	raw, err := c.requestWithInput(ctx, request{method: "resources/read", params: map[string]string{"uri": uri}})
+	if err != nil {
 		return nil, err
+	}
+	var res readResourceResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("resources/read: decode result: %w", err)
 	}
 	return &res, nil
 }
@@ -508,10 +512,9 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 		return callParams{Name: name, Arguments: args, Meta: &callMeta{ProgressToken: token}}
 	}}
 	defer c.callers.enter(ctx)()
-	var raw json.RawMessage
-	err := c.request(ctx, call, &raw)
+	raw, err := c.requestWithInput(ctx, call)
 	if c.urlElicitationAnswered(ctx, err) {
-		err = c.request(ctx, call, &raw)
+		raw, err = c.requestWithInput(ctx, call)
 	}
 	if err != nil {
 		return nil, err

@@ -195,11 +195,12 @@ func buildEchoServer(t testing.TB) string {
 }
 
 // startEchoServerHTTP starts the echoserver in mode "http", "http-stateless",
-// "http-json" or "sse" on a free port of 127.0.0.1 and returns its endpoint
-// URL once it listens. It is stopped when the test ends.
-func startEchoServerHTTP(t testing.TB, mode string) string {
+// "http-json" or "sse", with the extra flags given, on a free port of
+// 127.0.0.1 and returns its endpoint URL once it listens. It is stopped when
+// the test ends.
+func startEchoServerHTTP(t testing.TB, mode string, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command(buildEchoServer(t), mode, "-addr", "127.0.0.1:0")
+	cmd := exec.Command(buildEchoServer(t), append([]string{mode, "-addr", "127.0.0.1:0"}, flags...)...)
 	return startHTTPPeer(t, "echoserver "+mode, cmd, true, func(line string) (string, bool) {
 		return strings.CutPrefix(line, "listening ")
 	})

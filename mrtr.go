@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// This file holds input-required results (multi round-trip requests, protocol
+// revision 2026-07-28): a tools/call, prompts/get or resources/read answered
+// with resultType "input_required" has its input requests answered by the
+// machinery that answers server requests (answerInput: elicitation, sampling,
+// roots), then is sent again with a new id, the answers as inputResponses
+// and the server's requestState echoed byte for byte.
+
+// maxInputRounds bounds the retries of one request: a server that still
+// asks for input after this many answered rounds is given up on, so a
+// server that asks forever cannot hold a run.
+const maxInputRounds = 8
+
+// resultTypeInputRequired is the resultType of a result that asks for input
+// before the request can complete. A result without resultType is complete.
+const resultTypeInputRequired = "input_required"
+
+// An inputRequiredResult is the part of an input-required result the retry
+// needs. RequestState is kept as the JSON the server sent, so it goes back
+// unchanged; it is empty when the server sent none.
+type inputRequiredResult struct {
+	ResultType    string                     `json:"resultType"`
+	InputRequests map[string]embeddedRequest `json:"inputRequests"`
+	RequestState  json.RawMessage            `json:"requestState"`
+}
+
+// An embeddedRequest is one question of an input-required result: a server
+// request in all but its id.
+type embeddedRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// asInputRequired decodes raw as an input-required result; ok is false for
+// any other result, including one without resultType. Results that cannot
+// be one are told apart without decoding them.
+func asInputRequired(raw json.RawMessage) (res inputRequiredResult, ok bool) {
+	if !bytes.Contains(raw, []byte(resultTypeInputRequired)) {
+		return res, false
+	}
+	if json.Unmarshal(raw, &res) != nil || res.ResultType != resultTypeInputRequired {
+		return inputRequiredResult{}, false
+	}
+	if string(res.RequestState) == "null" {
+		res.RequestState = nil
+	}
+	return res, true
+}
+
+// requestWithInput sends req like request and returns its raw result; an
+// input-required result is answered and req sent again (a new id each
+// time), at most maxInputRounds times. Each retry carries only the answers
+// to the previous round's questions and that round's requestState, never
+// anything of another request. It may block while a question waits for an
+// answer (a person, the run's model); ctx bounds it.
+func (c *client) requestWithInput(ctx context.Context, req request) (json.RawMessage, error) {
+	retry := req
+	for round := 0; ; round++ {
+		var raw json.RawMessage
+		if err := c.request(ctx, retry, &raw); err != nil {
+			return nil, err
+		}
+		asked, ok := asInputRequired(raw)
+		if !ok {
+			return raw, nil
+		}
+		if round == maxInputRounds {
+			return nil, fmt.Errorf("%s: server %q still asks for input after %d answered rounds; giving up", req.method, c.cfg.Name, maxInputRounds)
+		}
+		answers, err := c.answerInputRequests(ctx, asked.InputRequests)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", req.method, err)
+		}
+		retry = withInputResponses(req, answers, asked.RequestState)
+	}
+}
+
+// answerInputRequests answers each question of an input-required result,
+// in the order of their keys, as a server request of the same method would
+// be answered: by the conformance hook (HandleRequest) when it knows the
+// method, else by the policy of the run making the call (from ctx) or the
+// session's own. A question that cannot be answered (sampling refused, a
+// method harnessd does not know) fails the request: its error names the
+// question.
+func (c *client) answerInputRequests(ctx context.Context, questions map[string]embeddedRequest) (map[string]json.RawMessage, error) {
+	keys := make([]string, 0, len(questions))
+	for key := range questions {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	policy, _ := ctx.Value(inputPolicyKey{}).(*inputPolicy)
+	if policy == nil {
+		policy = c.opts.Input
+	}
+	answers := make(map[string]json.RawMessage, len(questions))
+	for _, key := range keys {
+		q := questions[key]
+		var (
+			result  any
+			rpcErr  *rpcError
+			handled bool
+		)
+		if c.opts.HandleRequest != nil {
+			result, rpcErr, handled = c.opts.HandleRequest(q.Method, q.Params)
+		}
+		if !handled {
+			result, rpcErr, handled = answerInput(ctx, policy, c.cfg, c.opts.Roots, q.Method, q.Params)
+		}
+		switch {
+		case !handled:
+			return nil, fmt.Errorf("server %q asks for input %q by %s, which harnessd does not answer", c.cfg.Name, key, q.Method)
+		case rpcErr != nil:
+			return nil, fmt.Errorf("server %q asks for input %q (%s): %s", c.cfg.Name, key, q.Method, rpcErr.Message)
+		}
+		answer, err := json.Marshal(result)
+		if err != nil {
+			return nil, fmt.Errorf("input %q (%s): encode answer: %w", key, q.Method, err)
+		}
+		answers[key] = answer
+	}
+	return answers, nil
+}
+
+// withInputResponses returns req with inputResponses and, when the server
+// sent one, requestState added to its params (those built for each id,
+// with withProgress, too). req itself is not changed.
+func withInputResponses(req request, answers map[string]json.RawMessage, state json.RawMessage) request {
+	add := func(params any) any {
+		fields := map[string]json.RawMessage{}
+		if params != nil {
+			// params are our own request params: always a JSON object.
+			raw, err := json.Marshal(params)
+			if err == nil {
+				json.Unmarshal(raw, &fields)
+			}
+		}
+		responses, _ := json.Marshal(answers) // raw answers, already valid JSON
+		fields["inputResponses"] = responses
+		delete(fields, "requestState")
+		if len(state) > 0 {
+			fields["requestState"] = state
+		}
+		return fields
+	}
+	if build := req.withProgress; build != nil {
+		req.withProgress = func(token int64) any { return add(build(token)) }
+		return req
+	}
+	req.params = add(req.params)
+	return req
+}
