@@ -174,6 +174,9 @@ type clientOptions struct {
 	// OAuth authorizes Streamable HTTP servers that ask for it; nil sends
 	// only the configured headers.
 	OAuth *oauthClients
+	// Cache keeps the list and read results servers mark cacheable
+	// (mcpcache.go), shared by every session; nil caches nothing.
+	Cache *responseCache
 }
 
 // A client is one MCP session with one server: the handshake's outcome
@@ -429,9 +432,13 @@ func listAll[T any](ctx context.Context, c *client, method, key string) ([]T, er
 		if cursor != "" {
 			params = map[string]string{"cursor": cursor}
 		}
-		var res map[string]json.RawMessage
-		if err := c.request(ctx, request{method: method, params: params}, &res); err != nil {
+		raw, err := c.requestCached(ctx, request{method: method, params: params}, cursor, c.sendRequest)
+		if err != nil {
 			return nil, err
+		}
+		var res map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("%s: decode result: %w", method, err)
 		}
 		if items, ok := res[key]; ok && string(items) != "null" {
 			var pageItems []T
@@ -478,7 +485,7 @@ func (c *client) readResource(ctx context.Context, uri string) (*readResourceRes
 	if c.capabilities().Resources == nil {
 		return nil, errNoResources
 	}
-	raw, err := c.requestWithInput(ctx, request{method: "resources/read", params: map[string]string{"uri": uri}})
+	raw, err := c.requestCached(ctx, request{method: "resources/read", params: map[string]string{"uri": uri}}, uri, c.requestWithInput)
 	if err != nil {
 		return nil, err
 	}

@@ -339,6 +339,7 @@ func (c *conn) deliverResponse(rawID json.RawMessage, resp rpcResponse) {
 
 // handleNotification acts on a server notification.
 func (c *conn) handleNotification(msg wireMessage) {
+	c.listChanged(msg.Method)
 	switch msg.Method {
 	case "notifications/tools/list_changed":
 		if c.opts.OnToolsChanged != nil {

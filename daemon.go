@@ -118,7 +118,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Logger: logger,
 		Client: clientOptions{Roots: []string{workspace}, Getenv: a.getenv, ProcessGroups: groups,
 			OAuth: newOAuthClients(newTokenStore(oauthDir(home)), logger),
-			Input: outsideRunInput(cfg.Model.spec(), a.getenv, logger)},
+			Input: outsideRunInput(cfg.Model.spec(), a.getenv, logger), Cache: newResponseCache()},
 		Restart: true,
 	})
 	m := newMetrics()
