@@ -177,6 +177,8 @@ type clientOptions struct {
 	// Cache keeps the list and read results servers mark cacheable
 	// (mcpcache.go), shared by every session; nil caches nothing.
 	Cache *responseCache
+	// LogPayloads adds each message to the debug trace (trace.go).
+	LogPayloads bool
 }
 
 // A client is one MCP session with one server: the handshake's outcome

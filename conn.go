@@ -45,6 +45,8 @@ type conn struct {
 	closeOnce sync.Once
 	// callers are the runs with calls in flight, for server requests.
 	callers inputCallers
+	// trace logs every message at debug level (trace.go); nil when off.
+	trace *mcpTrace
 }
 
 // newConn wraps a started transport and starts the read loop.
@@ -59,6 +61,7 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 		ended:   make(chan struct{}),
 		// ping and roots/list answer at once: 16 in flight is a flood.
 		answering: make(chan struct{}, 16),
+		trace:     newMCPTrace(logger, opts.LogPayloads),
 	}
 	// Owned by the conn; exits when the transport closes its recv channel.
 	go c.readLoop()
@@ -154,7 +157,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 		c.mu.Unlock()
 	}()
 
-	if err := c.t.send(callCtx, msg); err != nil {
+	if err := c.send(callCtx, msg); err != nil {
 		// Over HTTP the request may have reached the server, which answers
 		// only when done (a JSON response): tell it to stop.
 		cause := context.Cause(callCtx)
@@ -223,7 +226,7 @@ func (c *conn) notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return err
 	}
-	return c.t.send(ctx, msg)
+	return c.send(ctx, msg)
 }
 
 // untilEnded returns a copy of ctx that is also cancelled when the session
@@ -262,6 +265,7 @@ func (c *conn) endErr() error {
 // readLoop dispatches every message from the transport until it ends.
 func (c *conn) readLoop() {
 	for raw := range c.t.recv() {
+		c.trace.message(false, raw)
 		c.dispatch(raw)
 	}
 	c.endCause = c.t.endErr()
@@ -427,7 +431,7 @@ func (c *conn) answerServerRequest(msg wireMessage) {
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, c.cfg.requestTimeout())
 	defer cancelTimeout()
-	if err := c.t.send(ctx, out); err != nil {
+	if err := c.send(ctx, out); err != nil {
 		c.logger.Debug("answer server request failed", "method", msg.Method, "err", err)
 	}
 }

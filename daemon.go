@@ -61,9 +61,13 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		fs.StringVar(&k.set.value, k.name, "", k.help)
 	}
 	registerLimitFlags(fs, &limits)
+	logPayloads, payloadsErr := registerLogPayloadsFlag(fs, a.getenv)
 	logger, workspace, err := f.parse(fs, args, a.stderr)
 	if err != nil {
 		return err
+	}
+	if payloadsErr != nil {
+		return usageError("%v", payloadsErr)
 	}
 	if fs.NArg() > 0 {
 		return usageError("serve: unexpected argument %q", fs.Arg(0))
@@ -118,7 +122,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Logger: logger,
 		Client: clientOptions{Roots: []string{workspace}, Getenv: a.getenv, ProcessGroups: groups,
 			OAuth: newOAuthClients(newTokenStore(oauthDir(home)), logger),
-			Input: outsideRunInput(cfg.Model.spec(), a.getenv, logger), Cache: newResponseCache()},
+			Input: outsideRunInput(cfg.Model.spec(), a.getenv, logger), Cache: newResponseCache(),
+			LogPayloads: *logPayloads},
 		Restart: true,
 	})
 	m := newMetrics()

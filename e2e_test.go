@@ -138,11 +138,12 @@ func startHarnessd(t *testing.T, bin string, env []string, args ...string) *harn
 }
 
 // serveHarnessd starts bin as "harnessd serve" on a free loopback port
-// with env and workspace, and returns it once it listens, with a client of
-// its API.
-func serveHarnessd(t *testing.T, bin string, env []string, workspace string) (*harnessdProcess, *apiTest) {
+// with env, workspace and the extra flags, and returns it once it listens,
+// with a client of its API.
+func serveHarnessd(t *testing.T, bin string, env []string, workspace string, extra ...string) (*harnessdProcess, *apiTest) {
 	t.Helper()
-	p := startHarnessd(t, bin, env, "serve", "--addr", "127.0.0.1:0", "--workspace", workspace, "--log-format", "json")
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--workspace", workspace, "--log-format", "json"}, extra...)
+	p := startHarnessd(t, bin, env, args...)
 	select {
 	case addr := <-p.addr:
 		return p, &apiTest{url: "http://" + addr, client: &http.Client{}}

@@ -14,8 +14,33 @@ import (
 
 // This file holds the end-to-end test of what a run shows of what it did,
 // with the real binary and a real MCP server: the arguments and results
-// in its events, cut and redacted, and its transcript, read again after a
-// restart.
+// in its events, cut and redacted, its transcript, read again after a
+// restart, and the debug trace of the MCP traffic, with payloads only
+// when asked for.
+
+// checkTrace fails the test unless log holds trace lines of server's
+// tools/call and its answer, with payloads exactly when payloads is set,
+// and never secret.
+func checkTrace(t *testing.T, log, server, secret string, payloads bool) {
+	t.Helper()
+	if strings.Contains(log, secret) {
+		t.Errorf("the log shows the server's secret")
+	}
+	var call, answer bool
+	for _, l := range traceLines(t, log) {
+		if l.Server != server {
+			continue
+		}
+		if (l.Payload != nil) != payloads {
+			t.Errorf("trace line %+v: payload present = %v, want %v", l, l.Payload != nil, payloads)
+		}
+		call = call || (l.Direction == "send" && l.Kind == "request" && l.Method == "tools/call")
+		answer = answer || (l.Direction == "recv" && l.Kind == "response" && l.Method == "tools/call" && l.Outcome == "ok" && l.DurationMS != nil)
+	}
+	if !call || !answer {
+		t.Errorf("trace of %s: tools/call sent %v, answered %v; want both", server, call, answer)
+	}
+}
 
 func TestEndToEndTranscript(t *testing.T) {
 	if testing.Short() {
@@ -47,7 +72,7 @@ func TestEndToEndTranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	harnessEnv := fakeModelEnv(f, home, "HARNESS_MAX_TOOL_EVENT_BYTES=1024")
-	p, at := serveHarnessd(t, bin, harnessEnv, workspace)
+	p, at := serveHarnessd(t, bin, harnessEnv, workspace, "--log-level", "debug")
 	waitUntil(t, "the server is ready", func() bool {
 		resp, _ := at.do(t, "GET", "/readyz", "", "")
 		return resp.StatusCode == 200
@@ -97,7 +122,6 @@ func TestEndToEndTranscript(t *testing.T) {
 		t.Errorf("second tool result = %.200v, want c2's whole echo (the transcript is not cut at max_tool_event_bytes)", tool)
 	}
 
-	// After a restart on the same home, the transcript reads the same.
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +130,24 @@ func TestEndToEndTranscript(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("harnessd did not exit within 15s of SIGTERM")
 	}
-	_, at = serveHarnessd(t, bin, harnessEnv, workspace)
+	checkTrace(t, p.log(), "everything", secret, false)
+
+	// After a restart on the same home, the transcript reads the same.
+	// This time the trace carries the payloads.
+	f2 := newFakeModel(t, "openai", fakeTurn{ToolCalls: []toolCall{{ID: "c3", Name: "mcp_everything_echo", Arguments: []byte(`{"message":"again ` + secret + `"}`)}}},
+		fakeTurn{Text: "echoed again"})
+	p2, at := serveHarnessd(t, bin, fakeModelEnv(f2, home, "HARNESS_LOG_MCP_PAYLOADS=true"), workspace, "--log-level", "debug")
 	if _, again := getMessages(t, at, id); again != raw {
 		t.Errorf("messages after a restart:\n%s\nwant\n%s", again, raw)
 	}
+	waitUntil(t, "the server is ready again", func() bool {
+		resp, _ := at.do(t, "GET", "/readyz", "", "")
+		return resp.StatusCode == 200
+	})
+	id2 := at.postRun(t, "", `{"prompt":"echo again"}`)
+	waitUntil(t, "the second run ends", func() bool {
+		body, _ := getMessages(t, at, id2)
+		return isTerminal(body.Status)
+	})
+	checkTrace(t, p2.log(), "everything", secret, true)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -366,6 +367,9 @@ func redactLogger(logger *slog.Logger, rd *redactor) *slog.Logger {
 	return slog.New(&redactingHandler{next: logger.Handler(), rd: rd})
 }
 
+// current returns the redactor h applies now.
+func (h *redactingHandler) current() *redactor { return h.rd }
+
 func (h *redactingHandler) Enabled(ctx context.Context, level slog.Level) bool {
 	return h.next.Enabled(ctx, level)
 }
@@ -414,6 +418,21 @@ func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}
+}
+
+// loggerSecrets returns the secrets logger redacts from its lines: those
+// of each redactingHandler its handler chain starts with (nil for none).
+func loggerSecrets(logger *slog.Logger) *redactor {
+	var out *redactor
+	h := logger.Handler()
+	for {
+		rh, ok := h.(*redactingHandler)
+		if !ok {
+			return out
+		}
+		out = out.with(slices.Collect(maps.Keys(rh.current().set))...)
+		h = rh.next
+	}
 }
 
 // serverLogger returns logger for the server cfg: with its name, and with

@@ -289,3 +289,33 @@ func TestTranscriptWhileRunning(t *testing.T) {
 		t.Errorf("GET /v1/runs/run_missing/messages = %d %s, want 404", resp.StatusCode, data)
 	}
 }
+
+// BenchmarkTranscriptStep measures what keeping the transcript adds to one
+// step of a run kept on disk: a model answer with one tool call and its
+// result, encoded, redacted and appended (two writes, no fsync).
+func BenchmarkTranscriptStep(b *testing.B) {
+	reg := newRegistry(nil, registryOptions{Logger: benchLogger})
+	b.Cleanup(reg.close)
+	store, err := openRunStore(b.TempDir(), benchLogger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(store.close)
+	m := newRunManager(runManagerOptions{Registry: reg, Logger: benchLogger, Home: b.TempDir(), Metrics: newMetrics(),
+		Store: store, Limits: runLimits{MaxTranscriptBytes: 1 << 40}})
+	r := newRun(m.env, runRequest{Prompt: "bench"})
+	r.provider = newGateModel()
+	r.secrets = m.env.secrets.with(transcriptSecret)
+	if err := m.persistNew(r); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.disk.discard(r.id) })
+	calls := []toolCall{{ID: "call_1", Name: "mcp_bench_echo", Arguments: json.RawMessage(`{"message":"hello from the benchmark"}`)}}
+	answer := []chatMessage{{Role: roleAssistant, Content: "Let me echo that.", ToolCalls: calls}}
+	results := []chatMessage{{Role: roleTool, ToolCallID: "call_1", Content: strings.Repeat("result text ", 40)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.record(1, answer, nil)
+		r.record(1, results, calls)
+	}
+}
