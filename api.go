@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -35,7 +36,6 @@ const (
 type api struct {
 	runs    *runManager
 	reg     *registry
-	keys    []authKey
 	metrics *metrics
 	logger  *slog.Logger
 	// stopping is closed at shutdown so event streams end.
@@ -46,8 +46,12 @@ type api struct {
 	// allows loopback only.
 	hosts hostPolicy
 	// globalSecrets hides what every run may quote (see baseSecrets).
-	globalSecrets *redactor
+	globalSecrets *liveRedactor
 	mux           *http.ServeMux
+
+	keysMu sync.Mutex
+	// guards keys, which a reload replaces; empty means auth is off
+	keys []authKey
 }
 
 // newAPI returns the handler of every route. keys empty turns auth off. A
@@ -59,7 +63,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	if m == nil {
 		m = newMetrics()
 	}
-	secrets := baseSecrets(reg.globals(), nil)
+	secrets := newLiveRedactor(baseSecrets(reg.globals(), nil))
 	if runs != nil {
 		secrets = runs.env.secrets
 	}
@@ -269,7 +273,7 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, _ authInfo) {
 		// The error is the one field that may quote a secret.
 		out = append(out, runSummary{ID: v.ID, Status: v.Status, Model: v.Model, Steps: v.Steps, Error: a.runSecrets(run).redact(v.Error), CreatedAt: v.CreatedAt, EndedAt: v.EndedAt})
 	}
-	writeBody(w, http.StatusOK, a.globalSecrets.marshal(map[string]any{"runs": out}, true))
+	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"runs": out}, true))
 }
 
 // findRun returns the run named in the path or answers 404 and returns nil.
@@ -286,7 +290,7 @@ func (a *api) findRun(w http.ResponseWriter, r *http.Request) *run {
 // run when it started.
 func (a *api) runSecrets(run *run) *redactor {
 	if run.secrets == nil {
-		return a.globalSecrets
+		return a.globalSecrets.load()
 	}
 	return run.secrets
 }
@@ -448,7 +452,7 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 // listServers answers GET /v1/mcp/servers: every global server's status
 // and tools, never its env or header values.
 func (a *api) listServers(w http.ResponseWriter, r *http.Request, _ authInfo) {
-	writeBody(w, http.StatusOK, a.globalSecrets.marshal(map[string]any{"servers": a.reg.statuses()}, true))
+	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"servers": a.reg.statuses()}, true))
 }
 
 // healthz answers 200 while the process serves.

@@ -43,13 +43,30 @@ func (i authInfo) has(scope string) bool {
 	return false
 }
 
+// authKeys returns the API keys in force (empty when auth is off); the
+// caller must not change the slice.
+func (a *api) authKeys() []authKey {
+	a.keysMu.Lock()
+	defer a.keysMu.Unlock()
+	return a.keys
+}
+
+// setAuthKeys replaces the API keys: requests authenticated from then on
+// use them. Empty turns auth off.
+func (a *api) setAuthKeys(keys []authKey) {
+	a.keysMu.Lock()
+	defer a.keysMu.Unlock()
+	a.keys = keys
+}
+
 // authenticate checks the bearer token against the configured keys and
 // the key's scopes against need ("" needs no token). It returns the
 // status to answer (401 or 403) with an error saying what is missing, or
 // 0 and a nil error. With no keys configured, auth is off. Tokens are
 // compared on their SHA-256, in constant time, against every key.
 func (a *api) authenticate(r *http.Request, need string) (authInfo, int, error) {
-	if len(a.keys) == 0 {
+	keys := a.authKeys()
+	if len(keys) == 0 {
 		return authInfo{}, 0, nil
 	}
 	if need == "" {
@@ -62,15 +79,15 @@ func (a *api) authenticate(r *http.Request, need string) (authInfo, int, error) 
 	}
 	sum := sha256.Sum256([]byte(token))
 	match := -1
-	for i := range a.keys {
-		if subtle.ConstantTimeCompare(sum[:], a.keys[i].TokenSHA256[:]) == 1 {
+	for i := range keys {
+		if subtle.ConstantTimeCompare(sum[:], keys[i].TokenSHA256[:]) == 1 {
 			match = i
 		}
 	}
 	if match < 0 {
 		return authInfo{}, http.StatusUnauthorized, errors.New("authorization: invalid bearer token: it matches no configured API key")
 	}
-	info := authInfo{key: a.keys[match].Name, scopes: a.keys[match].Scopes, authOn: true}
+	info := authInfo{key: keys[match].Name, scopes: keys[match].Scopes, authOn: true}
 	if !info.has(need) {
 		return info, http.StatusForbidden, fmt.Errorf("authorization: key %q lacks the %s scope this route needs (it has %s); grant %s or admin in [[auth.keys]] or HARNESS_API_KEYS",
 			info.key, need, strings.Join(info.scopes, ", "), need)

@@ -41,21 +41,8 @@ func (a *app) check(_ context.Context, args []string) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	var errs []error
-	cfg, err := loadConfig(loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger})
+	cfg, profiles, err := checkConfig(loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger})
 	if err != nil {
-		errs = append(errs, err)
-	}
-	if cfg != nil {
-		if _, err := cfg.KeptRuns.retention(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	profiles, err := checkProfiles(home, cfg, a.getenv)
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
 		return usageError("check: configuration has problems:\n%v", err)
 	}
 	files := "no config files"
@@ -65,6 +52,34 @@ func (a *app) check(_ context.Context, args []string) error {
 	fmt.Fprintf(a.stdout, "configuration ok: %d %s (%s), %d %s\n", len(cfg.Servers), plural(len(cfg.Servers), "server"),
 		files, len(profiles), plural(len(profiles), "profile"))
 	return nil
+}
+
+// checkConfig loads the configuration as harnessd serve reads it and
+// checks it whole: the config files and environment, the retention
+// settings and every profile against the global servers. It returns the
+// config and the profiles' names, or an error joining every problem, each
+// naming its file or variable and field. opts.Home must be set. Both
+// harnessd check and a reload (SIGHUP) use it.
+func checkConfig(opts loadOptions) (*config, []string, error) {
+	var errs []error
+	cfg, err := loadConfig(opts)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if cfg != nil {
+		if _, err := cfg.KeptRuns.retention(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	profiles, err := checkProfiles(opts.Home, cfg, getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return cfg, profiles, errors.Join(errs...)
 }
 
 // checkProfiles loads every profile in home/profiles and checks it against

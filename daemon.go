@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -72,33 +75,47 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return usageError("serve: unexpected argument %q", fs.Arg(0))
 	}
+	// From here SIGHUP reloads the configuration instead of ending the
+	// process; it is taken once the daemon serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	home, err := defaultHome(a.getenv)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	cfg, err := loadConfig(loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger})
+	load := loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger}
+	cfg, err := loadConfig(load)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	// Every line the daemon logs passes here; servers' loggers add their
-	// own values (serverLogger).
-	logger = redactLogger(logger, baseSecrets(cfg.Servers, a.getenv))
-	if len(cfg.AuthKeys) == 0 && !insecure && !isLoopbackAddr(addr) {
-		return usageError("--addr %s is not a loopback address and no API keys are configured: add [[auth.keys]] or HARNESS_API_KEYS, or pass --insecure", addr)
+	// own values (serverLogger), a reload the new servers' values.
+	logSecrets := newLiveRedactor(baseSecrets(cfg.Servers, a.getenv))
+	logger = redactLoggerLive(logger, logSecrets)
+	load.Logger = logger
+	checkAuth := func(keys []authKey) error {
+		if len(keys) == 0 && !insecure && !isLoopbackAddr(addr) {
+			return fmt.Errorf("--addr %s is not a loopback address and no API keys are configured: add [[auth.keys]] or HARNESS_API_KEYS, or pass --insecure", addr)
+		}
+		return nil
+	}
+	if err := checkAuth(cfg.AuthKeys); err != nil {
+		return usageError("%v", err)
 	}
 	if maxConns < 0 {
 		return usageError("--max-connections %d: not positive; give a positive number", maxConns)
 	}
-	maxConns = cmp.Or(maxConns, cfg.MaxConnections, defaultMaxConnections)
-	cfg.KeptRuns.merge(keepRuns)
+	if err := errors.Join(limits.checkFlags()...); err != nil {
+		return usageError("%v", err)
+	}
+	flags := serveFlags{limits: limits, keepRuns: keepRuns, maxConns: maxConns}
+	flags.overlay(cfg)
+	maxConns = cmp.Or(cfg.MaxConnections, defaultMaxConnections)
 	keep, err := cfg.KeptRuns.retention()
 	if err != nil {
 		return usageError("%v", err)
 	}
-	if err := errors.Join(limits.checkFlags()...); err != nil {
-		return usageError("%v", err)
-	}
-	cfg.Limits.overlay(limits)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -151,12 +168,21 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	logger.Info("harnessd listening", "addr", ln.Addr().String(), "version", buildVersion, "servers", len(cfg.Servers),
 		"auth", len(cfg.AuthKeys) > 0, "config_files", cfg.Files, "model", model.name())
 
+	rl := &reloader{opts: load, started: cfg, flags: flags,
+		checkAuth: checkAuth, reg: reg, api: api, runs: runs, metrics: m, secrets: logSecrets, logger: logger}
 	var serveFailed error
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-	case err := <-serveErr:
-		serveFailed = fmt.Errorf("serve: %w", err)
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			logger.Info("shutting down")
+			break wait
+		case err := <-serveErr:
+			serveFailed = fmt.Errorf("serve: %w", err)
+			break wait
+		case <-hup:
+			rl.reload() // it logs its outcome
+		}
 	}
 	shutdown(logger, srv, runs, reg, stopping)
 	if serveFailed != nil {

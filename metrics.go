@@ -11,7 +11,8 @@ import (
 )
 
 // This file holds the Prometheus metrics: tool calls by outcome with a
-// latency histogram, runs by status and servers up, written as text.
+// latency histogram, runs by status, servers up and configuration
+// reloads, written as text.
 
 // latencyBuckets are the tool-call histogram's upper bounds, in seconds.
 var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
@@ -26,6 +27,11 @@ type metrics struct {
 	runsEnded   map[string]uint64
 	runsStarted uint64
 	runsActive  int64
+	// reloads counts configuration reloads by outcome ("applied",
+	// "refused"); reloadServers the servers they changed, by change.
+	reloads          map[string]uint64
+	reloadServers    map[string]uint64
+	lastReloadFailed bool
 }
 
 // A histogram is one server's tool-call latencies; guarded by metrics.mu.
@@ -37,7 +43,8 @@ type histogram struct {
 
 // newMetrics returns empty metrics.
 func newMetrics() *metrics {
-	return &metrics{toolCalls: map[[2]string]uint64{}, histograms: map[string]*histogram{}, runsEnded: map[string]uint64{}}
+	return &metrics{toolCalls: map[[2]string]uint64{}, histograms: map[string]*histogram{}, runsEnded: map[string]uint64{},
+		reloads: map[string]uint64{}, reloadServers: map[string]uint64{}}
 }
 
 // toolCall counts one tool call of server ("" for built-in tools) with
@@ -84,6 +91,25 @@ func (m *metrics) runEnded(status string) {
 	defer m.mu.Unlock()
 	m.runsEnded[status]++
 	m.runsActive--
+}
+
+// reloaded counts one configuration reload: applied with the changes d,
+// or refused.
+func (m *metrics) reloaded(applied bool, d serverDiff) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lastReloadFailed = !applied
+	if !applied {
+		m.reloads["refused"]++
+		return
+	}
+	m.reloads["applied"]++
+	m.reloadServers["added"] += uint64(len(d.Added))
+	m.reloadServers["removed"] += uint64(len(d.Removed))
+	m.reloadServers["restarted"] += uint64(len(d.Restarted))
 }
 
 // write renders the Prometheus text exposition format.
@@ -148,6 +174,16 @@ func (m *metrics) write(w io.Writer, servers []serverStatus) {
 	}
 	b.WriteString("# HELP harnessd_runs_active Runs queued or running.\n# TYPE harnessd_runs_active gauge\n")
 	fmt.Fprintf(&b, "harnessd_runs_active %d\n", max(m.runsActive, 0))
+	b.WriteString("# HELP harnessd_config_reloads_total Configuration reloads (SIGHUP), by outcome.\n# TYPE harnessd_config_reloads_total counter\n")
+	for _, outcome := range []string{"applied", "refused"} {
+		fmt.Fprintf(&b, "harnessd_config_reloads_total{outcome=%q} %d\n", outcome, m.reloads[outcome])
+	}
+	b.WriteString("# HELP harnessd_config_last_reload_successful Whether the last reload was applied (1) or refused (0); 1 before any.\n# TYPE harnessd_config_last_reload_successful gauge\n")
+	fmt.Fprintf(&b, "harnessd_config_last_reload_successful %d\n", flag(!m.lastReloadFailed))
+	b.WriteString("# HELP harnessd_config_reload_servers_total Global MCP servers reloads added, removed or restarted.\n# TYPE harnessd_config_reload_servers_total counter\n")
+	for _, change := range []string{"added", "removed", "restarted"} {
+		fmt.Fprintf(&b, "harnessd_config_reload_servers_total{change=%q} %d\n", change, m.reloadServers[change])
+	}
 	io.WriteString(w, b.String())
 }
 

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -355,7 +356,7 @@ func (rd *redactor) walk(tree any) any {
 // concurrent use.
 type redactingHandler struct {
 	next slog.Handler
-	rd   *redactor
+	rd   *liveRedactor
 }
 
 // redactLogger returns logger with rd's secrets redacted from every line;
@@ -364,29 +365,64 @@ func redactLogger(logger *slog.Logger, rd *redactor) *slog.Logger {
 	if rd.size() == 0 {
 		return logger
 	}
+	return slog.New(&redactingHandler{next: logger.Handler(), rd: newLiveRedactor(rd)})
+}
+
+// redactLoggerLive returns logger with the secrets rd holds at each line
+// redacted from it: a reload may add some.
+func redactLoggerLive(logger *slog.Logger, rd *liveRedactor) *slog.Logger {
 	return slog.New(&redactingHandler{next: logger.Handler(), rd: rd})
 }
 
-// current returns the redactor h applies now.
-func (h *redactingHandler) current() *redactor { return h.rd }
+// current returns the redactor h applies now (nil for none).
+func (h *redactingHandler) current() *redactor { return h.rd.load() }
+
+// A liveRedactor is a redactor that may gain secrets while it is in use
+// (a reload adds the new servers' values): readers load the current one.
+// It never loses secrets. Safe for concurrent use.
+type liveRedactor struct {
+	current atomic.Pointer[redactor]
+}
+
+// newLiveRedactor returns a liveRedactor holding rd (nil for none).
+func newLiveRedactor(rd *redactor) *liveRedactor {
+	l := &liveRedactor{}
+	l.current.Store(rd)
+	return l
+}
+
+// load returns the current redactor (nil, which hides nothing, for none).
+func (l *liveRedactor) load() *redactor { return l.current.Load() }
+
+// add makes values secrets too, for every later load.
+func (l *liveRedactor) add(values ...string) {
+	for {
+		old := l.current.Load()
+		if l.current.CompareAndSwap(old, old.with(values...)) {
+			return
+		}
+	}
+}
 
 func (h *redactingHandler) Enabled(ctx context.Context, level slog.Level) bool {
 	return h.next.Enabled(ctx, level)
 }
 
 func (h *redactingHandler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, h.rd.redact(r.Message), r.PC)
+	rd := h.rd.load()
+	out := slog.NewRecord(r.Time, r.Level, rd.redact(r.Message), r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(h.attr(a))
+		out.AddAttrs(redactAttr(rd, a))
 		return true
 	})
 	return h.next.Handle(ctx, out)
 }
 
 func (h *redactingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	rd := h.rd.load()
 	clean := make([]slog.Attr, len(attrs))
 	for i, a := range attrs {
-		clean[i] = h.attr(a)
+		clean[i] = redactAttr(rd, a)
 	}
 	return &redactingHandler{next: h.next.WithAttrs(clean), rd: h.rd}
 }
@@ -395,26 +431,26 @@ func (h *redactingHandler) WithGroup(name string) slog.Handler {
 	return &redactingHandler{next: h.next.WithGroup(name), rd: h.rd}
 }
 
-// attr returns a with its value redacted: strings, errors and anything
-// else printed as text, and each member of a group.
-func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
+// redactAttr returns a with its value redacted: strings, errors and
+// anything else printed as text, and each member of a group.
+func redactAttr(rd *redactor, a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.rd.redact(v.String()))
+		return slog.String(a.Key, rd.redact(v.String()))
 	case slog.KindGroup:
 		group := v.Group()
 		clean := make([]any, len(group))
 		for i, g := range group {
-			clean[i] = h.attr(g)
+			clean[i] = redactAttr(rd, g)
 		}
 		return slog.Group(a.Key, clean...)
 	case slog.KindAny:
 		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, h.rd.redact(err.Error()))
+			return slog.String(a.Key, rd.redact(err.Error()))
 		}
-		if s := v.String(); h.rd.occurs([]byte(s)) {
-			return slog.String(a.Key, h.rd.redact(s))
+		if s := v.String(); rd.occurs([]byte(s)) {
+			return slog.String(a.Key, rd.redact(s))
 		}
 	}
 	return slog.Attr{Key: a.Key, Value: v}
@@ -430,7 +466,9 @@ func loggerSecrets(logger *slog.Logger) *redactor {
 		if !ok {
 			return out
 		}
-		out = out.with(slices.Collect(maps.Keys(rh.current().set))...)
+		if cur := rh.current(); cur != nil {
+			out = out.with(slices.Collect(maps.Keys(cur.set))...)
+		}
 		h = rh.next
 	}
 }

@@ -2,15 +2,18 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"reflect"
 	"slices"
 	"sync"
 	"time"
 )
 
-// This file holds the reload of the global servers: what a new
-// configuration changes (diffServers), and how the registry swaps its set
-// of servers without touching the unchanged ones or the runs.
+// This file holds the reload of the configuration on SIGHUP: what a new
+// configuration changes in the global servers (diffServers), how the
+// registry swaps its set of servers without touching the unchanged ones or
+// the runs, and the reloader that checks a configuration and applies it
+// with the other settings that may change while harnessd runs.
 //
 // What a run sees when a reload removes or restarts a global server it
 // uses: a call already in flight finishes on the old connection (bounded
@@ -156,4 +159,136 @@ func (r *registry) retireLocked(s *managedServer, why error) {
 		s.stop()
 		s.logger.Info("server stopped by reload", "reason", why.Error())
 	}()
+}
+
+// serveFlags are the flags of harnessd serve that override configuration
+// settings; a reload overlays them again, so a flag keeps winning.
+type serveFlags struct {
+	limits   runLimits
+	keepRuns keptRunsSettings
+	maxConns int
+}
+
+// overlay applies the flags to cfg as serve does at start.
+func (f serveFlags) overlay(cfg *config) {
+	cfg.KeptRuns.merge(f.keepRuns)
+	cfg.Limits.overlay(f.limits)
+	if f.maxConns > 0 {
+		cfg.MaxConnections = f.maxConns
+	}
+}
+
+// A reloader applies the configuration again when the daemon gets SIGHUP.
+// Only serve's goroutine calls reload; what it changes is safe for
+// concurrent use by the API and the runs.
+type reloader struct {
+	opts loadOptions
+	// started is the configuration serve started with, flags applied: the
+	// settings a reload does not apply are compared with it.
+	started *config
+	flags   serveFlags
+	// checkAuth refuses API keys serve would refuse to start with; nil
+	// accepts any.
+	checkAuth func([]authKey) error
+	reg       *registry
+	api       *api
+	runs      *runManager
+	metrics   *metrics
+	// secrets are those the daemon's logger hides.
+	secrets *liveRedactor
+	logger  *slog.Logger
+}
+
+// reload reads and checks every configuration source as harnessd check
+// does and, if all is well, applies what can change while harnessd runs:
+// the global servers (see registry.reload), the API keys, and the default
+// model and max_steps of runs started from then on. A configuration with
+// any problem is refused whole and the running one stays; the error names
+// each problem's file or variable and field. It logs one line either way,
+// and warns of changed settings that need a restart.
+func (rl *reloader) reload() error {
+	begun := time.Now()
+	cfg, _, err := checkConfig(rl.opts)
+	if err == nil && rl.checkAuth != nil {
+		err = rl.checkAuth(cfg.AuthKeys)
+	}
+	if err != nil {
+		rl.metrics.reloaded(false, serverDiff{})
+		rl.logger.Error("configuration reload refused; the running configuration stays", "err", err)
+		return err
+	}
+	rl.flags.overlay(cfg)
+	// Secrets first: the new servers' lines and answers are hidden from
+	// their first byte.
+	secrets := serverSecrets(cfg.Servers)
+	rl.secrets.add(secrets...)
+	rl.runs.env.secrets.add(secrets...)
+	d, started, err := rl.reg.reload(cfg.Servers)
+	if err != nil {
+		rl.metrics.reloaded(false, serverDiff{})
+		rl.logger.Error("configuration reload refused; the running configuration stays", "err", err)
+		return err
+	}
+	rl.api.setAuthKeys(cfg.AuthKeys)
+	rl.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps)
+	rl.metrics.reloaded(true, d)
+	attrs := append(d.summary(), "auth_keys", len(cfg.AuthKeys), "model", cfg.Model.spec().name(),
+		"config_files", cfg.Files, "took", time.Since(begun))
+	rl.logger.Info("configuration reloaded", attrs...)
+	if pending := restartSettings(rl.started, cfg); len(pending) > 0 {
+		rl.logger.Warn("settings changed that apply only after a restart; the running values stay", "settings", pending)
+	}
+	if len(d.Added)+len(d.Restarted) > 0 {
+		// Owned by reload; exits once every started server made its first
+		// attempt (bounded by their startup timeouts and the registry's
+		// close).
+		go func() {
+			<-started
+			rl.logger.Info("servers started by the reload made their first attempt", "took", time.Since(begun))
+		}()
+	}
+	return nil
+}
+
+// summary returns the diff as log attributes: counts and names.
+func (d serverDiff) summary() []any {
+	return []any{
+		"added", len(d.Added), "removed", len(d.Removed), "restarted", len(d.Restarted), "unchanged", len(d.Unchanged),
+		"added_names", d.Added, "removed_names", d.Removed, "restarted_names", d.Restarted, "unchanged_names", d.Unchanged,
+	}
+}
+
+// restartSettings returns the names of the settings that differ between
+// the configuration harnessd started with and next and that a reload does
+// not apply: the run limits, the retention of finished runs,
+// max_connections, allowed_hosts and [connect_mcp] allow_hosts.
+func restartSettings(started, next *config) []string {
+	var names []string
+	for _, s := range limitSettings {
+		if *s.field(&started.Limits) != *s.field(&next.Limits) {
+			names = append(names, s.key)
+		}
+	}
+	for _, k := range []struct {
+		name     string
+		was, now keptRunsSetting
+	}{
+		{"max_kept_runs", started.KeptRuns.runs, next.KeptRuns.runs},
+		{"max_kept_run_age", started.KeptRuns.age, next.KeptRuns.age},
+		{"max_kept_run_bytes", started.KeptRuns.bytes, next.KeptRuns.bytes},
+	} {
+		if k.was.value != k.now.value {
+			names = append(names, k.name)
+		}
+	}
+	if started.MaxConnections != next.MaxConnections {
+		names = append(names, "max_connections")
+	}
+	if !slices.Equal(started.AllowedHosts, next.AllowedHosts) {
+		names = append(names, "allowed_hosts")
+	}
+	if !slices.Equal(started.ConnectAllowHosts, next.ConnectAllowHosts) || (started.ConnectAllowHosts == nil) != (next.ConnectAllowHosts == nil) {
+		names = append(names, "connect_mcp.allow_hosts")
+	}
+	return names
 }

@@ -51,8 +51,9 @@ type runEnv struct {
 	logger     *slog.Logger
 	metrics    *metrics
 	allowHosts []string // connect_mcp's [connect_mcp] allow_hosts
-	// secrets hides what every run may quote (see baseSecrets).
-	secrets *redactor
+	// secrets hides what every run may quote (see baseSecrets); a reload
+	// adds the new global servers' values.
+	secrets *liveRedactor
 	limits  runLimits
 	starts  startGate // shared by every run's scope
 	// queuePosition returns a run's place in the manager's queue, 0 when

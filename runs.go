@@ -98,6 +98,27 @@ type runManager struct {
 	queue   []queuedRun
 	// runTime is a moving average of how long runs take, for Retry-After.
 	runTime time.Duration
+
+	defaultsMu sync.Mutex
+	// guards opts.Model and opts.MaxSteps, the run defaults a reload replaces
+}
+
+// defaults returns the model and max_steps of runs that name none.
+func (m *runManager) defaults() (modelSpec, int) {
+	m.defaultsMu.Lock()
+	defer m.defaultsMu.Unlock()
+	return m.opts.Model, m.opts.MaxSteps
+}
+
+// setDefaults replaces the model and max_steps of runs that name none
+// (maxSteps 0 means defaultMaxSteps), for runs prepared from then on.
+func (m *runManager) setDefaults(model modelSpec, maxSteps int) {
+	if maxSteps <= 0 {
+		maxSteps = defaultMaxSteps
+	}
+	m.defaultsMu.Lock()
+	defer m.defaultsMu.Unlock()
+	m.opts.Model, m.opts.MaxSteps = model, maxSteps
 }
 
 // A queuedRun is a run waiting for a slot. stop detaches the cancel hook
@@ -129,7 +150,7 @@ func newRunManager(opts runManagerOptions) *runManager {
 	opts.Limits = opts.Limits.resolve()
 	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}}
 	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: opts.AllowHosts,
-		secrets: baseSecrets(opts.Registry.globals(), opts.Getenv),
+		secrets: newLiveRedactor(baseSecrets(opts.Registry.globals(), opts.Getenv)),
 		limits:  opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
 	if opts.Store != nil {
 		m.loadHistory()
@@ -213,8 +234,9 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if n := len(req.Prompt) + len(req.SystemPrompt); n > m.opts.Limits.MaxPromptBytes {
 		return nil, badRequest("prompt", "%d bytes with system_prompt, over max_prompt_bytes (%d): send a shorter prompt, or raise the limit", n, m.opts.Limits.MaxPromptBytes)
 	}
+	_, defaultSteps := m.defaults()
 	if req.MaxSteps < 0 || req.MaxSteps > maxMaxSteps {
-		return nil, badRequest("max_steps", "%d is out of range: use 1 to %d (default %d)", req.MaxSteps, maxMaxSteps, m.opts.MaxSteps)
+		return nil, badRequest("max_steps", "%d is out of range: use 1 to %d (default %d)", req.MaxSteps, maxMaxSteps, defaultSteps)
 	}
 	spec, provider, err := m.model(req.Model)
 	if err != nil {
@@ -225,13 +247,13 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	r.provider = provider
 	r.maxSteps = req.MaxSteps
 	if r.maxSteps == 0 {
-		r.maxSteps = m.opts.MaxSteps
+		r.maxSteps = defaultSteps
 	}
 	if err := m.resolveServers(r, allowCommand); err != nil {
 		return nil, err
 	}
 	own := serverSecrets(r.profile, r.perRun)
-	r.secrets = m.env.secrets.with(own...)
+	r.secrets = m.env.secrets.load().with(own...)
 	// The daemon's logger already hides env's secrets.
 	r.logger = redactLogger(r.logger, newRedactor(own...))
 	if err := r.setupInput(m.opts.Limits.MaxSamplingRequests, m.opts.Limits.MaxSamplingTokens); err != nil {
@@ -243,7 +265,7 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 // model resolves a run's model name ("" for the configured default) to
 // its spec and provider. Errors are *requestError.
 func (m *runManager) model(name string) (modelSpec, modelProvider, error) {
-	spec := m.opts.Model
+	spec, _ := m.defaults()
 	if name != "" {
 		named, err := parseModelName(name)
 		if err != nil {

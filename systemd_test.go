@@ -3,13 +3,15 @@ package main
 import (
 	"bufio"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
 // This file checks contrib/harnessd.service against the daemon: its stop
-// timeout matches the shutdown budget and its hardening is in place
+// timeout matches the shutdown budget, reload sends SIGHUP after a check,
+// and its hardening is in place
 // (.ci/run also runs systemd-analyze verify on it).
 
 func TestSystemdUnit(t *testing.T) {
@@ -20,12 +22,19 @@ func TestSystemdUnit(t *testing.T) {
 	}
 	defer f.Close()
 	settings := make(map[string]string)
+	var reload []string // every ExecReload, in order
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
 			settings[k] = v
+			if k == "ExecReload" {
+				reload = append(reload, v)
+			}
 		}
+	}
+	if want := []string{"/usr/local/bin/harnessd check", "/bin/kill -HUP $MAINPID"}; !slices.Equal(reload, want) {
+		t.Errorf("ExecReload = %q, want %q: check first, so systemctl reload fails on a bad configuration, then SIGHUP", reload, want)
 	}
 	stop, err := time.ParseDuration(settings["TimeoutStopSec"])
 	if err != nil || stop < shutdownBudget || stop > shutdownBudget+10*time.Second {
