@@ -165,15 +165,29 @@ func processCPU() time.Duration {
 	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
 
-func BenchmarkStartup1Server(b *testing.B)   { benchStartup(b, 1) }
-func BenchmarkStartup10Servers(b *testing.B) { benchStartup(b, 10) }
+func BenchmarkStartup1Server(b *testing.B)   { benchStartup(b, 1, benchStdioConfig) }
+func BenchmarkStartup10Servers(b *testing.B) { benchStartup(b, 10, benchStdioConfig) }
 
-// benchStartup measures a registry of n stdio servers from its creation to
-// all ready (connected and listed); closing it is not measured.
-func benchStartup(b *testing.B, n int) {
+// BenchmarkStartup10LegacyServers starts ten servers that speak only the
+// initialize handshake and answer an unknown method with -32601 at once:
+// what probing for the current revision costs on older servers.
+func BenchmarkStartup10LegacyServers(b *testing.B) { benchStartup(b, 10, legacyBenchConfig) }
+
+// legacyBenchConfig returns the config of a fake server speaking only
+// protocol revisions up to 2025-11-25.
+func legacyBenchConfig(b *testing.B, name string) serverConfig {
+	cfg := fakeServerConfig(b, "legacy")
+	cfg.Name = name
+	return cfg
+}
+
+// benchStartup measures a registry of n stdio servers, each configured by
+// config, from its creation to all ready (connected and listed); closing
+// it is not measured.
+func benchStartup(b *testing.B, n int, config func(*testing.B, string) serverConfig) {
 	servers := make([]serverConfig, n)
 	for i := range servers {
-		servers[i] = benchStdioConfig(b, "echo"+strconv.Itoa(i))
+		servers[i] = config(b, "echo"+strconv.Itoa(i))
 	}
 	opts := registryOptions{Logger: benchLogger, Client: clientOptions{Roots: []string{b.TempDir()}}}
 	ctx := b.Context()

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
+	"time"
 )
 
 // This file holds one MCP session over any transport: the handshake and
@@ -48,8 +51,9 @@ var (
 	errTransportClosed = errors.New("transport closed")
 )
 
-// Protocol versions, newest first. The client offers the first and accepts
-// any of them in the server's answer.
+// Protocol versions of the initialize handshake, newest first. The client
+// offers the first and accepts any of them in the server's answer. The
+// current revisions, without the handshake, are in era.go.
 var knownProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 const (
@@ -179,6 +183,9 @@ type clientOptions struct {
 	Cache *responseCache
 	// LogPayloads adds each message to the debug trace (trace.go).
 	LogPayloads bool
+	// DiscoverTimeout bounds the server/discover probe of a stdio server;
+	// zero means defaultDiscoverTimeout.
+	DiscoverTimeout time.Duration
 }
 
 // A client is one MCP session with one server: the handshake's outcome
@@ -196,6 +203,13 @@ type client struct {
 	stateMu      sync.RWMutex
 	initResult   initializeResult
 	sessionEpoch int
+	// toolHeaders are the x-mcp-header bindings of each listed tool, by
+	// the server's tool name; set by listTools on a current revision over
+	// HTTP.
+	toolHeaders map[string][]headerBinding
+	// probeErr is why the last server/discover failed; written only
+	// during the handshake, which callers serialize.
+	probeErr error
 }
 
 // connect starts the server's transport, performs the handshake and
@@ -264,20 +278,23 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 		return nil, err
 	}
 	c := &client{conn: newConn(cfg, opts, logger, t), kind: kind}
-	if err := c.initialize(ctx); err != nil {
+	if err := c.handshake(ctx); err != nil {
 		c.close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// initialize performs the handshake: 2025-11-25 first, 2024-11-05 when the
-// server refuses it with -32602 or -32600; any known version the server
-// answers with is accepted. It then sends notifications/initialized.
+// initialize performs the handshake of the older revisions: the pinned
+// protocol_version, else 2025-11-25 first and 2024-11-05 when the server
+// refuses it with -32602 or -32600; any known version the server answers
+// with is accepted (only the pinned one when pinned). It then sends
+// notifications/initialized.
 func (c *client) initialize(ctx context.Context) error {
-	res, err := c.initializeWith(ctx, latestProtocolVersion)
+	offer := cmp.Or(c.cfg.ProtocolVersion, latestProtocolVersion)
+	res, err := c.initializeWith(ctx, offer)
 	var rpcErr *rpcError
-	if errors.As(err, &rpcErr) && (rpcErr.Code == codeInvalidParams || rpcErr.Code == codeInvalidRequest) {
+	if c.cfg.ProtocolVersion == "" && errors.As(err, &rpcErr) && (rpcErr.Code == codeInvalidParams || rpcErr.Code == codeInvalidRequest) {
 		c.logger.Info("server refused protocol version, retrying", "refused", latestProtocolVersion, "retry", fallbackProtocolVersion)
 		res, err = c.initializeWith(ctx, fallbackProtocolVersion)
 	}
@@ -286,6 +303,9 @@ func (c *client) initialize(ctx context.Context) error {
 	}
 	if !isKnownProtocolVersion(res.ProtocolVersion) {
 		return fmt.Errorf("initialize: server answered with unsupported protocol version %q (harnessd speaks %v)", res.ProtocolVersion, knownProtocolVersions)
+	}
+	if c.cfg.ProtocolVersion != "" && res.ProtocolVersion != c.cfg.ProtocolVersion {
+		return fmt.Errorf("initialize: server answered with protocol version %q, not the pinned protocol_version %q", res.ProtocolVersion, c.cfg.ProtocolVersion)
 	}
 	c.stateMu.Lock()
 	c.initResult = *res
@@ -302,16 +322,9 @@ func (c *client) initialize(ctx context.Context) error {
 }
 
 func (c *client) initializeWith(ctx context.Context, version string) (*initializeResult, error) {
-	capabilities := map[string]any{"roots": map[string]any{"listChanged": false}}
-	for k, v := range clientInputCapabilities() {
-		capabilities[k] = v
-	}
-	for k, v := range c.opts.Capabilities {
-		capabilities[k] = v
-	}
 	params := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    capabilities,
+		"capabilities":    c.clientCapabilities(),
 		"clientInfo":      implementation{Name: "harnessd", Version: buildVersion},
 	}
 	raw, err := c.roundTrip(ctx, request{method: "initialize", params: params, handshake: true})
@@ -364,17 +377,32 @@ func (c *client) request(ctx context.Context, req request, result any) error {
 	epoch := c.sessionEpoch
 	c.stateMu.RUnlock()
 	raw, err := c.roundTrip(ctx, req)
-	if errors.Is(err, errSessionExpired) {
+	var rpcErr *rpcError
+	switch {
+	case errors.Is(err, errSessionExpired):
 		if rerr := c.reinitialize(ctx, epoch); rerr != nil {
 			return fmt.Errorf("%s: session expired and re-initialize failed: %w", req.method, rerr)
 		}
+		raw, err = c.roundTrip(ctx, req)
+	case c.meta.Load() == nil || !errors.As(err, &rpcErr):
+	case rpcErr.Code == codeUnsupportedVersion:
+		// The server no longer speaks the revision: settle it again.
+		c.logger.Info("server refused the protocol revision; negotiating again", "refused", c.protocolVersion())
+		if rerr := c.renegotiate(ctx, epoch); rerr != nil {
+			return fmt.Errorf("%s: protocol version refused and negotiating again failed: %w", req.method, rerr)
+		}
+		raw, err = c.roundTrip(ctx, req)
+	case isBrokenStream(rpcErr):
+		// No resumption on this revision: the request is sent again, with
+		// a new id.
+		c.logger.Info("answer stream broke; sending the request again", "method", req.method)
 		raw, err = c.roundTrip(ctx, req)
 	}
 	if err == nil && result != nil {
 		err = decodeResult(raw, result)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", req.method, err)
+		return fmt.Errorf("%s: %w", req.method, modernError(err))
 	}
 	return nil
 }
@@ -408,6 +436,21 @@ func (c *client) reinitialize(ctx context.Context, epoch int) error {
 	}
 	c.logger.Info("session expired, initializing again")
 	return c.initialize(ctx)
+}
+
+// renegotiate runs the whole handshake again, probe included, unless
+// another caller already did since epoch was read.
+func (c *client) renegotiate(ctx context.Context, epoch int) error {
+	c.initMu.Lock()
+	defer c.initMu.Unlock()
+	c.stateMu.RLock()
+	current := c.sessionEpoch
+	c.stateMu.RUnlock()
+	if current != epoch {
+		return nil
+	}
+	c.meta.Store(nil)
+	return c.handshake(ctx)
 }
 
 // transportKind returns the transport in use (stdio, http or sse).
@@ -467,9 +510,40 @@ func listAll[T any](ctx context.Context, c *client, method, key string) ([]T, er
 	}
 }
 
-// listTools returns every tool the server offers, all pages.
+// listTools returns every tool the server offers, all pages. On a current
+// revision over HTTP, tools with invalid x-mcp-header annotations are left
+// out with a warning, and the others' bindings kept for their calls.
 func (c *client) listTools(ctx context.Context) ([]toolInfo, error) {
-	return listAll[toolInfo](ctx, c, "tools/list", "tools")
+	tools, err := listAll[toolInfo](ctx, c, "tools/list", "tools")
+	if err != nil || c.meta.Load() == nil || c.kind != transportHTTP {
+		return tools, err
+	}
+	bindings := make(map[string][]headerBinding)
+	kept := tools[:0]
+	for _, tool := range tools {
+		b, err := headerBindings(tool.InputSchema)
+		if err != nil {
+			c.logger.Warn("leaving out a tool with invalid x-mcp-header annotations", "tool", tool.Name, "err", err)
+			continue
+		}
+		if len(b) > 0 {
+			bindings[tool.Name] = b
+		}
+		kept = append(kept, tool)
+	}
+	c.stateMu.Lock()
+	c.toolHeaders = bindings
+	c.stateMu.Unlock()
+	return kept, nil
+}
+
+// toolParamHeaders returns the Mcp-Param-* headers of a call to the tool
+// name with args, from its listed schema; nil when it has none.
+func (c *client) toolParamHeaders(name string, args json.RawMessage) http.Header {
+	c.stateMu.RLock()
+	bindings := c.toolHeaders[name]
+	c.stateMu.RUnlock()
+	return paramHeaders(bindings, args)
 }
 
 // listResources returns every resource the server offers, all pages. It
@@ -487,7 +561,11 @@ func (c *client) readResource(ctx context.Context, uri string) (*readResourceRes
 	if c.capabilities().Resources == nil {
 		return nil, errNoResources
 	}
-	raw, err := c.requestCached(ctx, request{method: "resources/read", params: map[string]string{"uri": uri}}, uri, c.requestWithInput)
+	raw, err := c.requestCached(ctx, request{method: "resources/read", params: map[string]string{"uri": uri}, name: uri}, uri, c.requestWithInput)
+	var rpcErr *rpcError
+	if c.meta.Load() != nil && errors.As(err, &rpcErr) && rpcErr.Code == codeInvalidParams {
+		return nil, fmt.Errorf("resources/read: resource %q not found: %w", uri, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -517,11 +595,25 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	call := request{method: "tools/call", withProgress: func(token int64) any {
+	call := request{method: "tools/call", name: name, header: c.toolParamHeaders(name, args), withProgress: func(token int64) any {
 		return callParams{Name: name, Arguments: args, Meta: &callMeta{ProgressToken: token}}
 	}}
 	defer c.callers.enter(ctx)()
 	raw, err := c.requestWithInput(ctx, call)
+	var rpcErr *rpcError
+	if c.meta.Load() != nil && errors.As(err, &rpcErr) && rpcErr.Code == codeHeaderMismatch {
+		// The tool's schema changed since it was listed: list again, and
+		// call once more with the headers of the new schema.
+		c.logger.Info("server refused the call's headers; listing tools again", "tool", name)
+		if _, lerr := c.listTools(ctx); lerr != nil {
+			return nil, fmt.Errorf("tools/call: header mismatch, and listing tools again failed: %w", lerr)
+		}
+		if c.opts.OnToolsChanged != nil {
+			c.opts.OnToolsChanged()
+		}
+		call.header = c.toolParamHeaders(name, args)
+		raw, err = c.requestWithInput(ctx, call)
+	}
 	if c.urlElicitationAnswered(ctx, err) {
 		raw, err = c.requestWithInput(ctx, call)
 	}

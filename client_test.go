@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -230,8 +231,10 @@ func TestClientRealPeers(t *testing.T) {
 		name       string
 		config     func(t *testing.T, dir string) serverConfig
 		wantServer string
-		wantTools  func(t *testing.T) []string // each must be listed
-		check      func(t *testing.T, c *client, dir string)
+		// wantVersion is the revision negotiated; empty means latestProtocolVersion.
+		wantVersion string
+		wantTools   func(t *testing.T) []string // each must be listed
+		check       func(t *testing.T, c *client, dir string)
 	}{
 		{
 			name: "everything stdio",
@@ -272,9 +275,9 @@ func TestClientRealPeers(t *testing.T) {
 			wantTools:  func(t *testing.T) []string { return recordedToolNames(t, "server-memory-2026.8.31.json") },
 			check:      checkMemory,
 		},
-		{name: "echoserver stdio", config: echoStdio, wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer},
+		{name: "echoserver stdio", config: echoStdio, wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer, wantVersion: modernProtocolVersion},
 		{name: "echoserver http", config: echoHTTP("http", transportHTTP), wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer},
-		{name: "echoserver http-stateless", config: echoHTTP("http-stateless", transportHTTP), wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer},
+		{name: "echoserver http-stateless", config: echoHTTP("http-stateless", transportHTTP), wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer, wantVersion: modernProtocolVersion},
 		{name: "echoserver http-json", config: echoHTTP("http-json", transportHTTP), wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer},
 		{name: "echoserver sse", config: echoHTTP("sse", transportSSE), wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer},
 	}
@@ -284,8 +287,10 @@ func TestClientRealPeers(t *testing.T) {
 			dir := t.TempDir()
 			cfg := tt.config(t, dir)
 			c := connectPeer(t, cfg, clientOptions{Roots: []string{dir}})
-			if got := c.protocolVersion(); got != latestProtocolVersion {
-				t.Errorf("protocolVersion() = %q, want %q", got, latestProtocolVersion)
+			// The Go SDK server speaks the current revision, except behind
+			// its stateful HTTP handler; the npm reference servers do not.
+			if want := cmp.Or(tt.wantVersion, latestProtocolVersion); c.protocolVersion() != want {
+				t.Errorf("protocolVersion() = %q, want %q", c.protocolVersion(), want)
 			}
 			if got := c.serverInfo(); got.Name != tt.wantServer || got.Version == "" {
 				t.Errorf("serverInfo() = %+v, want name %q and a version", got, tt.wantServer)

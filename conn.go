@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,9 @@ type conn struct {
 	callers inputCallers
 	// trace logs every message at debug level (trace.go); nil when off.
 	trace *mcpTrace
+	// meta is what every request carries on a current revision (see
+	// era.go); nil on the older ones.
+	meta atomic.Pointer[requestMeta]
 }
 
 // newConn wraps a started transport and starts the read loop.
@@ -87,9 +91,18 @@ type request struct {
 	// _meta.progressToken, asking the server for progress notifications;
 	// roundTrip calls it with the request id and ignores params.
 	withProgress func(token int64) any
-	// handshake marks initialize: it is never cancelled (the protocol
-	// forbids it) and progress does not push its deadline out.
+	// handshake marks initialize and server/discover: it is never
+	// cancelled (the protocol forbids it for initialize) and progress does
+	// not push its deadline out.
 	handshake bool
+	// name is the tool or prompt name or the resource URI the request is
+	// about: Mcp-Name on a current revision over HTTP.
+	name string
+	// header holds the request's Mcp-Param-* headers; nil for none.
+	header http.Header
+	// version, when set, sends the request at that current revision
+	// whatever the session's: the probe does.
+	version string
 }
 
 // roundTrip sends one request and waits for its response, bounded by ctx
@@ -109,10 +122,28 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 	if req.withProgress != nil {
 		params = req.withProgress(id)
 	}
+	meta := c.meta.Load()
+	if req.version != "" {
+		meta = c.newRequestMeta(req.version)
+	}
+	if meta != nil {
+		withMeta, err := meta.attach(params)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		params = withMeta
+		if _, ok := c.t.(*streamableTransport); ok {
+			ctx = withRequestHeader(ctx, meta.header(req))
+		}
+	}
 	msg, err := json.Marshal(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: req.method, Params: params})
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
+	// On a current revision over HTTP, closing the answer stream cancels:
+	// there is no notifications/cancelled.
+	_, overHTTP := c.t.(*streamableTransport)
+	notifyCancel := !req.handshake && !(meta != nil && overHTTP)
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// The handshake is part of the server's start: startup_timeout bounds
@@ -161,7 +192,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 		// Over HTTP the request may have reached the server, which answers
 		// only when done (a JSON response): tell it to stop.
 		cause := context.Cause(callCtx)
-		if cause != nil && !req.handshake {
+		if cause != nil && notifyCancel {
 			c.sendCancelled(id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
@@ -189,7 +220,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 		return resp.Result, nil
 	case <-callCtx.Done():
 		cause := context.Cause(callCtx)
-		if !req.handshake {
+		if notifyCancel {
 			c.sendCancelled(id, cause)
 		}
 		if errors.Is(cause, errTimeout) {

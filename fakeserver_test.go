@@ -58,6 +58,8 @@ type fakeServer struct {
 	mu      sync.Mutex
 	waiting map[string]chan json.RawMessage
 	calls   atomic.Int64 // tools/call requests received, for mode flaky
+	// discovers counts server/discover requests, for the modern modes
+	discovers atomic.Int64
 }
 
 // broodSize is how many children a server in mode brood starts.
@@ -171,6 +173,11 @@ func runFakeServer(mode string) int {
 }
 
 func (s *fakeServer) handle(id json.RawMessage, method string, params json.RawMessage) {
+	if strings.HasPrefix(s.mode, "modern") || s.mode == "discover-silent" {
+		if s.handleModern(id, method, params) {
+			return
+		}
+	}
 	switch method {
 	case "initialize":
 		var p struct {
@@ -339,4 +346,45 @@ func (s *fakeServer) call(id, params json.RawMessage) {
 	default:
 		s.replyError(id, codeInvalidParams, "unknown tool "+p.Name)
 	}
+}
+
+// handleModern answers as a server of the current revision only, in the
+// modes that start with "modern" (modern-retry refuses the first probe
+// with -32022, modern-slow ignores it as a server still starting would),
+// or as an older server that never answers server/discover
+// (discover-silent). It reports whether it answered.
+func (s *fakeServer) handleModern(id json.RawMessage, method string, params json.RawMessage) bool {
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	json.Unmarshal(params, &p)
+	switch {
+	case method == "server/discover":
+		n := s.discovers.Add(1)
+		switch {
+		case s.mode == "discover-silent", s.mode == "modern-slow" && n == 1:
+		case s.mode == "modern-retry" && n == 1:
+			s.write(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
+				"code": codeUnsupportedVersion, "message": "unsupported protocol version",
+				"data": map[string]any{"supported": []string{"2026-07-28"}, "requested": "2026-07-28"}}})
+		default:
+			s.reply(id, map[string]any{
+				"supportedVersions": []string{"2026-07-28"},
+				"capabilities":      map[string]any{"tools": map[string]any{}, "resources": map[string]any{}},
+				"_meta":             map[string]any{metaServerInfo: map[string]any{"name": "fake-modern", "version": "2.0"}},
+			})
+		}
+		return true
+	case s.mode == "discover-silent":
+		return false
+	case method == "initialize", method == "ping", strings.HasPrefix(method, "notifications/initialized"):
+		if len(id) > 0 {
+			s.replyError(id, codeMethodNotFound, method+" is not a method of revision 2026-07-28")
+		}
+		return true
+	case len(id) > 0 && (string(p.Meta[metaProtocolVersion]) != `"2026-07-28"` || p.Meta[metaClientCapabilities] == nil || p.Meta[metaClientInfo] == nil):
+		s.replyError(id, codeInvalidParams, "missing _meta fields of revision 2026-07-28")
+		return true
+	}
+	return false
 }

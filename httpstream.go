@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -69,11 +70,20 @@ func (a *answerStream) end() {
 // hands it to readToEnd), else nil: a JSON answer is already on recv.
 func (a *answerStream) post(ctx context.Context, sessionID, version string, initializing bool) (*http.Response, error) {
 	t := a.t
+	// A request of a current revision carries its own headers, and no
+	// session.
+	modern := requestHeader(ctx)
+	if modern != nil {
+		sessionID = ""
+	}
 	resp, err := t.auth.do(ctx, t.client, func() (*http.Request, error) {
 		req, err := t.newRequest(a.ctx, http.MethodPost, sessionID, version, a.msg)
 		if err == nil {
 			req.Header[headerAccept] = acceptPost
 			req.Header[headerContentType] = contentTypeRPC
+			for k, v := range modern {
+				req.Header[k] = v
+			}
 		}
 		return req, err
 	})
@@ -84,7 +94,9 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 		}
 		return nil, err
 	}
-	t.captureSession(resp)
+	if modern == nil {
+		t.captureSession(resp)
+	}
 	if initializing && resp.StatusCode/100 == 2 {
 		t.mu.Lock()
 		t.expired = false // even if the server gave no session this time
@@ -111,6 +123,21 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 		drainClose(resp.Body)
 		t.expireSession(sessionID)
 		return nil, errSessionExpired
+	case resp.StatusCode == http.StatusBadRequest && modern != nil:
+		// A server of the current revision answers with an error of its
+		// own (unsupported version, header mismatch, missing capability);
+		// anything else is an older server's refusal.
+		body, err := readBody(resp, statusBodyLimit*8)
+		if err != nil {
+			return nil, fmt.Errorf("post message: read answer: %w", err)
+		}
+		var answer struct {
+			Error *rpcError `json:"error"`
+		}
+		if json.Unmarshal(body, &answer) == nil && answer.Error != nil && isModernError(answer.Error.Code) {
+			return nil, answer.Error
+		}
+		return nil, fmt.Errorf("post message: %w", &httpStatusError{StatusCode: resp.StatusCode, Body: t.secrets.cut(printable(body), statusBodyLimit-len("…"))})
 	default:
 		return nil, t.statusError("post message", resp)
 	}
@@ -292,7 +319,7 @@ func (a *answerStream) read(resp *http.Response) {
 		if err != nil {
 			reason = err.Error()
 		}
-		if cur.lastID == "" || cur.tooLarge {
+		if cur.lastID == "" || cur.tooLarge || t.isModern() {
 			t.failRequest(ctx, msg, reason, cur)
 			return
 		}
@@ -324,7 +351,7 @@ func (a *answerStream) read(resp *http.Response) {
 // failRequest logs a broken answer stream and delivers an error answer
 // with the id of the request msg.
 func (t *streamableTransport) failRequest(ctx context.Context, msg []byte, reason string, cur streamCursor) {
-	text := "response stream ended before the answer: " + reason
+	text := brokenStreamPrefix + reason
 	if cur.tooLarge {
 		text = "response larger than max_message_bytes (" + strconv.Itoa(t.maxMessage) + " bytes): raise max_message_bytes for this server"
 	}
@@ -340,4 +367,13 @@ func (t *streamableTransport) failRequest(ctx context.Context, msg []byte, reaso
 	answer = append(answer, quoted...)
 	answer = append(answer, "}}"...)
 	deliverMessages(ctx, t.recvCh, answer, nil, nil)
+}
+
+// brokenStreamPrefix starts the message of the answer failRequest makes up.
+const brokenStreamPrefix = "response stream ended before the answer: "
+
+// isBrokenStream reports whether e is the answer the transport made up for
+// a request whose answer stream broke (not one the server sent).
+func isBrokenStream(e *rpcError) bool {
+	return e.Code == brokenStreamCode && strings.HasPrefix(e.Message, brokenStreamPrefix)
 }

@@ -186,13 +186,26 @@ func (t *streamableTransport) fail(err error) {
 }
 
 // setProtocolVersion records the negotiated version, sent from now on as
-// MCP-Protocol-Version, and asks for the GET stream to be opened after the
-// next successful POST (a new session gets a new GET stream).
+// MCP-Protocol-Version. On an older revision it asks for the GET stream to
+// be opened after the next successful POST (a new session gets a new GET
+// stream); the current revision has no GET stream, no session and no
+// resumption.
 func (t *streamableTransport) setProtocolVersion(v string) {
 	t.mu.Lock()
 	t.protocolVersion = v
 	t.mu.Unlock()
+	if isModernVersion(v) {
+		t.getSettledOnce.Do(func() { close(t.getSettled) })
+		return
+	}
 	t.getWanted.Store(true)
+}
+
+// isModern reports whether the transport speaks a current revision.
+func (t *streamableTransport) isModern() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return isModernVersion(t.protocolVersion)
 }
 
 // send POSTs msg. It returns once the answer's headers are processed: a

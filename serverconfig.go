@@ -89,6 +89,9 @@ type serverConfig struct {
 	Sampling bool
 	// LogLevel, when set, is sent with logging/setLevel after the handshake.
 	LogLevel string
+	// ProtocolVersion, when set, pins the protocol revision: no probe, no
+	// fallback. Empty negotiates (see era.go).
+	ProtocolVersion string
 	// Source says where the definition came from: a file path,
 	// "HARNESS_MCP_SERVERS", "profile <name>", "run", "connect_mcp" or "command line".
 	Source string
@@ -148,10 +151,11 @@ type rawServer struct {
 	Roots           *[]string         `json:"roots" toml:"roots"`
 	Sampling        *bool             `json:"sampling" toml:"sampling"`
 	LogLevel        string            `json:"log_level" toml:"log_level"`
+	ProtocolVersion string            `json:"protocol_version" toml:"protocol_version"`
 }
 
 // serverFields lists the JSON fields of a server object, for error hints.
-const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required, roots, sampling, log_level"
+const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required, roots, sampling, log_level, protocol_version"
 
 // buildServer validates raw and resolves its defaults and transport. label
 // prefixes every error; the error joins all the entry's problems, sorted.
@@ -164,17 +168,18 @@ func buildServer(label, source string, raw rawServer, getenv func(string) (strin
 		b.bad("name", "%v", err)
 	}
 	s := serverConfig{
-		Name:         raw.Name,
-		Command:      b.expand("command", raw.Command),
-		URL:          b.expand("url", raw.URL),
-		Cwd:          b.expand("cwd", raw.Cwd),
-		Enabled:      raw.Enabled == nil || *raw.Enabled,
-		Required:     (raw.Required == nil && source == "run") || (raw.Required != nil && *raw.Required),
-		IncludeTools: raw.IncludeTools,
-		ExcludeTools: raw.ExcludeTools,
-		Sampling:     source != toolConnectMCP,
-		LogLevel:     raw.LogLevel,
-		Source:       source,
+		Name:            raw.Name,
+		Command:         b.expand("command", raw.Command),
+		URL:             b.expand("url", raw.URL),
+		Cwd:             b.expand("cwd", raw.Cwd),
+		Enabled:         raw.Enabled == nil || *raw.Enabled,
+		Required:        (raw.Required == nil && source == "run") || (raw.Required != nil && *raw.Required),
+		IncludeTools:    raw.IncludeTools,
+		ExcludeTools:    raw.ExcludeTools,
+		Sampling:        source != toolConnectMCP,
+		LogLevel:        raw.LogLevel,
+		Source:          source,
+		ProtocolVersion: raw.ProtocolVersion,
 	}
 	if raw.Sampling != nil {
 		s.Sampling = *raw.Sampling
@@ -207,6 +212,7 @@ func buildServer(label, source string, raw rawServer, getenv func(string) (strin
 	s.StartupTimeout = parseDuration("startup_timeout", raw.StartupTimeout, defaultStartupTimeout, b.bad)
 	s.MaxMessageBytes = b.messageLimit()
 	b.checkToolFilters()
+	b.checkProtocolVersion(s.Transport)
 	slices.SortFunc(b.errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
 	return s, errors.Join(b.errs...)
 }
@@ -606,4 +612,18 @@ func stdioEnv(cfg serverConfig, getenv func(string) (string, bool)) []string {
 		out = append(out, k+"="+env[k])
 	}
 	return out
+}
+
+// checkProtocolVersion records a protocol_version harnessd does not speak,
+// or the current revision pinned on legacy SSE, which cannot carry it.
+func (b *serverBuilder) checkProtocolVersion(transport string) {
+	v := b.raw.ProtocolVersion
+	switch {
+	case v == "" || slices.Contains(knownProtocolVersions, v):
+	case !isModernVersion(v):
+		b.bad("protocol_version", "%q is not a protocol revision harnessd speaks; use one of %s, or leave it out to negotiate",
+			v, strings.Join(append(slices.Clone(modernProtocolVersions), knownProtocolVersions...), ", "))
+	case transport == transportSSE:
+		b.bad("protocol_version", "%q needs transport http or stdio; legacy sse speaks up to %s", v, latestProtocolVersion)
+	}
 }

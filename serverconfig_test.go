@@ -170,6 +170,12 @@ func TestServerValidation(t *testing.T) {
 				p + `server "a": headers.Z: value contains a line break or NUL byte; remove it`},
 		{name: "bad env name", in: `{"name":"a","command":"x","env":{"A=B":"v"}}`,
 			wantErr: p + `server "a": env.A=B: invalid variable name; use a name without "="`},
+		{name: "pinned current revision", in: `{"name":"a","url":"http://h","protocol_version":"2026-07-28"}`, wantTransport: "http", wantInferred: true},
+		{name: "pinned older revision on sse", in: `{"name":"a","transport":"sse","url":"http://h","protocol_version":"2024-11-05"}`, wantTransport: "sse"},
+		{name: "unknown revision", in: `{"name":"a","command":"x","protocol_version":"2025-01-01"}`,
+			wantErr: p + `server "a": protocol_version: "2025-01-01" is not a protocol revision harnessd speaks; use one of 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, or leave it out to negotiate`},
+		{name: "current revision on sse", in: `{"name":"a","transport":"sse","url":"http://h","protocol_version":"2026-07-28"}`,
+			wantErr: p + `server "a": protocol_version: "2026-07-28" needs transport http or stdio; legacy sse speaks up to 2025-11-25`},
 		{name: "unset var", in: `{"name":"a","url":"http://h","headers":{"Authorization":"Bearer ${TOKEN}"}}`,
 			wantErr: p + `server "a": headers.Authorization: variable TOKEN is not set; set it in harnessd's environment or write ${TOKEN:-default}`},
 	}

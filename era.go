@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+)
+
+// This file holds the protocol revision in use with a server: probing for
+// the current revision (2026-07-28) with server/discover, falling back to
+// the initialize handshake of the older ones, and what every request of
+// the current revision carries (_meta, and over HTTP the standard headers).
+
+// modernProtocolVersions are the revisions without initialize or sessions,
+// newest first: every request carries its version, client info and
+// capabilities in _meta.
+var modernProtocolVersions = []string{"2026-07-28"}
+
+// modernProtocolVersion is the revision the probe offers first.
+const modernProtocolVersion = "2026-07-28"
+
+// Error codes of the current revision.
+const (
+	// codeHeaderMismatch: the HTTP headers do not match the body (for
+	// Mcp-Param-*: the tool's schema changed since it was listed).
+	codeHeaderMismatch = -32020
+	// codeMissingCapability: the server needs a client capability that
+	// harnessd does not declare.
+	codeMissingCapability = -32021
+	// codeUnsupportedVersion: the server does not speak the requested
+	// revision; its data lists those it does.
+	codeUnsupportedVersion = -32022
+)
+
+// The _meta keys every request of the current revision carries.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+)
+
+// defaultDiscoverTimeout bounds the server/discover probe of a stdio server
+// that may never answer an unknown method. Older servers answer it with
+// -32601 at once; the bound is only for those that stay silent.
+const defaultDiscoverTimeout = 2 * time.Second
+
+// errOlderServer: the probe found a server that speaks only the initialize
+// handshake.
+var errOlderServer = errors.New("server speaks an older protocol revision")
+
+// errProbeTimeout: the server did not answer server/discover in time.
+var errProbeTimeout = errors.New("no answer to server/discover")
+
+// isModernVersion reports whether v is a revision without initialize.
+func isModernVersion(v string) bool { return slices.Contains(modernProtocolVersions, v) }
+
+// isModernError reports whether code is an error only servers of the
+// current revision send: a 400 carrying one is an answer, not a refusal.
+func isModernError(code int) bool {
+	return code == codeHeaderMismatch || code == codeMissingCapability || code == codeUnsupportedVersion
+}
+
+// A discoverResult is the result of server/discover.
+type discoverResult struct {
+	SupportedVersions []string           `json:"supportedVersions"`
+	Capabilities      serverCapabilities `json:"capabilities"`
+	Instructions      string             `json:"instructions,omitempty"`
+	Meta              struct {
+		ServerInfo implementation `json:"io.modelcontextprotocol/serverInfo"`
+	} `json:"_meta"`
+	// ServerInfo is where some servers put it instead of _meta.
+	ServerInfo *implementation `json:"serverInfo,omitempty"`
+}
+
+// supportedVersions returns the supported list of an
+// UnsupportedProtocolVersionError's data, or nil.
+func supportedVersions(data json.RawMessage) []string {
+	var d struct {
+		Supported []string `json:"supported"`
+	}
+	if json.Unmarshal(data, &d) != nil {
+		return nil
+	}
+	return d.Supported
+}
+
+// bestModernVersion returns the newest current revision harnessd and the
+// server both speak, or "" for none.
+func bestModernVersion(supported []string) string {
+	for _, v := range modernProtocolVersions {
+		if slices.Contains(supported, v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// handshake settles the revision spoken with the server: a pinned
+// protocol_version is used as is; otherwise the current revision is probed
+// with server/discover and an older server is initialized instead. Legacy
+// SSE speaks only the older revisions.
+func (c *client) handshake(ctx context.Context) error {
+	pinned := c.cfg.ProtocolVersion
+	switch {
+	case isModernVersion(pinned):
+		return c.discover(ctx, pinned, false)
+	case pinned != "" || c.kind == transportSSE:
+		return c.initialize(ctx)
+	}
+	err := c.discover(ctx, modernProtocolVersion, true)
+	if !errors.Is(err, errOlderServer) {
+		return err
+	}
+	c.logger.Debug("server speaks an older revision; initializing", "reason", err)
+	err = c.initialize(ctx)
+	var rpcErr *rpcError
+	if errors.Is(err, errProbeTimeout) || !errors.As(err, &rpcErr) || !errors.Is(c.probeErr, errProbeTimeout) {
+		return err
+	}
+	// The probe timed out and initialize was refused: a server of the
+	// current revision that was slow to start. Ask it again, unbounded.
+	if derr := c.discover(ctx, modernProtocolVersion, false); derr == nil {
+		return nil
+	}
+	return err
+}
+
+// discover runs server/discover at version, once more at the best
+// revision the server names if it refuses that one. When probing, answers
+// that mark an older server (an error that is not of the current revision,
+// an HTTP status other than 401 and 403, no answer within the probe's
+// bound on stdio, or no common current revision) return errOlderServer.
+func (c *client) discover(ctx context.Context, version string, probing bool) error {
+	for attempt := 0; ; attempt++ {
+		res, err := c.discoverWith(ctx, version, probing)
+		if err == nil {
+			// A result without the versions is no DiscoverResult: some older
+			// servers answer any method with an empty result.
+			negotiated := version
+			if !slices.Contains(res.SupportedVersions, version) {
+				negotiated = bestModernVersion(res.SupportedVersions)
+			}
+			if negotiated == "" {
+				if probing {
+					return fmt.Errorf("%w: it supports %v", errOlderServer, res.SupportedVersions)
+				}
+				return fmt.Errorf("server/discover: the server supports %v, not %s", res.SupportedVersions, version)
+			}
+			c.useModern(negotiated, res)
+			return nil
+		}
+		c.probeErr = err
+		var rpcErr *rpcError
+		var statusErr *httpStatusError
+		switch {
+		case errors.As(err, &rpcErr) && rpcErr.Code == codeUnsupportedVersion:
+			supported := supportedVersions(rpcErr.Data)
+			if best := bestModernVersion(supported); best != "" && attempt == 0 {
+				version = best
+				continue
+			}
+			if probing {
+				return fmt.Errorf("%w: it supports %v", errOlderServer, supported)
+			}
+			return fmt.Errorf("server/discover: the server supports %v, not %s (set protocol_version to one of them)", supported, version)
+		case !probing:
+			return fmt.Errorf("server/discover: %w", err)
+		case errors.As(err, &rpcErr) && !isModernError(rpcErr.Code):
+			return fmt.Errorf("%w: server/discover: %v", errOlderServer, err)
+		case errors.Is(err, errProbeTimeout):
+			return fmt.Errorf("%w: %v", errOlderServer, err)
+		case errors.As(err, &statusErr) && statusErr.StatusCode != http.StatusUnauthorized && statusErr.StatusCode != http.StatusForbidden:
+			return fmt.Errorf("%w: server/discover: %v", errOlderServer, err)
+		}
+		return fmt.Errorf("server/discover: %w", err)
+	}
+}
+
+// discoverWith sends one server/discover at version. On stdio a probe is
+// bounded by the discover timeout (errProbeTimeout).
+func (c *client) discoverWith(ctx context.Context, version string, probing bool) (*discoverResult, error) {
+	probeCtx := ctx
+	if probing && c.kind == transportStdio {
+		var cancel context.CancelFunc
+		probeCtx, cancel = context.WithTimeoutCause(ctx, c.discoverTimeout(), errProbeTimeout)
+		defer cancel()
+	}
+	raw, err := c.roundTrip(probeCtx, request{method: "server/discover", handshake: true, version: version})
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(context.Cause(probeCtx), errProbeTimeout) {
+			return nil, fmt.Errorf("%w within %s", errProbeTimeout, c.discoverTimeout())
+		}
+		return nil, err
+	}
+	var res discoverResult
+	if err := decodeResult(raw, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// discoverTimeout returns the bound of the stdio probe.
+func (c *client) discoverTimeout() time.Duration {
+	if c.opts.DiscoverTimeout > 0 {
+		return c.opts.DiscoverTimeout
+	}
+	return defaultDiscoverTimeout
+}
+
+// useModern records the outcome of server/discover: from now on every
+// request carries version in _meta (and headers over HTTP).
+func (c *client) useModern(version string, res *discoverResult) {
+	info := res.Meta.ServerInfo
+	if res.ServerInfo != nil && info.Name == "" {
+		info = *res.ServerInfo
+	}
+	c.stateMu.Lock()
+	c.initResult = initializeResult{ProtocolVersion: version, Capabilities: res.Capabilities, ServerInfo: info, Instructions: res.Instructions}
+	c.sessionEpoch++
+	c.stateMu.Unlock()
+	c.meta.Store(c.newRequestMeta(version))
+	if pv, ok := c.t.(protocolVersionAware); ok {
+		pv.setProtocolVersion(version)
+	}
+}
+
+// A requestMeta is what every request of a current revision carries: the
+// _meta fields, encoded once, and the revision for MCP-Protocol-Version.
+// Read-only once built.
+type requestMeta struct {
+	version string
+	fields  map[string]json.RawMessage
+}
+
+// newRequestMeta returns the _meta of requests at version.
+func (c *conn) newRequestMeta(version string) *requestMeta {
+	m := &requestMeta{version: version, fields: make(map[string]json.RawMessage, 4)}
+	m.fields[metaProtocolVersion], _ = json.Marshal(version)
+	m.fields[metaClientInfo], _ = json.Marshal(implementation{Name: "harnessd", Version: buildVersion})
+	m.fields[metaClientCapabilities], _ = json.Marshal(c.clientCapabilities())
+	if c.cfg.LogLevel != "" {
+		m.fields[metaLogLevel], _ = json.Marshal(c.cfg.LogLevel)
+	}
+	return m
+}
+
+// attach returns params (any JSON object, or nil) encoded with the _meta
+// fields added; fields the params' own _meta already has (a progress
+// token, say) are kept.
+func (m *requestMeta) attach(params any) (json.RawMessage, error) {
+	fields := map[string]json.RawMessage{}
+	if params != nil {
+		raw, err := json.Marshal(params)
+		if err != nil {
+			return nil, err
+		}
+		if s := string(raw); s != "null" {
+			if err := json.Unmarshal(raw, &fields); err != nil {
+				return nil, fmt.Errorf("params are not an object: %w", err)
+			}
+		}
+	}
+	meta := make(map[string]json.RawMessage, len(m.fields)+1)
+	if own, ok := fields["_meta"]; ok && string(own) != "null" {
+		if err := json.Unmarshal(own, &meta); err != nil {
+			return nil, fmt.Errorf("params' _meta is not an object: %w", err)
+		}
+	}
+	for k, v := range m.fields {
+		if _, ok := meta[k]; !ok {
+			meta[k] = v
+		}
+	}
+	var err error
+	if fields["_meta"], err = json.Marshal(meta); err != nil {
+		return nil, err
+	}
+	return json.Marshal(fields)
+}
+
+// header returns the HTTP headers of req at this revision: the protocol
+// version, Mcp-Method, Mcp-Name when req names a tool, prompt or resource,
+// and req's own (Mcp-Param-*).
+func (m *requestMeta) header(req request) http.Header {
+	h := make(http.Header, 3+len(req.header))
+	for k, v := range req.header {
+		h[k] = v
+	}
+	h[headerProtocolVersion] = []string{m.version}
+	h[headerMethod] = []string{req.method}
+	if req.name != "" {
+		h[headerName] = []string{encodeHeaderValue(req.name)}
+	}
+	return h
+}
+
+// clientCapabilities returns the capabilities harnessd declares: roots,
+// the server-input ones, and the session's own.
+func (c *conn) clientCapabilities() map[string]any {
+	capabilities := map[string]any{"roots": map[string]any{"listChanged": false}}
+	for k, v := range clientInputCapabilities() {
+		capabilities[k] = v
+	}
+	for k, v := range c.opts.Capabilities {
+		capabilities[k] = v
+	}
+	return capabilities
+}
+
+// modernError turns the errors of the current revision that reach a user
+// into ones that say what happened; others are returned as they are.
+func modernError(err error) error {
+	var rpcErr *rpcError
+	if !errors.As(err, &rpcErr) {
+		return err
+	}
+	switch rpcErr.Code {
+	case codeMissingCapability:
+		return fmt.Errorf("the server requires client capabilities harnessd does not offer (%s): %w", missingCapabilities(rpcErr.Data), err)
+	}
+	return err
+}
+
+// missingCapabilities names the capabilities of a -32021 error's data, or
+// says the server named none.
+func missingCapabilities(data json.RawMessage) string {
+	var d map[string]json.RawMessage
+	if json.Unmarshal(data, &d) != nil {
+		return "the server named none"
+	}
+	var required map[string]json.RawMessage
+	if json.Unmarshal(d["requiredCapabilities"], &required) != nil || len(required) == 0 {
+		return "the server named none"
+	}
+	names := slices.Sorted(maps.Keys(required))
+	return strings.Join(names, ", ")
+}

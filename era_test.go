@@ -1,0 +1,332 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// This file tests the negotiation of the protocol revision over stdio and
+// Streamable HTTP, and the requests of the current revision.
+
+func TestNegotiateStdio(t *testing.T) {
+	tests := []struct {
+		name   string
+		mode   string
+		pinned string
+		want   string // the negotiated version; "" when connect fails
+		// wantErr is in connect's error when want is "".
+		wantErr    string
+		wantServer string
+	}{
+		{name: "older server answers -32601", mode: "legacy", want: latestProtocolVersion, wantServer: "fake"},
+		{name: "current server", mode: "modern", want: modernProtocolVersion, wantServer: "fake-modern"},
+		{name: "current server refuses the first version", mode: "modern-retry", want: modernProtocolVersion, wantServer: "fake-modern"},
+		{name: "no answer within the bound", mode: "discover-silent", want: latestProtocolVersion, wantServer: "fake"},
+		{name: "current server slow to start", mode: "modern-slow", want: modernProtocolVersion, wantServer: "fake-modern"},
+		{name: "pinned older version", mode: "legacy", pinned: "2025-06-18", want: "2025-06-18", wantServer: "fake"},
+		{name: "pinned current version", mode: "modern", pinned: modernProtocolVersion, want: modernProtocolVersion, wantServer: "fake-modern"},
+		{name: "pinned current version on an older server", mode: "legacy", pinned: modernProtocolVersion, wantErr: "server/discover: json-rpc error -32601"},
+		{name: "pinned older version on a current server", mode: "modern", pinned: latestProtocolVersion, wantErr: "initialize: json-rpc error -32601"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := fakeServerConfig(t, tt.mode)
+			cfg.ProtocolVersion = tt.pinned
+			c, err := connect(t.Context(), cfg, clientOptions{DiscoverTimeout: 300 * time.Millisecond})
+			if tt.want == "" {
+				if err == nil {
+					c.close()
+					t.Fatalf("connect(%s) = nil error, want one containing %q", tt.mode, tt.wantErr)
+				}
+				if !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), `server "fake"`) {
+					t.Errorf("connect(%s) = %v, want an error naming the server and containing %q", tt.mode, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("connect(%s) = %v", tt.mode, err)
+			}
+			t.Cleanup(func() { c.close() })
+			if got := c.protocolVersion(); got != tt.want {
+				t.Errorf("protocolVersion() = %q, want %q", got, tt.want)
+			}
+			if got := c.serverInfo().Name; got != tt.wantServer {
+				t.Errorf("serverInfo().Name = %q, want %q", got, tt.wantServer)
+			}
+			// The modern fake refuses requests without the revision's _meta.
+			if _, err := c.listTools(t.Context()); err != nil {
+				t.Errorf("listTools() = %v", err)
+			}
+			res, err := c.callTool(t.Context(), "echo", json.RawMessage(`{"message":"hi"}`))
+			if err != nil || resultToText(res) != "hi" {
+				t.Errorf("callTool(echo hi) = %v, %v; want hi", res, err)
+			}
+		})
+	}
+}
+
+// A eraHTTPServer answers server/discover as its test says and the rest
+// as a server of whichever revision the client ends up speaking. It
+// records every request.
+type eraHTTPServer struct {
+	discover func(n int) (status int, body string)
+	mu       sync.Mutex
+	requests []discoverRecord
+	n        atomic.Int32
+}
+
+// A discoverRecord is one HTTP request a eraHTTPServer received.
+type discoverRecord struct {
+	method string // the HTTP method
+	header http.Header
+	body   map[string]json.RawMessage
+}
+
+func (f *eraHTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	var msg map[string]json.RawMessage
+	json.Unmarshal(raw, &msg)
+	f.mu.Lock()
+	f.requests = append(f.requests, discoverRecord{method: r.Method, header: r.Header.Clone(), body: msg})
+	f.mu.Unlock()
+	if r.Method != http.MethodPost {
+		http.Error(w, "no", http.StatusMethodNotAllowed)
+		return
+	}
+	var method string
+	json.Unmarshal(msg["method"], &method)
+	if _, ok := msg["id"]; !ok {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	answer := func(result string) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg["id"], result)
+	}
+	switch method {
+	case "server/discover":
+		status, body := f.discover(int(f.n.Add(1)))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, strings.ReplaceAll(body, "ID", string(msg["id"])))
+	case "initialize":
+		w.Header().Set(headerSessionID, "session-1")
+		answer(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"older","version":"1"}}`)
+	case "tools/list":
+		answer(`{"tools":[{"name":"lookup","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},` +
+			`{"name":"bad","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}}]}`)
+	default:
+		answer(`{"content":[{"type":"text","text":"ok"}]}`)
+	}
+}
+
+// methods returns the JSON-RPC methods (or, for other HTTP methods, the
+// HTTP method) of the requests received, in order.
+func (f *eraHTTPServer) methods() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, r := range f.requests {
+		var m string
+		json.Unmarshal(r.body["method"], &m)
+		if r.method != http.MethodPost {
+			m = r.method
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+const discoverOK = `{"jsonrpc":"2.0","id":ID,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"current","version":"1"}}}}`
+
+func TestNegotiateHTTP(t *testing.T) {
+	refusal := func(code int, data string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":ID,"error":{"code":%d,"message":"no","data":%s}}`, code, data)
+	}
+	tests := []struct {
+		name     string
+		discover func(n int) (int, string)
+		want     string // the negotiated version; "" when connect fails
+		wantErr  string
+	}{
+		{name: "current server", discover: func(int) (int, string) { return 200, discoverOK }, want: modernProtocolVersion},
+		{name: "400 -32022 with a current version", discover: func(n int) (int, string) {
+			if n == 1 {
+				return 400, refusal(codeUnsupportedVersion, `{"supported":["2026-07-28"],"requested":"2026-07-28"}`)
+			}
+			return 200, discoverOK
+		}, want: modernProtocolVersion},
+		{name: "400 -32022 with older versions only", discover: func(int) (int, string) {
+			return 400, refusal(codeUnsupportedVersion, `{"supported":["2025-11-25"]}`)
+		}, want: latestProtocolVersion},
+		{name: "400 -32020", discover: func(int) (int, string) { return 400, refusal(codeHeaderMismatch, `null`) }, wantErr: "json-rpc error -32020"},
+		{name: "400 -32021", discover: func(int) (int, string) {
+			return 400, refusal(codeMissingCapability, `{"requiredCapabilities":{"sampling":{}}}`)
+		}, wantErr: "json-rpc error -32021"},
+		{name: "400 of an older server", discover: func(int) (int, string) {
+			return 400, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}`
+		}, want: latestProtocolVersion},
+		{name: "404", discover: func(int) (int, string) { return 404, "not found" }, want: latestProtocolVersion},
+		{name: "401 is not an answer about the revision", discover: func(int) (int, string) { return 401, "" }, wantErr: "authentication failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := &eraHTTPServer{discover: tt.discover}
+			srv := httptest.NewServer(fake)
+			t.Cleanup(srv.Close)
+			cfg := httpPeerConfig("fake", transportHTTP, srv.URL)
+			c, err := connect(t.Context(), cfg, clientOptions{})
+			if tt.want == "" {
+				if err == nil {
+					c.close()
+					t.Fatalf("connect = nil error, want one containing %q", tt.wantErr)
+				}
+				if !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("connect = %v, want an error containing %q", err, tt.wantErr)
+				}
+				if got := fake.methods(); strings.Contains(strings.Join(got, " "), "initialize") {
+					t.Errorf("requests = %v, want no initialize after a refusal of the current revision", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("connect = %v", err)
+			}
+			if got := c.protocolVersion(); got != tt.want {
+				t.Errorf("protocolVersion() = %q, want %q", got, tt.want)
+			}
+			tools, err := c.listTools(t.Context())
+			if err != nil {
+				t.Fatalf("listTools() = %v", err)
+			}
+			if _, err := c.callTool(t.Context(), "lookup", json.RawMessage(`{"region":"us-west1"}`)); err != nil {
+				t.Fatalf("callTool(lookup) = %v", err)
+			}
+			c.close()
+			methods := strings.Join(fake.methods(), " ")
+			if tt.want != modernProtocolVersion {
+				if !strings.Contains(methods, "initialize") {
+					t.Errorf("requests = %s, want an initialize after the probe", methods)
+				}
+				return
+			}
+			// The current revision: no handshake, session, GET or DELETE; the
+			// invalid tool is left out; every request carries the revision.
+			if strings.Contains(methods, "initialize") || strings.Contains(methods, "GET") || strings.Contains(methods, "DELETE") {
+				t.Errorf("requests = %s, want neither initialize, GET nor DELETE", methods)
+			}
+			if len(tools) != 1 || tools[0].Name != "lookup" {
+				t.Errorf("listTools() = %v, want only lookup (bad has x-mcp-header on a number)", tools)
+			}
+			fake.mu.Lock()
+			defer fake.mu.Unlock()
+			for _, r := range fake.requests {
+				var method string
+				json.Unmarshal(r.body["method"], &method)
+				var params struct {
+					Meta map[string]json.RawMessage `json:"_meta"`
+				}
+				json.Unmarshal(r.body["params"], &params)
+				if r.header.Get(headerProtocolVersion) != modernProtocolVersion || r.header.Get(headerMethod) != method ||
+					r.header.Get(headerSessionID) != "" || string(params.Meta[metaProtocolVersion]) != `"2026-07-28"` ||
+					params.Meta[metaClientCapabilities] == nil || params.Meta[metaClientInfo] == nil {
+					t.Errorf("%s: headers %v, _meta %s: want the revision's headers and _meta, no session", method, r.header, r.body["params"])
+				}
+				if method == "tools/call" && (r.header.Get(headerName) != "lookup" || r.header.Get("Mcp-Param-Region") != "us-west1") {
+					t.Errorf("tools/call headers %v, want Mcp-Name lookup and Mcp-Param-Region us-west1", r.header)
+				}
+			}
+		})
+	}
+}
+
+func TestEncodeHeaderValue(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"us-west1", "us-west1"},
+		{"us west 1", "us west 1"},
+		{"", ""},
+		{"Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="},
+		{" padded ", "=?base64?IHBhZGRlZCA=?="},
+		{"line1\nline2", "=?base64?bGluZTEKbGluZTI=?="},
+		{"\tindented", "=?base64?CWluZGVudGVk?="},
+		{"=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="},
+	}
+	for _, tt := range tests {
+		if got := encodeHeaderValue(tt.in); got != tt.want {
+			t.Errorf("encodeHeaderValue(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParamHeaders(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},
+		"priority":{"type":"integer","x-mcp-header":"Priority"},
+		"verbose":{"type":"boolean","x-mcp-header":"Verbose"},
+		"nested":{"type":"object","properties":{"tenant":{"type":"string","x-mcp-header":"Tenant"}}}}}`)
+	bindings, err := headerBindings(schema)
+	if err != nil {
+		t.Fatalf("headerBindings() = %v", err)
+	}
+	tests := []struct {
+		name string
+		args string
+		want map[string]string // header -> value; absent headers must be missing
+	}{
+		{"all kinds", `{"region":"eu","priority":42,"verbose":false,"nested":{"tenant":"acme"}}`,
+			map[string]string{"Mcp-Param-Region": "eu", "Mcp-Param-Priority": "42", "Mcp-Param-Verbose": "false", "Mcp-Param-Tenant": "acme"}},
+		{"null is omitted", `{"region":null,"priority":1}`, map[string]string{"Mcp-Param-Priority": "1"}},
+		{"absent is omitted", `{}`, map[string]string{}},
+		{"integral float", `{"priority":42.0}`, map[string]string{"Mcp-Param-Priority": "42"}},
+		{"fraction and unsafe integer are omitted", `{"priority":4.5,"verbose":true}`, map[string]string{"Mcp-Param-Verbose": "true"}},
+		{"beyond the safe range", `{"priority":9007199254740993}`, map[string]string{}},
+		{"unsafe text is encoded", `{"region":" eu"}`, map[string]string{"Mcp-Param-Region": "=?base64?IGV1?="}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := paramHeaders(bindings, json.RawMessage(tt.args))
+			if len(h) != len(tt.want) {
+				t.Errorf("paramHeaders(%s) = %v, want %v", tt.args, h, tt.want)
+			}
+			for k, v := range tt.want {
+				if got := h.Get(k); got != v {
+					t.Errorf("paramHeaders(%s)[%s] = %q, want %q", tt.args, k, got, v)
+				}
+			}
+		})
+	}
+}
+
+func TestHeaderBindingsInvalid(t *testing.T) {
+	tests := []struct{ name, schema, wantErr string }{
+		{"empty", `{"properties":{"v":{"type":"string","x-mcp-header":""}}}`, "non-empty"},
+		{"space", `{"properties":{"v":{"type":"string","x-mcp-header":"My Region"}}}`, "cannot"},
+		{"colon", `{"properties":{"v":{"type":"string","x-mcp-header":"Region:Primary"}}}`, "cannot"},
+		{"non-ascii", `{"properties":{"v":{"type":"string","x-mcp-header":"Région"}}}`, "cannot"},
+		{"number", `{"properties":{"v":{"type":"number","x-mcp-header":"V"}}}`, "not number"},
+		{"object", `{"properties":{"v":{"type":"object","x-mcp-header":"V"}}}`, "not object"},
+		{"duplicate in another case", `{"properties":{"a":{"type":"string","x-mcp-header":"MyField"},"b":{"type":"string","x-mcp-header":"myfield"}}}`, "twice"},
+		{"under items", `{"properties":{"a":{"type":"array","items":{"type":"string","x-mcp-header":"A"}}}}`, "reached through properties"},
+		{"under anyOf", `{"anyOf":[{"properties":{"a":{"type":"string","x-mcp-header":"A"}}}]}`, "reached through properties"},
+		{"on the root", `{"type":"string","x-mcp-header":"A"}`, "reached through properties"},
+	}
+	for _, tt := range tests {
+		if _, err := headerBindings(json.RawMessage(tt.schema)); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("headerBindings(%s) = %v, want an error containing %q", tt.name, err, tt.wantErr)
+		}
+	}
+	// An x-mcp-header key inside a default value is data, not an annotation.
+	if b, err := headerBindings(json.RawMessage(`{"properties":{"o":{"type":"object","default":{"x-mcp-header":"X"}}}}`)); err != nil || len(b) != 0 {
+		t.Errorf("headerBindings(default holding the key) = %v, %v; want none and no error", b, err)
+	}
+}
