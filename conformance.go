@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -47,9 +45,6 @@ func (a *app) mcpConformance(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if v, _ := a.getenv("MCP_CONFORMANCE_PROTOCOL_VERSION"); v == statelessProtocolVersion {
-		return statelessConformance(ctx, server, oauth.forServer(server), logger)
-	}
 	c, err := connect(ctx, server, clientOptions{
 		OAuth:         oauth,
 		Logger:        logger,
@@ -72,31 +67,82 @@ func (a *app) mcpConformance(ctx context.Context, args []string) error {
 		}
 		timer.Stop()
 	}
+	logger.Info("connected", "protocol_version", c.protocolVersion())
 	tools, err := c.listTools(ctx)
 	if err != nil {
 		return err
 	}
-	var name string
-	var callArgs json.RawMessage
-	switch {
-	case scenario == "initialize":
-		return nil
-	case scenario == "tools_call":
-		name, callArgs = "add_numbers", json.RawMessage(`{"a":5,"b":3}`)
-	case len(tools) > 0:
-		name, callArgs = tools[0].Name, json.RawMessage(`{}`)
-	default:
-		return nil
-	}
-	res, err := c.callTool(ctx, name, callArgs)
+	calls, err := conformanceCalls(scenario, a.getenv, tools)
 	if err != nil {
 		return err
 	}
-	logger.Info("tool result", "tool", name, "text", resultToText(res), "is_error", res.IsError)
-	if res.IsError {
-		return fmt.Errorf("tool %s reported an error: %s", name, resultToText(res))
+	for _, call := range calls {
+		res, err := c.callTool(ctx, call.Name, call.Arguments)
+		if err != nil {
+			return err
+		}
+		logger.Info("tool result", "tool", call.Name, "text", resultToText(res), "is_error", res.IsError)
+		if res.IsError {
+			return fmt.Errorf("tool %s reported an error: %s", call.Name, resultToText(res))
+		}
 	}
 	return nil
+}
+
+// A conformanceCall is one tool call a scenario asks for.
+type conformanceCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// conformanceCalls returns the tool calls that act out scenario against
+// tools: those MCP_CONFORMANCE_CONTEXT lists (of the tools listed; those
+// left out, for invalid header annotations, are not called), the echo of
+// a schema for the schema-preservation scenario, every tool for the one on
+// invalid tool headers, none where listing is all (initialize, the $ref
+// scenario), else the first tool with no arguments.
+func conformanceCalls(scenario string, getenv func(string) (string, bool), tools []toolInfo) ([]conformanceCall, error) {
+	var context struct {
+		ToolCalls []conformanceCall `json:"toolCalls"`
+	}
+	if raw, ok := getenv("MCP_CONFORMANCE_CONTEXT"); ok && raw != "" {
+		if err := json.Unmarshal([]byte(raw), &context); err != nil {
+			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+		}
+	}
+	listed := make(map[string]toolInfo, len(tools))
+	for _, tool := range tools {
+		listed[tool.Name] = tool
+	}
+	var calls []conformanceCall
+	switch {
+	case scenario == "initialize" || scenario == "json-schema-ref-no-deref":
+	case len(context.ToolCalls) > 0:
+		for _, call := range context.ToolCalls {
+			if _, ok := listed[call.Name]; ok {
+				calls = append(calls, call)
+			}
+		}
+	case scenario == "tools_call":
+		calls = append(calls, conformanceCall{"add_numbers", json.RawMessage(`{"a":5,"b":3}`)})
+	case scenario == "json-schema-2020-12-preservation":
+		focal, ok := listed["json_schema_2020_12_tool"]
+		if !ok {
+			return nil, fmt.Errorf("tools/list: no json_schema_2020_12_tool")
+		}
+		args, err := json.Marshal(map[string]json.RawMessage{"schema": focal.InputSchema})
+		if err != nil {
+			return nil, err
+		}
+		calls = append(calls, conformanceCall{"json_schema_echo", args})
+	case scenario == "http-invalid-tool-headers":
+		for _, tool := range tools {
+			calls = append(calls, conformanceCall{tool.Name, json.RawMessage(`{}`)})
+		}
+	case len(tools) > 0:
+		calls = append(calls, conformanceCall{tools[0].Name, json.RawMessage(`{}`)})
+	}
+	return calls, nil
 }
 
 // conformanceClientMetadataURL is the client ID metadata document URL the
@@ -148,68 +194,6 @@ func conformanceOAuth(getenv func(string) (string, bool), server *serverConfig, 
 		return readRedirect(ctx, noRedirects, authURL)
 	}
 	return clients, nil
-}
-
-// statelessProtocolVersion is the protocol revision without initialize
-// or sessions, which harnessd's client does not speak yet.
-const statelessProtocolVersion = "2026-07-28"
-
-// statelessConformance acts out a scenario of protocol 2026-07-28 (the
-// authorization scenarios that exist only there): it lists the tools and
-// calls the first, each request carrying the revision's header and _meta,
-// through the same OAuth client the daemon uses.
-func statelessConformance(ctx context.Context, server serverConfig, auth *oauthClient, logger *slog.Logger) error {
-	call := func(id int, method string, params map[string]any) (json.RawMessage, error) {
-		params["_meta"] = map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    statelessProtocolVersion,
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-		}
-		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-		resp, err := auth.do(ctx, httpClient, func() (*http.Request, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, server.URL, bytes.NewReader(body))
-			if err == nil {
-				req.Header[headerAccept] = acceptPost
-				req.Header[headerContentType] = contentTypeRPC
-				req.Header[headerProtocolVersion] = []string{statelessProtocolVersion}
-			}
-			return req, err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", method, err)
-		}
-		if resp.StatusCode/100 != 2 {
-			return nil, httpEndpoint{}.statusError(method, resp)
-		}
-		defer resp.Body.Close()
-		var answer struct {
-			Result json.RawMessage `json:"result"`
-			Error  *rpcError       `json:"error"`
-		}
-		if err := json.NewDecoder(io.LimitReader(resp.Body, oauthMetadataLimit)).Decode(&answer); err != nil {
-			return nil, fmt.Errorf("%s: %w", method, err)
-		}
-		if answer.Error != nil {
-			return nil, fmt.Errorf("%s: %s", method, answer.Error.Message)
-		}
-		return answer.Result, nil
-	}
-	raw, err := call(1, "tools/list", map[string]any{})
-	if err != nil {
-		return err
-	}
-	var list struct {
-		Tools []struct {
-			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil || len(list.Tools) == 0 {
-		return fmt.Errorf("tools/list: no tools in %s", raw)
-	}
-	if _, err := call(2, "tools/call", map[string]any{"name": list.Tools[0].Name, "arguments": map[string]any{}}); err != nil {
-		return err
-	}
-	logger.Info("tool called", "tool", list.Tools[0].Name)
-	return nil
 }
 
 // readRedirect GETs authURL and returns the absolute Location it redirects

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs the client scenarios of the pinned MCP conformance suites against a
 # client command, one scenario at a time (sse-retry measures timing): every
-# scenario of 0.1.16 and every auth/* scenario of 0.2.0-alpha.12. Each
-# scenario gets a fresh HARNESS_HOME (so a fresh OAuth token store).
+# scenario of 0.1.16, and every client scenario of 0.2.0-alpha.12 at each
+# protocol revision it lists (extensions once, at the suite's default).
+# Each run gets a fresh HARNESS_HOME (so a fresh OAuth token store).
 # Scenarios of extensions harnessd does not implement (listed in
 # expected_failures below) run too, but their failure is reported, not fatal.
 #
@@ -34,13 +35,18 @@ for suite in "${suites[@]}"; do
 	fi
 done
 
-# VERSION:SCENARIO pairs expected to fail: extensions harnessd does not
-# implement (DPoP, enterprise-managed authorization and cross-app access,
-# workload identity federation), and 0.1.16's 2025-03-26 metadata scenario,
-# whose metadata names an issuer other than the one it was fetched for
-# (harnessd refuses such metadata; 0.2.0-alpha.12 fixed the scenario).
+# SUITE:SCENARIO pairs expected to fail (at every revision they run at):
+# extensions harnessd does not implement (DPoP, enterprise-managed
+# authorization and cross-app access, workload identity federation, the
+# skills extension of SEP-2640); input_required results (SEP-2322), not
+# built yet; and 0.1.16's 2025-03-26 metadata scenario, whose metadata
+# names an issuer other than the one it was fetched for (harnessd refuses
+# such metadata; 0.2.0-alpha.12 fixed the scenario).
 expected_failures=" 0.2.0-alpha.12:auth/dpop 0.2.0-alpha.12:auth/dpop-nonce
  0.2.0-alpha.12:auth/enterprise-managed-authorization 0.2.0-alpha.12:auth/wif-jwt-bearer
+ 0.2.0-alpha.12:sep-2640-client-no-prefetch 0.2.0-alpha.12:sep-2640-client-verify-digest
+ 0.2.0-alpha.12:sep-2640-client-verify-size 0.2.0-alpha.12:sep-2640-client-verify-frontmatter
+ 0.2.0-alpha.12:sep-2322-client-request-state
  0.1.16:auth/cross-app-access-complete-flow 0.1.16:auth/2025-03-26-oauth-metadata-backcompat "
 
 # The suite splits the command on spaces and hands the pieces to /bin/sh
@@ -54,18 +60,27 @@ conformance() {
 	node --import "$npm_dir/globsync-shim.mjs" "${suites[$version]}" "$@"
 }
 
-# runs holds "version scenario" pairs.
+# runs holds "suite revision scenario" triples; revision "-" is the
+# suite's default for the scenario.
 runs=()
 for version in 0.1.16 0.2.0-alpha.12; do
-	mapfile -t listed < <(conformance "$version" list --client | sed -n 's/^  - \([^ ]*\).*/\1/p')
+	# Lines read "  - SCENARIO [REVISION,...]" (0.2.0-alpha.12) or
+	# "  - SCENARIO" (0.1.16).
+	mapfile -t listed < <(conformance "$version" list --client | sed -n 's/^  - \([^ ]*\)\( \[\([^]]*\)\]\)\{0,1\}.*/\1 \3/p')
 	if [ "${#listed[@]}" -eq 0 ]; then
 		echo "conformance: suite $version listed no client scenarios" >&2
 		exit 2
 	fi
-	for scenario in "${listed[@]}"; do
-		if [ "$version" = 0.1.16 ] || [[ "$scenario" == auth/* ]]; then
-			runs+=("$version $scenario")
+	for line in "${listed[@]}"; do
+		scenario="${line%% *}"
+		revisions="${line#* }"
+		if [ "$version" = 0.1.16 ] || [ -z "$revisions" ] || [ "$revisions" = extension ]; then
+			runs+=("$version - $scenario")
+			continue
 		fi
+		for revision in ${revisions//,/ }; do
+			runs+=("$version $revision $scenario")
+		done
 	done
 done
 
@@ -91,22 +106,28 @@ failed=()
 passed=()
 expected_failed=()
 for run in "${runs[@]}"; do
-	version="${run%% *}"
-	scenario="${run#* }"
+	read -r version revision scenario <<<"$run"
 	out="$results/$version"
+	revision_args=()
+	name="$version:$scenario"
+	if [ "$revision" != - ]; then
+		revision_args=(--spec-version "$revision")
+		out="$results/$version/$revision"
+		name="$version:$scenario@$revision"
+	fi
 	home="$(mktemp -d "${TMPDIR:-/tmp}/conformance-home.XXXXXX")"
-	echo "=== conformance $version $scenario"
+	echo "=== conformance $name"
 	if HARNESS_HOME="$home" conformance "$version" client --command "$client_cmd" --scenario "$scenario" \
-		--timeout "${CONFORMANCE_TIMEOUT_MS:-30000}" -o "$out" &&
+		"${revision_args[@]}" --timeout "${CONFORMANCE_TIMEOUT_MS:-30000}" -o "$out" &&
 		passed_a_check "$scenario" "$out"; then
-		echo "--- PASS $version $scenario"
-		passed+=("$version:$scenario")
+		echo "--- PASS $name"
+		passed+=("$name")
 	elif [[ "$expected_failures" == *[[:space:]]"$version:$scenario"[[:space:]]* ]]; then
-		echo "--- FAIL (expected) $version $scenario"
-		expected_failed+=("$version:$scenario")
+		echo "--- FAIL (expected) $name"
+		expected_failed+=("$name")
 	else
-		echo "--- FAIL $version $scenario"
-		failed+=("$version:$scenario")
+		echo "--- FAIL $name"
+		failed+=("$name")
 	fi
 	rm -rf "$home"
 done
