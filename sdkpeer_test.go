@@ -12,7 +12,8 @@ import (
 // input, and list changes, over stdio and Streamable HTTP.
 
 // sdkFullPeers are the ways to reach the Go SDK server in -full mode, with
-// the revision harnessd negotiates with each.
+// the revision harnessd negotiates with each (its stateful HTTP handler
+// cannot serve 2026-07-28, so that one stays at 2025-11-25).
 func sdkFullPeers() []struct {
 	name        string
 	config      func(t *testing.T) serverConfig
@@ -25,7 +26,7 @@ func sdkFullPeers() []struct {
 	}{
 		{"stdio", func(t *testing.T) serverConfig {
 			return stdioPeerConfig("sdk", peerCommand{Command: buildEchoServer(t), Args: []string{"stdio", "-full", "-ttl", "1m"}})
-		}, "2025-11-25"},
+		}, modernProtocolVersion},
 		{"http", func(t *testing.T) serverConfig {
 			return httpPeerConfig("sdk", transportHTTP, startEchoServerHTTP(t, "http", "-full", "-ttl", "1m"))
 		}, "2025-11-25"},
@@ -67,7 +68,7 @@ func TestGoSDKFullServer(t *testing.T) {
 			}
 			// Below 2026-07-28 the SDK asks by server requests and re-runs
 			// the tool once, so only one round of questions works there.
-			if peer.wantVersion >= statelessProtocolVersion {
+			if peer.wantVersion >= modernProtocolVersion {
 				calls = append(calls, struct{ tool, args, want string }{"survey", `{}`, "Ada likes green"})
 			}
 			for _, call := range calls {
