@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -278,5 +281,105 @@ func TestRetireWaitsForCallsInFlight(t *testing.T) {
 	case <-ms.retire(errRestartedByReload):
 	default:
 		t.Fatal("retire() of an idle server returned an open channel")
+	}
+}
+
+// TestReloaderAppliesSettings reloads a daemon's parts in process: the
+// API keys and the runs' default model and max_steps change, the new
+// servers' secrets are redacted, settings that need a restart are named
+// in a warning, and a configuration that is bad, or that would leave a
+// public address without keys, is refused with the running one kept.
+func TestReloaderAppliesSettings(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	path := filepath.Join(home, "config.toml")
+	write := func(config string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(name, token string) string {
+		sum := sha256.Sum256([]byte(token))
+		return fmt.Sprintf("[[auth.keys]]\nname = %q\ntoken_sha256 = %q\nscopes = [\"admin\"]\n\n", name, hex.EncodeToString(sum[:]))
+	}
+	getenv := func(string) (string, bool) { return "", false }
+	write("[model]\nname = \"openai/first\"\n\n" + key("old", "old-token-0123456789"))
+	load := loadOptions{Home: home, Getenv: getenv}
+	cfg, _, err := checkConfig(load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := startRegistry(t, cfg.Servers, registryOptions{})
+	f := newFakeModel(t, "openai")
+	opts := runOptionsOver(t, reg, f, home, nil)
+	opts.Model = cfg.Model.spec()
+	runs := newRunsWith(t, opts)
+	a := newAPI(runs, reg, cfg.AuthKeys, runs.opts.Metrics, nil, nil)
+	logs := newLogRecorder()
+	rl := &reloader{opts: load, started: cfg, reg: reg, api: a, runs: runs, metrics: runs.opts.Metrics,
+		secrets: newLiveRedactor(nil), logger: logs.logger(),
+		checkAuth: func(keys []authKey) error {
+			if len(keys) == 0 {
+				return errors.New("--addr 0.0.0.0:8080 is not a loopback address and no API keys are configured")
+			}
+			return nil
+		}}
+	keyNames := func() []string {
+		var names []string
+		for _, k := range a.authKeys() {
+			names = append(names, k.Name)
+		}
+		return names
+	}
+
+	const header = "Bearer reload-secret-0123456789"
+	write("max_concurrent_runs = 3\nallowed_hosts = [\"harness.internal\"]\n\n[model]\nname = \"openai/second\"\nmax_steps = 7\n\n" +
+		key("new", "new-token-0123456789") +
+		"[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\nenabled = false\nheaders = { Authorization = \"" + header + "\" }\n")
+	if err := rl.reload(); err != nil {
+		t.Fatalf("reload() = %v", err)
+	}
+	if got := keyNames(); !slices.Equal(got, []string{"new"}) {
+		t.Errorf("API keys after the reload = %v, want [new]", got)
+	}
+	if model, steps := runs.defaults(); model.Model != "second" || steps != 7 {
+		t.Errorf("run defaults after the reload = %s, %d steps, want second, 7", model.Model, steps)
+	}
+	for what, rd := range map[string]*redactor{"daemon log": rl.secrets.load(), "runs": runs.env.secrets.load(), "API": a.globalSecrets.load()} {
+		if got := rd.redact("sent " + header); strings.Contains(got, "reload-secret") {
+			t.Errorf("%s redactor after the reload: %q, want the new server's header hidden", what, got)
+		}
+	}
+	var warned string
+	for _, r := range logs.snapshot() {
+		if strings.HasPrefix(r.Message, "settings changed that apply only after a restart") {
+			warned = r.Attrs["settings"]
+		}
+	}
+	if warned != "[max_concurrent_runs allowed_hosts]" {
+		t.Errorf("restart warning names %q, want [max_concurrent_runs allowed_hosts]", warned)
+	}
+
+	for _, tt := range []struct {
+		name, config, want string
+	}{
+		{"no keys on a public address", "[model]\nname = \"openai/third\"\n", "no API keys are configured"},
+		{"wrong type", key("other", "other-token-0123456789") + "[mcp_servers.bad]\ncommand = \"x\"\nargs = \"one\"\n", path},
+	} {
+		write(tt.config)
+		err := rl.reload()
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: reload() = %v, want an error containing %q", tt.name, err, tt.want)
+		}
+		if got := keyNames(); !slices.Equal(got, []string{"new"}) {
+			t.Errorf("%s: API keys after the refused reload = %v, want [new] kept", tt.name, got)
+		}
+		if model, _ := runs.defaults(); model.Model != "second" {
+			t.Errorf("%s: default model after the refused reload = %s, want second kept", tt.name, model.Model)
+		}
+		if reg.server("web") == nil || reg.server("bad") != nil {
+			t.Errorf("%s: servers after the refused reload changed", tt.name)
+		}
 	}
 }
