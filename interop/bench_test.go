@@ -24,7 +24,13 @@ import (
 // default of two per host would make the parallel case measure dialing.
 var benchHTTPClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
-func BenchmarkStdioToolCall(b *testing.B) {
+// BenchmarkStdioToolCall calls over stdio at the revision both sides
+// negotiate (2026-07-28 with the echoserver); BenchmarkStdioToolCall2025
+// pins 2025-11-25.
+func BenchmarkStdioToolCall(b *testing.B)     { benchStdioToolCall(b, "") }
+func BenchmarkStdioToolCall2025(b *testing.B) { benchStdioToolCall(b, "2025-11-25") }
+
+func benchStdioToolCall(b *testing.B, version string) {
 	var cmd *exec.Cmd
 	if line := os.Getenv("HARNESS_BENCH_STDIO_SERVER"); line != "" {
 		fields := strings.Fields(line)
@@ -33,15 +39,37 @@ func BenchmarkStdioToolCall(b *testing.B) {
 		cmd = exec.Command(buildEchoServer(b), "stdio")
 	}
 	cmd.Stderr = os.Stderr
-	benchToolCall(b, connectTransport(b, &mcp.CommandTransport{Command: cmd}))
+	benchToolCall(b, connectVersion(b, &mcp.CommandTransport{Command: cmd}, version))
 }
 
-func BenchmarkHTTPToolCall(b *testing.B) {
+// BenchmarkHTTPToolCall calls the echoserver's stateful handler, which
+// serves revisions up to 2025-11-25; BenchmarkHTTPStatelessToolCall its
+// stateless one, at 2026-07-28 (HARNESS_BENCH_HTTP_URL replaces the
+// server of both).
+func BenchmarkHTTPToolCall(b *testing.B)          { benchHTTPToolCall(b, "http") }
+func BenchmarkHTTPStatelessToolCall(b *testing.B) { benchHTTPToolCall(b, "http-stateless") }
+
+func benchHTTPToolCall(b *testing.B, mode string) {
 	url := os.Getenv("HARNESS_BENCH_HTTP_URL")
 	if url == "" {
-		url = startEchoServerHTTP(b, "http")
+		url = startEchoServerHTTP(b, mode)
 	}
 	benchToolCall(b, connectTransport(b, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: benchHTTPClient}))
+}
+
+// connectVersion connects like connectTransport, offering version ("" for
+// the newest); the revision negotiated is logged.
+func connectVersion(b *testing.B, transport mcp.Transport, version string) *mcp.ClientSession {
+	b.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "interop-test", Version: "1.0.0"}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	session, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		b.Fatalf("connect: %v", err)
+	}
+	b.Cleanup(func() { session.Close() })
+	return session
 }
 
 // benchCallers is how many goroutines the parallel benchmarks run, whatever
@@ -52,6 +80,7 @@ const benchCallers = 8
 // at a time (seq) and from benchCallers goroutines at once (parallel), with
 // the client process's CPU time per call (cpu-ns/op).
 func benchToolCall(b *testing.B, session *mcp.ClientSession) {
+	b.Logf("protocol version %s", session.InitializeResult().ProtocolVersion)
 	args := map[string]any{"message": "hello"}
 	call := func(ctx context.Context) error {
 		got, err := callText(ctx, session, "echo", args)
