@@ -282,6 +282,9 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 		c.close()
 		return nil, err
 	}
+	if c.meta.Load() != nil {
+		c.listen() // list changes come through a subscription on this revision
+	}
 	return c, nil
 }
 
@@ -605,6 +608,7 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 		// The tool's schema changed since it was listed: list again, and
 		// call once more with the headers of the new schema.
 		c.logger.Info("server refused the call's headers; listing tools again", "tool", name)
+		c.listChanged("notifications/tools/list_changed")
 		if _, lerr := c.listTools(ctx); lerr != nil {
 			return nil, fmt.Errorf("tools/call: header mismatch, and listing tools again failed: %w", lerr)
 		}

@@ -103,6 +103,9 @@ type request struct {
 	// version, when set, sends the request at that current revision
 	// whatever the session's: the probe does.
 	version string
+	// longLived marks a subscription (subscribe.go): it has no deadline
+	// and lasts until ctx ends.
+	longLived bool
 }
 
 // roundTrip sends one request and waits for its response, bounded by ctx
@@ -164,9 +167,11 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 		}
 		cancel(errTimeout)
 	})
-	timer.Reset(timeout)
+	if !req.longLived {
+		timer.Reset(timeout)
+	}
 	defer timer.Stop()
-	if !req.handshake {
+	if !req.handshake && !req.longLived {
 		limit := time.Now().Add(10 * timeout)
 		pc.extend = func() {
 			next := timeout
@@ -376,6 +381,8 @@ func (c *conn) deliverResponse(rawID json.RawMessage, resp rpcResponse) {
 func (c *conn) handleNotification(msg wireMessage) {
 	c.listChanged(msg.Method)
 	switch msg.Method {
+	case "notifications/subscriptions/acknowledged":
+		c.subscriptionAcknowledged(msg.Params)
 	case "notifications/tools/list_changed":
 		if c.opts.OnToolsChanged != nil {
 			c.opts.OnToolsChanged()

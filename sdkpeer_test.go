@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // This file tests harnessd's client against the official Go SDK's server in
@@ -13,7 +15,8 @@ import (
 
 // sdkFullPeers are the ways to reach the Go SDK server in -full mode, with
 // the revision harnessd negotiates with each (its stateful HTTP handler
-// cannot serve 2026-07-28, so that one stays at 2025-11-25).
+// cannot serve 2026-07-28, so that one stays at 2025-11-25; its stateless
+// one serves 2026-07-28).
 func sdkFullPeers() []struct {
 	name        string
 	config      func(t *testing.T) serverConfig
@@ -30,6 +33,9 @@ func sdkFullPeers() []struct {
 		{"http", func(t *testing.T) serverConfig {
 			return httpPeerConfig("sdk", transportHTTP, startEchoServerHTTP(t, "http", "-full", "-ttl", "1m"))
 		}, "2025-11-25"},
+		{"http-stateless", func(t *testing.T) serverConfig {
+			return httpPeerConfig("sdk", transportHTTP, startEchoServerHTTP(t, "http-stateless", "-full", "-ttl", "1m"))
+		}, modernProtocolVersion},
 	}
 }
 
@@ -54,7 +60,15 @@ func TestGoSDKFullServer(t *testing.T) {
 	for _, peer := range sdkFullPeers() {
 		t.Run(peer.name, func(t *testing.T) {
 			t.Parallel()
-			c := connectPeer(t, peer.config(t), sdkInputOptions())
+			toolsChanged := make(chan struct{}, 1)
+			opts := sdkInputOptions()
+			opts.OnToolsChanged = func() {
+				select {
+				case toolsChanged <- struct{}{}:
+				default:
+				}
+			}
+			c := connectPeer(t, peer.config(t), opts)
 			if got := c.protocolVersion(); got != peer.wantVersion {
 				t.Errorf("protocol version = %q, want %q", got, peer.wantVersion)
 			}
@@ -80,6 +94,27 @@ func TestGoSDKFullServer(t *testing.T) {
 			read, err := c.readResource(ctx, "echo://greeting")
 			if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != "hello from echoserver" {
 				t.Errorf("readResource(echo://greeting) = %+v, %v, want its text", read, err)
+			}
+			if peer.wantVersion >= modernProtocolVersion {
+				_, err := c.callTool(ctx, "nag", nil)
+				if err == nil || !strings.Contains(err.Error(), `server "sdk" still asks for input after 8 answered rounds`) {
+					t.Errorf("callTool(nag) error = %v, want the bound on rounds, naming the server", err)
+				}
+			}
+
+			// A list change reaches harnessd: through the GET stream below
+			// 2026-07-28, through subscriptions/listen on it.
+			if _, err := c.callTool(ctx, "add_tool", json.RawMessage(`{"name":"shout"}`)); err != nil {
+				t.Fatalf("callTool(add_tool) = %v", err)
+			}
+			select {
+			case <-toolsChanged:
+			case <-time.After(waitLimit):
+				t.Fatal("no tools list_changed within the wait limit of add_tool")
+			}
+			tools, err := c.listTools(ctx)
+			if err != nil || !slices.ContainsFunc(tools, func(tool toolInfo) bool { return tool.Name == "shout" }) {
+				t.Errorf("listTools() after list_changed = %v, %v, want it to hold %q", tools, err, "shout")
 			}
 		})
 	}
