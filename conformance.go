@@ -99,7 +99,7 @@ type conformanceCall struct {
 // tools: those MCP_CONFORMANCE_CONTEXT lists (of the tools listed; those
 // left out, for invalid header annotations, are not called), the echo of
 // a schema for the schema-preservation scenario, every tool for the one on
-// invalid tool headers, none where listing is all (initialize, the $ref
+// invalid tool headers and the one on input-required results, none where listing is all (initialize, the $ref
 // scenario), else the first tool with no arguments.
 func conformanceCalls(scenario string, getenv func(string) (string, bool), tools []toolInfo) ([]conformanceCall, error) {
 	var context struct {
@@ -135,7 +135,7 @@ func conformanceCalls(scenario string, getenv func(string) (string, bool), tools
 			return nil, err
 		}
 		calls = append(calls, conformanceCall{"json_schema_echo", args})
-	case scenario == "http-invalid-tool-headers":
+	case scenario == "http-invalid-tool-headers" || scenario == "sep-2322-client-request-state":
 		for _, tool := range tools {
 			calls = append(calls, conformanceCall{tool.Name, json.RawMessage(`{}`)})
 		}

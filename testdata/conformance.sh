@@ -38,16 +38,14 @@ done
 # SUITE:SCENARIO pairs expected to fail (at every revision they run at):
 # extensions harnessd does not implement (DPoP, enterprise-managed
 # authorization and cross-app access, workload identity federation, the
-# skills extension of SEP-2640); sep-2322-client-request-state, whose
-# calls the conformance command does not act out yet; and 0.1.16's
-# 2025-03-26 metadata scenario, whose metadata names an issuer other than
+# skills extension of SEP-2640); and 0.1.16's 2025-03-26 metadata
+# scenario, whose metadata names an issuer other than
 # the one it was fetched for (harnessd refuses such metadata;
 # 0.2.0-alpha.12 fixed the scenario).
 expected_failures=" 0.2.0-alpha.12:auth/dpop 0.2.0-alpha.12:auth/dpop-nonce
  0.2.0-alpha.12:auth/enterprise-managed-authorization 0.2.0-alpha.12:auth/wif-jwt-bearer
  0.2.0-alpha.12:sep-2640-client-no-prefetch 0.2.0-alpha.12:sep-2640-client-verify-digest
  0.2.0-alpha.12:sep-2640-client-verify-size 0.2.0-alpha.12:sep-2640-client-verify-frontmatter
- 0.2.0-alpha.12:sep-2322-client-request-state
  0.1.16:auth/cross-app-access-complete-flow 0.1.16:auth/2025-03-26-oauth-metadata-backcompat "
 
 # The suite splits the command on spaces and hands the pieces to /bin/sh
