@@ -65,12 +65,13 @@ func benchStdioConfig(b *testing.B, name string) serverConfig {
 }
 
 // benchHTTPConfig returns the config of the Streamable HTTP server the
-// benchmarks call: HARNESS_BENCH_HTTP_URL, or the echoserver in http mode.
-func benchHTTPConfig(b *testing.B) serverConfig {
+// benchmarks call: HARNESS_BENCH_HTTP_URL, or the echoserver in mode (http
+// or http-stateless).
+func benchHTTPConfig(b *testing.B, mode string) serverConfig {
 	b.Helper()
 	url := os.Getenv("HARNESS_BENCH_HTTP_URL")
 	if url == "" {
-		url = startEchoServerHTTP(b, "http")
+		url = startEchoServerHTTP(b, mode)
 	}
 	return serverConfig{
 		Name:            "bench",
@@ -115,12 +116,28 @@ func benchEcho(ctx context.Context, c *client) error {
 	return nil
 }
 
+// BenchmarkStdioToolCall calls over stdio at the revision negotiated
+// (2026-07-28 with the echoserver); BenchmarkStdioToolCall2025 pins
+// 2025-11-25. BenchmarkHTTPToolCall calls the echoserver's stateful
+// handler, which serves revisions up to 2025-11-25, and
+// BenchmarkHTTPStatelessToolCall its stateless one, at 2026-07-28.
+// interop/bench_test.go has their twins on the Go SDK client.
 func BenchmarkStdioToolCall(b *testing.B) {
 	benchToolCall(b, benchConnect(b, benchStdioConfig(b, "bench")))
 }
 
+func BenchmarkStdioToolCall2025(b *testing.B) {
+	cfg := benchStdioConfig(b, "bench")
+	cfg.ProtocolVersion = "2025-11-25"
+	benchToolCall(b, benchConnect(b, cfg))
+}
+
 func BenchmarkHTTPToolCall(b *testing.B) {
-	benchToolCall(b, benchConnect(b, benchHTTPConfig(b)))
+	benchToolCall(b, benchConnect(b, benchHTTPConfig(b, "http")))
+}
+
+func BenchmarkHTTPStatelessToolCall(b *testing.B) {
+	benchToolCall(b, benchConnect(b, benchHTTPConfig(b, "http-stateless")))
 }
 
 // benchToolCall measures echo on one session, one call at a time (seq) and
@@ -128,6 +145,7 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 // reports the client process's CPU time per call (cpu-ns/op), which the
 // load of a shared machine disturbs far less.
 func benchToolCall(b *testing.B, c *client) {
+	b.Logf("protocol version %s", c.protocolVersion())
 	b.Run("seq", func(b *testing.B) {
 		b.ReportAllocs()
 		ctx := b.Context()

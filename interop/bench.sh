@@ -5,7 +5,10 @@
 #
 # Usage: interop/bench.sh [COUNT]   (COUNT runs of each benchmark, default 6)
 #
-# Both sides call echo({"message":"hello"}) on interop/cmd/echoserver, or on
+# Both sides call echo({"message":"hello"}) on interop/cmd/echoserver (over
+# stdio at the revision negotiated, 2026-07-28, and pinned at 2025-11-25;
+# over its stateful HTTP handler, at 2025-11-25, and its stateless one, at
+# 2026-07-28), or on
 # HARNESS_BENCH_STDIO_SERVER (a command line) and HARNESS_BENCH_HTTP_URL (a
 # Streamable HTTP endpoint) when set. The rounds of the two sides alternate,
 # so a change in the machine's load weighs on both alike. benchstat comes
@@ -24,7 +27,7 @@ benchstat="$work/bin/benchstat"
 (cd "$root" && go test -c -o "$work/harnessd.test" .)
 (cd "$root/interop" && go test -c -o "$work/sdk.test" .)
 
-calls='^Benchmark(Stdio|HTTP)ToolCall$'
+calls='^Benchmark(StdioToolCall|StdioToolCall2025|HTTPToolCall|HTTPStatelessToolCall)$'
 others='^Benchmark(Startup1Server|Startup10Servers|StartupFloor1Server|StartupFloor10Servers|HarnessOverhead|FindTool|Offered|IdleRSS|BinarySize)$'
 
 i=0
@@ -70,8 +73,9 @@ echo "== Go SDK client (sdk) vs harnessd, same server; $count runs each =="
 
 echo
 echo "== ratios harnessd/sdk (medians; cpu-ns/op is the client process's CPU time per call) =="
-printf '%-32s %10s %10s %7s %9s %7s %10s  %s\n' benchmark "sdk ns/op" "ours ns/op" ratio "cpu-ns/op" "B/op" "allocs/op" target
-for bench in BenchmarkStdioToolCall/seq BenchmarkHTTPToolCall/seq BenchmarkStdioToolCall/parallel BenchmarkHTTPToolCall/parallel; do
+printf '%-40s %10s %10s %7s %9s %7s %10s  %s\n' benchmark "sdk ns/op" "ours ns/op" ratio "cpu-ns/op" "B/op" "allocs/op" target
+for bench in BenchmarkStdioToolCall/seq BenchmarkStdioToolCall2025/seq BenchmarkHTTPToolCall/seq BenchmarkHTTPStatelessToolCall/seq \
+	BenchmarkStdioToolCall/parallel BenchmarkStdioToolCall2025/parallel BenchmarkHTTPToolCall/parallel BenchmarkHTTPStatelessToolCall/parallel; do
 	sdk=$(median "$work/sdk.txt" "$bench" ns/op)
 	ours=$(median "$work/harnessd.txt" "$bench" ns/op)
 	ratio=$(awk -v a="$ours" -v b="$sdk" 'BEGIN { printf "%.2f", a / b }')
@@ -86,7 +90,7 @@ for bench in BenchmarkStdioToolCall/seq BenchmarkHTTPToolCall/seq BenchmarkStdio
 		target="throughput ${throughput}x >= 1.25x: $(verdict "$throughput" '>=' 1.25)"
 		;;
 	esac
-	printf '%-32s %10.0f %10.0f %6sx %8sx %6sx %9sx  %s\n' "$bench" "$sdk" "$ours" "$ratio" "$cpu" "$bytes" "$allocs" "$target"
+	printf '%-40s %10.0f %10.0f %6sx %8sx %6sx %9sx  %s\n' "$bench" "$sdk" "$ours" "$ratio" "$cpu" "$bytes" "$allocs" "$target"
 done
 
 echo
