@@ -294,7 +294,7 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 		}
 		// A profile server may shadow a global of its own name, never take
 		// the tool names of a global with another name.
-		if _, err := profileScope(m.opts.Registry.globals(), servers); err != nil {
+		if _, err := profileScope(r.scope.globals.configs(), servers); err != nil {
 			return invalidRequest(err)
 		}
 		r.profile = servers
@@ -303,7 +303,7 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 	if len(r.req.MCPServers) == 0 {
 		return nil
 	}
-	servers, err := parseRunServers(r.req.MCPServers, m.opts.Registry.globals(), r.profile)
+	servers, err := parseRunServers(r.req.MCPServers, r.scope.globals.configs(), r.profile)
 	if err != nil {
 		return invalidRequest(err)
 	}
