@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -381,5 +382,50 @@ func TestReloaderAppliesSettings(t *testing.T) {
 		if reg.server("web") == nil || reg.server("bad") != nil {
 			t.Errorf("%s: servers after the refused reload changed", tt.name)
 		}
+	}
+}
+
+// BenchmarkRegistryReload restarts every one of n fake stdio servers per
+// iteration (their env changes) and reports how long the swap takes
+// (reload returns) and how long until every replacement has connected.
+func BenchmarkRegistryReload(b *testing.B) {
+	for _, n := range []int{1, 10, 50} {
+		b.Run(fmt.Sprintf("servers=%d", n), func(b *testing.B) {
+			configs := func(generation int) []serverConfig {
+				out := make([]serverConfig, n)
+				for i := range out {
+					cfg := fakeServerConfig(b, "echo")
+					cfg.Name = fmt.Sprintf("s%d", i)
+					cfg.Env = maps.Clone(cfg.Env)
+					cfg.Env["GENERATION"] = strconv.Itoa(generation)
+					out[i] = cfg
+				}
+				return out
+			}
+			reg := newRegistry(configs(0), registryOptions{Logger: discardLogger(), Restart: true})
+			b.Cleanup(reg.close)
+			if err := reg.waitReady(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			var swap, ready time.Duration
+			b.ResetTimer()
+			for i := range b.N {
+				start := time.Now()
+				d, started, err := reg.reload(configs(i + 1))
+				swap += time.Since(start)
+				if err != nil || len(d.Restarted) != n {
+					b.Fatalf("reload() = %+v, %v; want %d restarted", d, err, n)
+				}
+				<-started
+				ready += time.Since(start)
+				for _, st := range reg.statuses() {
+					if st.Status != statusReady {
+						b.Fatalf("server %s is %s after the reload: %s", st.Name, st.Status, st.Error)
+					}
+				}
+			}
+			b.ReportMetric(float64(swap.Microseconds())/float64(b.N), "swap-µs/op")
+			b.ReportMetric(float64(ready.Milliseconds())/float64(b.N), "ready-ms/op")
+		})
 	}
 }
