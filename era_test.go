@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -79,9 +80,13 @@ func TestNegotiateStdio(t *testing.T) {
 // records every request.
 type eraHTTPServer struct {
 	discover func(n int) (status int, body string)
+	// call, when set, answers the nth tools/call; a status of 0 answers
+	// with an event stream that ends without the answer.
+	call     func(n int) (status int, body string)
 	mu       sync.Mutex
 	requests []discoverRecord
 	n        atomic.Int32
+	calls    atomic.Int32
 }
 
 // A discoverRecord is one HTTP request a eraHTTPServer received.
@@ -124,9 +129,36 @@ func (f *eraHTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "tools/list":
 		answer(`{"tools":[{"name":"lookup","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},` +
 			`{"name":"bad","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}}]}`)
+	case "tools/call":
+		if f.call != nil {
+			status, body := f.call(int(f.calls.Add(1)))
+			if status == 0 {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+			if status != http.StatusOK {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				io.WriteString(w, strings.ReplaceAll(body, "ID", string(msg["id"])))
+				return
+			}
+		}
+		answer(`{"content":[{"type":"text","text":"ok"}]}`)
 	default:
 		answer(`{"content":[{"type":"text","text":"ok"}]}`)
 	}
+}
+
+// count returns how many requests of the JSON-RPC method f received.
+func (f *eraHTTPServer) count(method string) int {
+	n := 0
+	for _, m := range f.methods() {
+		if m == method {
+			n++
+		}
+	}
+	return n
 }
 
 // methods returns the JSON-RPC methods (or, for other HTTP methods, the
@@ -328,5 +360,131 @@ func TestHeaderBindingsInvalid(t *testing.T) {
 	// An x-mcp-header key inside a default value is data, not an annotation.
 	if b, err := headerBindings(json.RawMessage(`{"properties":{"o":{"type":"object","default":{"x-mcp-header":"X"}}}}`)); err != nil || len(b) != 0 {
 		t.Errorf("headerBindings(default holding the key) = %v, %v; want none and no error", b, err)
+	}
+}
+
+func TestModernErrorsHTTP(t *testing.T) {
+	refusal := func(code int, data string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":ID,"error":{"code":%d,"message":"no","data":%s}}`, code, data)
+	}
+	tests := []struct {
+		name    string
+		call    func(n int) (int, string)
+		wantErr string // "" when the call succeeds in the end
+		// want counts requests by method once the call is over.
+		want map[string]int
+	}{
+		{name: "-32020 lists the tools again and retries once", call: func(n int) (int, string) {
+			if n == 1 {
+				return 400, refusal(codeHeaderMismatch, `null`)
+			}
+			return 200, ""
+		}, want: map[string]int{"tools/list": 2, "tools/call": 2, "server/discover": 1}},
+		{name: "-32022 negotiates again and retries once", call: func(n int) (int, string) {
+			if n == 1 {
+				return 400, refusal(codeUnsupportedVersion, `{"supported":["2026-07-28"]}`)
+			}
+			return 200, ""
+		}, want: map[string]int{"tools/list": 1, "tools/call": 2, "server/discover": 2}},
+		{name: "a broken answer stream sends the request again", call: func(n int) (int, string) {
+			if n == 1 {
+				return 0, ""
+			}
+			return 200, ""
+		}, want: map[string]int{"tools/call": 2}},
+		{name: "-32021 names the capabilities", call: func(int) (int, string) {
+			return 400, refusal(codeMissingCapability, `{"requiredCapabilities":{"sampling":{},"elicitation":{}}}`)
+		}, wantErr: "requires client capabilities harnessd does not offer (elicitation, sampling)", want: map[string]int{"tools/call": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := &eraHTTPServer{discover: func(int) (int, string) { return 200, discoverOK }, call: tt.call}
+			srv := httptest.NewServer(fake)
+			t.Cleanup(srv.Close)
+			c, err := connect(t.Context(), httpPeerConfig("fake", transportHTTP, srv.URL), clientOptions{})
+			if err != nil {
+				t.Fatalf("connect = %v", err)
+			}
+			t.Cleanup(func() { c.close() })
+			if _, err := c.listTools(t.Context()); err != nil {
+				t.Fatalf("listTools() = %v", err)
+			}
+			_, err = c.callTool(t.Context(), "lookup", json.RawMessage(`{"region":"eu"}`))
+			if tt.wantErr == "" && err != nil {
+				t.Errorf("callTool(lookup) = %v, want success", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("callTool(lookup) = %v, want an error containing %q", err, tt.wantErr)
+			}
+			for method, want := range tt.want {
+				if got := fake.count(method); got != want {
+					t.Errorf("%s requests = %d, want %d (all: %v)", method, got, want, fake.methods())
+				}
+			}
+		})
+	}
+}
+
+// TestSchemaReachesModelVerbatim follows a tool's input schema from a
+// tools/list answer through the catalog into both providers' requests: it
+// arrives as the server sent it (only compacted), with its network $ref,
+// 2020-12 keywords and HTML-like characters untouched.
+func TestSchemaReachesModelVerbatim(t *testing.T) {
+	schema := `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
+		"$defs":{"userId":{"$anchor":"uid","type":"string","pattern":"^[a-z<>&]+$"}},
+		"properties":{"id":{"$ref":"#/$defs/userId"},"profile":{"$ref":"https://example.com/profile.json"},
+		"kind":{"anyOf":[{"const":"a"},{"const":"b"}]}},
+		"allOf":[{"if":{"required":["kind"]},"then":{"required":["id"]},"else":{}}],
+		"additionalProperties":false,"unevaluatedProperties":false,"required":["id"]}`
+	var page struct {
+		Tools []toolInfo `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(`{"tools":[{"name":"lookup","inputSchema":`+schema+`}]}`), &page); err != nil {
+		t.Fatal(err)
+	}
+	st, err := newServerTools("srv", page.Tools, nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := json.Compact(&want, []byte(schema)); err != nil {
+		t.Fatal(err)
+	}
+	req := modelRequest{Tools: []toolDef{{Name: st.entries[0].Name, InputSchema: st.entries[0].InputSchema}}}
+	providers := []struct {
+		name   string
+		encode func(modelRequest) ([]byte, error)
+		schema func(body []byte) json.RawMessage
+	}{
+		{"openai", (&openaiProvider{modelEndpoint: &modelEndpoint{}}).encode, func(body []byte) json.RawMessage {
+			var r struct {
+				Tools []struct {
+					Function struct {
+						Parameters json.RawMessage `json:"parameters"`
+					} `json:"function"`
+				} `json:"tools"`
+			}
+			json.Unmarshal(body, &r)
+			return r.Tools[0].Function.Parameters
+		}},
+		{"anthropic", (&anthropicProvider{modelEndpoint: &modelEndpoint{}}).encode, func(body []byte) json.RawMessage {
+			var r struct {
+				Tools []struct {
+					InputSchema json.RawMessage `json:"input_schema"`
+				} `json:"tools"`
+			}
+			json.Unmarshal(body, &r)
+			return r.Tools[0].InputSchema
+		}},
+	}
+	for _, p := range providers {
+		body, err := p.encode(req)
+		if err != nil {
+			t.Fatalf("%s: encode = %v", p.name, err)
+		}
+		if got := p.schema(body); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("%s: schema sent\n%s\nwant\n%s", p.name, got, want.Bytes())
+		}
 	}
 }
