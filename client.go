@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -515,38 +514,13 @@ func listAll[T any](ctx context.Context, c *client, method, key string) ([]T, er
 
 // listTools returns every tool the server offers, all pages. On a current
 // revision over HTTP, tools with invalid x-mcp-header annotations are left
-// out with a warning, and the others' bindings kept for their calls.
+// out with a warning (see keepHeaderTools).
 func (c *client) listTools(ctx context.Context) ([]toolInfo, error) {
 	tools, err := listAll[toolInfo](ctx, c, "tools/list", "tools")
 	if err != nil || c.meta.Load() == nil || c.kind != transportHTTP {
 		return tools, err
 	}
-	bindings := make(map[string][]headerBinding)
-	kept := tools[:0]
-	for _, tool := range tools {
-		b, err := headerBindings(tool.InputSchema)
-		if err != nil {
-			c.logger.Warn("leaving out a tool with invalid x-mcp-header annotations", "tool", tool.Name, "err", err)
-			continue
-		}
-		if len(b) > 0 {
-			bindings[tool.Name] = b
-		}
-		kept = append(kept, tool)
-	}
-	c.stateMu.Lock()
-	c.toolHeaders = bindings
-	c.stateMu.Unlock()
-	return kept, nil
-}
-
-// toolParamHeaders returns the Mcp-Param-* headers of a call to the tool
-// name with args, from its listed schema; nil when it has none.
-func (c *client) toolParamHeaders(name string, args json.RawMessage) http.Header {
-	c.stateMu.RLock()
-	bindings := c.toolHeaders[name]
-	c.stateMu.RUnlock()
-	return paramHeaders(bindings, args)
+	return c.keepHeaderTools(tools), nil
 }
 
 // listResources returns every resource the server offers, all pages. It

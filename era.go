@@ -122,7 +122,7 @@ func (c *client) handshake(ctx context.Context) error {
 	c.logger.Debug("server speaks an older revision; initializing", "reason", err)
 	err = c.initialize(ctx)
 	var rpcErr *rpcError
-	if errors.Is(err, errProbeTimeout) || !errors.As(err, &rpcErr) || !errors.Is(c.probeErr, errProbeTimeout) {
+	if !errors.As(err, &rpcErr) || !errors.Is(c.probeErr, errProbeTimeout) {
 		return err
 	}
 	// The probe timed out and initialize was refused: a server of the
@@ -342,4 +342,18 @@ func missingCapabilities(data json.RawMessage) string {
 	}
 	names := slices.Sorted(maps.Keys(required))
 	return strings.Join(names, ", ")
+}
+
+// checkProtocolVersion records a protocol_version harnessd does not speak,
+// or the current revision pinned on legacy SSE, which cannot carry it.
+func (b *serverBuilder) checkProtocolVersion(transport string) {
+	v := b.raw.ProtocolVersion
+	switch {
+	case v == "" || slices.Contains(knownProtocolVersions, v):
+	case !isModernVersion(v):
+		b.bad("protocol_version", "%q is not a protocol revision harnessd speaks; use one of %s, or leave it out to negotiate",
+			v, strings.Join(append(slices.Clone(modernProtocolVersions), knownProtocolVersions...), ", "))
+	case transport == transportSSE:
+		b.bad("protocol_version", "%q needs transport http or stdio; legacy sse speaks up to %s", v, latestProtocolVersion)
+	}
 }

@@ -243,3 +243,35 @@ func headerText(value json.RawMessage) (string, bool) {
 	}
 	return "", false
 }
+
+// keepHeaderTools returns the tools whose x-mcp-header annotations are
+// valid, logging a warning for each one left out, and keeps their bindings
+// for their calls (toolParamHeaders). It reuses tools' backing array.
+func (c *client) keepHeaderTools(tools []toolInfo) []toolInfo {
+	bindings := make(map[string][]headerBinding)
+	kept := tools[:0]
+	for _, tool := range tools {
+		b, err := headerBindings(tool.InputSchema)
+		if err != nil {
+			c.logger.Warn("leaving out a tool with invalid x-mcp-header annotations", "tool", tool.Name, "err", err)
+			continue
+		}
+		if len(b) > 0 {
+			bindings[tool.Name] = b
+		}
+		kept = append(kept, tool)
+	}
+	c.stateMu.Lock()
+	c.toolHeaders = bindings
+	c.stateMu.Unlock()
+	return kept
+}
+
+// toolParamHeaders returns the Mcp-Param-* headers of a call to the tool
+// name with args, from its listed schema; nil when it has none.
+func (c *client) toolParamHeaders(name string, args json.RawMessage) http.Header {
+	c.stateMu.RLock()
+	bindings := c.toolHeaders[name]
+	c.stateMu.RUnlock()
+	return paramHeaders(bindings, args)
+}
