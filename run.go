@@ -240,8 +240,8 @@ func (r *run) viewLocked() runView {
 // terminal event (fsynced) and the final record on disk, then the status
 // and the event shown to views and followers, so that they see the run
 // end at once even when its servers are slow to stop. Then the servers
-// are closed, the record is rewritten with their final statuses, and done
-// is closed, so whoever sees done also sees the servers closed. The
+// are closed, the record is rewritten if their final statuses changed it,
+// and done is closed, so whoever sees done also sees the servers closed. The
 // terminal record is written here and nowhere else. The output is cut at
 // max_output_bytes; the servers' statuses are kept without their stderr
 // tails, and the scope is let go.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"slices"
 	"time"
 )
@@ -26,6 +27,10 @@ type runDisk struct {
 	// loaded from the store.
 	messages *runLog
 	bytes    int64 // what the run's files take, once it has ended
+	// recordSum and recordSize describe the final record archive last
+	// wrote, so that writing the same again is skipped.
+	recordSum  [sha256.Size]byte
+	recordSize int64
 }
 
 // persistNew writes r's first record and creates its event log, so an
@@ -87,19 +92,25 @@ func (d *runDisk) appendMessageLocked(r *run, line []byte) {
 	}
 }
 
-// archive writes r's final record v, closes its log and returns the view
-// to keep in memory: without the prompt and output when they are large
-// (view reads them back from disk). It returns nil, keeping everything in
-// memory, when the record could not be written.
+// archive writes r's final record v (unless the last one it wrote is the
+// same: the run's servers may leave it unchanged as they close), closes
+// its logs and returns the view to keep in memory: without the prompt and
+// output when they are large (view reads them back from disk). It returns
+// nil, keeping everything in memory, when the record could not be
+// written.
 func (d *runDisk) archive(r *run, v runView) *runView {
 	d.log.close()
 	d.messages.close()
-	n, err := d.store.writeRecord(v, d.redact)
-	if err != nil {
-		r.logger.Error("writing the run's record to disk failed; it is kept in memory only", "err", err)
-		return nil
+	b := encodeRecord(v, d.redact)
+	if sum := sha256.Sum256(b); sum != d.recordSum {
+		n, err := d.store.writeRecordData(v.ID, b)
+		if err != nil {
+			r.logger.Error("writing the run's record to disk failed; it is kept in memory only", "err", err)
+			return nil
+		}
+		d.recordSum, d.recordSize = sum, n
 	}
-	d.bytes = n + d.log.size + d.messages.size
+	d.bytes = d.recordSize + d.log.size + d.messages.size
 	if len(v.Prompt) > bodyInMemory || len(v.Output) > bodyInMemory {
 		v.Prompt, v.Output = "", ""
 	}

@@ -80,12 +80,21 @@ func TestRunsOnDisk(t *testing.T) {
 		t.Fatalf("record on disk when the run showed ended: status %q, output of %d bytes, %v; want completed with the answer",
 			rec.Status, len(rec.Output), err)
 	}
+	endedRecord, err := os.Stat(store.recordPath(r.id))
+	if err != nil {
+		t.Fatal(err)
+	}
 	logged, _ := store.readEvents(r.id)
 	if n := len(logged); n == 0 || logged[n-1].Type != "run.completed" {
 		t.Fatalf("event log when the run showed ended: %+v, want it to end with run.completed", logged)
 	}
 
 	v := waitRun(t, r)
+	// Without servers of its own, closing them changes nothing in the
+	// record: it is not written again (every write is a new file).
+	if finalRecord, err := os.Stat(store.recordPath(r.id)); err != nil || !os.SameFile(endedRecord, finalRecord) {
+		t.Errorf("the record was written again once the run's servers closed (%v), want it written once at the end", err)
+	}
 	if v.Prompt != bigPrompt || v.Output != bigAnswer || v.Steps != 2 || v.ToolCalls != 1 {
 		t.Errorf("view = prompt of %d bytes, output of %d, steps %d, tool_calls %d; want %d, %d, 2, 1",
 			len(v.Prompt), len(v.Output), v.Steps, v.ToolCalls, len(bigPrompt), len(bigAnswer))

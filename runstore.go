@@ -91,9 +91,20 @@ func (s *runStore) messagesPath(id string) string { return filepath.Join(s.dir, 
 // the directory, so that after a crash the record is whole, old or new.
 // It returns the record's size.
 func (s *runStore) writeRecord(v runView, rd *redactor) (int64, error) {
-	b := append(rd.marshal(v, false), '\n')
-	if err := writeFileAtomic(s.recordPath(v.ID), b); err != nil {
-		return 0, fmt.Errorf("run %s: write record: %w", v.ID, err)
+	return s.writeRecordData(v.ID, encodeRecord(v, rd))
+}
+
+// encodeRecord returns the record of v as written, with rd's secrets cut
+// out.
+func encodeRecord(v runView, rd *redactor) []byte {
+	return append(rd.marshal(v, false), '\n')
+}
+
+// writeRecordData replaces the record of run id with b, an encodeRecord,
+// as writeRecord does.
+func (s *runStore) writeRecordData(id string, b []byte) (int64, error) {
+	if err := writeFileAtomic(s.recordPath(id), b); err != nil {
+		return 0, fmt.Errorf("run %s: write record: %w", id, err)
 	}
 	return int64(len(b)), nil
 }
