@@ -193,16 +193,24 @@ func (c *client) discoverWith(ctx context.Context, version string, probing bool)
 		probeCtx, cancel = context.WithTimeoutCause(ctx, c.discoverTimeout(), errProbeTimeout)
 		defer cancel()
 	}
-	raw, err := c.roundTrip(probeCtx, request{method: "server/discover", handshake: true, version: version})
-	if err != nil {
-		if ctx.Err() == nil && errors.Is(context.Cause(probeCtx), errProbeTimeout) {
-			return nil, fmt.Errorf("%w within %s", errProbeTimeout, c.discoverTimeout())
+	// A discovery still fresh (its ttlMs, mcpcache.go) is not asked again.
+	raw, cached := c.opts.Cache.get(c.cfg, "server/discover", version)
+	if !cached {
+		var err error
+		raw, err = c.roundTrip(probeCtx, request{method: "server/discover", handshake: true, version: version})
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(context.Cause(probeCtx), errProbeTimeout) {
+				return nil, fmt.Errorf("%w within %s", errProbeTimeout, c.discoverTimeout())
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	var res discoverResult
 	if err := decodeResult(raw, &res); err != nil {
 		return nil, err
+	}
+	if !cached && len(res.SupportedVersions) > 0 {
+		c.opts.Cache.put(c.cfg, "server/discover", version, raw)
 	}
 	return &res, nil
 }

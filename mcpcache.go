@@ -12,10 +12,11 @@ import (
 	"time"
 )
 
-// This file holds the cache of list and read results that their servers
-// mark cacheable (ttlMs and cacheScope, revision 2026-07-28): a server whose
-// list is still fresh is not listed again, whether by a new session to it
-// (a restart, a run's own server started again) or a re-list. A list_changed
+// This file holds the cache of server/discover, list and read results that
+// their servers mark cacheable (ttlMs and cacheScope, revision 2026-07-28):
+// a server whose discovery or list is still fresh is not asked again,
+// whether by a new session to it (a restart, a run's own server started
+// again) or a re-list. A list_changed
 // notification drops the server's entries for that list. Entries of scope
 // "private" serve only the authorization context (the server's credentials)
 // that fetched them.

@@ -150,3 +150,20 @@ func TestResponseCacheWithSDKServer(t *testing.T) {
 		t.Errorf("server answered tools/list %d times, want 2", got["tools/list"])
 	}
 }
+
+// TestDiscoveryCachedWithSDKServer checks that a second session to a server
+// whose server/discover answer is still fresh does not ask it again, and
+// still speaks the revision discovered.
+func TestDiscoveryCachedWithSDKServer(t *testing.T) {
+	cfg := httpPeerConfig("sdk", transportHTTP, startEchoServerHTTP(t, "http-stateless", "-full", "-ttl", "1m"))
+	opts := sdkInputOptions()
+	opts.Cache = newResponseCache()
+	first := connectPeer(t, cfg, opts)
+	again := connectPeer(t, cfg, opts)
+	if got := again.protocolVersion(); got != modernProtocolVersion {
+		t.Errorf("second session's protocol version = %q, want %q", got, modernProtocolVersion)
+	}
+	if got := sdkStats(t, first); got["server/discover"] != 1 {
+		t.Errorf("server answered server/discover %d times, want 1", got["server/discover"])
+	}
+}

@@ -78,7 +78,7 @@ func newFullServer(ttl time.Duration) *mcp.Server {
 	server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch method {
-			case "tools/list", "resources/list", "resources/read", "prompts/list":
+			case "server/discover", "tools/list", "resources/list", "resources/read", "prompts/list":
 				counter.add(method)
 			}
 			return next(ctx, method, req)
