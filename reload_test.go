@@ -429,3 +429,47 @@ func BenchmarkRegistryReload(b *testing.B) {
 		})
 	}
 }
+
+// TestRegistryReloadRacesClose reloads over and over while scopes read the
+// set and the registry closes: close waits for what reloads started and
+// retired (no goroutine or process is left), and every reload after it is
+// refused.
+func TestRegistryReloadRacesClose(t *testing.T) {
+	tag := checkNoLeaks(t)
+	a, b := namedFake(t, "a", "echo"), namedFake(t, "b", "echo")
+	for _, cfg := range []*serverConfig{&a, &b} {
+		cfg.Env = maps.Clone(cfg.Env)
+		cfg.Env[faultTagEnv] = tag
+	}
+	reg := newRegistry([]serverConfig{a}, registryOptions{Logger: discardLogger(), Restart: true})
+	done := make(chan struct{})
+	// Owned by the test; exits once a reload is refused after close.
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			next := []serverConfig{a}
+			if i%2 == 0 {
+				next = append(next, b)
+			}
+			if _, _, err := reg.reload(next); err != nil {
+				return
+			}
+			scope := reg.newScope(discardLogger())
+			scope.toolSets()
+			scope.close()
+		}
+	}()
+	waitRegistryReady(t, reg)
+	reg.close()
+	select {
+	case <-done:
+	case <-time.After(waitLimit):
+		t.Fatal("reloads went on after close")
+	}
+	for _, st := range reg.statuses() {
+		// One stopped while it connected stays failed.
+		if st.Status != statusClosed && st.Status != statusFailed {
+			t.Errorf("server %s is %s after close, want closed or failed", st.Name, st.Status)
+		}
+	}
+}
