@@ -108,6 +108,7 @@ func bestModernVersion(supported []string) string {
 // with server/discover and an older server is initialized instead. Legacy
 // SSE speaks only the older revisions.
 func (c *client) handshake(ctx context.Context) error {
+	c.probeErr = nil
 	pinned := c.cfg.ProtocolVersion
 	switch {
 	case isModernVersion(pinned):
