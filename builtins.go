@@ -129,7 +129,7 @@ func connectMCP(ctx context.Context, r *run, args json.RawMessage) (string, erro
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
 	defer release()
-	if err := checkConnectHost(ctx, u.Hostname(), r.env.allowHosts); err != nil {
+	if err := checkConnectHost(ctx, u.Hostname(), r.env.allowHosts()); err != nil {
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
 	cfg, err := connectServer(name, u.String())

@@ -201,8 +201,9 @@ type reloader struct {
 
 // reload reads and checks every configuration source as harnessd check
 // does and, if all is well, applies what can change while harnessd runs:
-// the global servers (see registry.reload), the API keys, and the default
-// model and max_steps of runs started from then on. A configuration with
+// the global servers (see registry.reload), the API keys, [connect_mcp]
+// allow_hosts, and the default model and max_steps of runs started from
+// then on. A configuration with
 // any problem is refused whole and the running one stays; the error names
 // each problem's file or variable and field. It logs one line either way,
 // and warns of changed settings that need a restart.
@@ -230,7 +231,7 @@ func (rl *reloader) reload() error {
 		return err
 	}
 	rl.api.setAuthKeys(cfg.AuthKeys)
-	rl.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps)
+	rl.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps, cfg.ConnectAllowHosts)
 	rl.metrics.reloaded(true, d)
 	attrs := append(d.summary(), "auth_keys", len(cfg.AuthKeys), "model", cfg.Model.spec().name(),
 		"config_files", cfg.Files, "took", time.Since(begun))
@@ -261,7 +262,7 @@ func (d serverDiff) summary() []any {
 // restartSettings returns the names of the settings that differ between
 // the configuration harnessd started with and next and that a reload does
 // not apply: the run limits, the retention of finished runs,
-// max_connections, allowed_hosts and [connect_mcp] allow_hosts.
+// max_connections and allowed_hosts.
 func restartSettings(started, next *config) []string {
 	var names []string
 	for _, s := range limitSettings {
@@ -286,9 +287,6 @@ func restartSettings(started, next *config) []string {
 	}
 	if !slices.Equal(started.AllowedHosts, next.AllowedHosts) {
 		names = append(names, "allowed_hosts")
-	}
-	if !slices.Equal(started.ConnectAllowHosts, next.ConnectAllowHosts) || (started.ConnectAllowHosts == nil) != (next.ConnectAllowHosts == nil) {
-		names = append(names, "connect_mcp.allow_hosts")
 	}
 	return names
 }

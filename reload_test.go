@@ -286,10 +286,11 @@ func TestRetireWaitsForCallsInFlight(t *testing.T) {
 }
 
 // TestReloaderAppliesSettings reloads a daemon's parts in process: the
-// API keys and the runs' default model and max_steps change, the new
-// servers' secrets are redacted, settings that need a restart are named
-// in a warning, and a configuration that is bad, or that would leave a
-// public address without keys, is refused with the running one kept.
+// API keys, [connect_mcp] allow_hosts and the runs' default model and
+// max_steps change, the new servers' secrets are redacted, settings that
+// need a restart are named in a warning, and a configuration that is bad,
+// or that would leave a public address without keys, is refused with the
+// running one kept.
 func TestReloaderAppliesSettings(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
@@ -336,6 +337,7 @@ func TestReloaderAppliesSettings(t *testing.T) {
 
 	const header = "Bearer reload-secret-0123456789"
 	write("max_concurrent_runs = 3\nallowed_hosts = [\"harness.internal\"]\n\n[model]\nname = \"openai/second\"\nmax_steps = 7\n\n" +
+		"[connect_mcp]\nallow_hosts = [\"*.tools.example\"]\n\n" +
 		key("new", "new-token-0123456789") +
 		"[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\nenabled = false\nheaders = { Authorization = \"" + header + "\" }\n")
 	if err := rl.reload(); err != nil {
@@ -346,6 +348,9 @@ func TestReloaderAppliesSettings(t *testing.T) {
 	}
 	if model, steps := runs.defaults(); model.Model != "second" || steps != 7 {
 		t.Errorf("run defaults after the reload = %s, %d steps, want second, 7", model.Model, steps)
+	}
+	if got := runs.env.allowHosts(); !slices.Equal(got, []string{"*.tools.example"}) {
+		t.Errorf("[connect_mcp] allow_hosts after the reload = %v, want [*.tools.example]", got)
 	}
 	for what, rd := range map[string]*redactor{"daemon log": rl.secrets.load(), "runs": runs.env.secrets.load(), "API": a.globalSecrets.load()} {
 		if got := rd.redact("sent " + header); strings.Contains(got, "reload-secret") {

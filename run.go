@@ -50,7 +50,7 @@ type runEnv struct {
 	reg        *registry
 	logger     *slog.Logger
 	metrics    *metrics
-	allowHosts []string // connect_mcp's [connect_mcp] allow_hosts
+	allowHosts func() []string // [connect_mcp] allow_hosts now (a reload may change it)
 	// secrets hides what every run may quote (see baseSecrets); a reload
 	// adds the new global servers' values.
 	secrets *liveRedactor

@@ -100,7 +100,8 @@ type runManager struct {
 	runTime time.Duration
 
 	defaultsMu sync.Mutex
-	// guards opts.Model and opts.MaxSteps, the run defaults a reload replaces
+	// guards opts.Model, opts.MaxSteps and opts.AllowHosts, the settings a
+	// reload replaces
 }
 
 // defaults returns the model and max_steps of runs that name none.
@@ -110,15 +111,25 @@ func (m *runManager) defaults() (modelSpec, int) {
 	return m.opts.Model, m.opts.MaxSteps
 }
 
+// connectAllowHosts returns [connect_mcp] allow_hosts (nil when not set);
+// the caller must not change the slice.
+func (m *runManager) connectAllowHosts() []string {
+	m.defaultsMu.Lock()
+	defer m.defaultsMu.Unlock()
+	return m.opts.AllowHosts
+}
+
 // setDefaults replaces the model and max_steps of runs that name none
-// (maxSteps 0 means defaultMaxSteps), for runs prepared from then on.
-func (m *runManager) setDefaults(model modelSpec, maxSteps int) {
+// (maxSteps 0 means defaultMaxSteps), for runs prepared from then on, and
+// [connect_mcp] allow_hosts, for every check from then on (connect_mcp
+// calls of running runs included).
+func (m *runManager) setDefaults(model modelSpec, maxSteps int, allowHosts []string) {
 	if maxSteps <= 0 {
 		maxSteps = defaultMaxSteps
 	}
 	m.defaultsMu.Lock()
 	defer m.defaultsMu.Unlock()
-	m.opts.Model, m.opts.MaxSteps = model, maxSteps
+	m.opts.Model, m.opts.MaxSteps, m.opts.AllowHosts = model, maxSteps, allowHosts
 }
 
 // A queuedRun is a run waiting for a slot. stop detaches the cancel hook
@@ -149,7 +160,7 @@ func newRunManager(opts runManagerOptions) *runManager {
 	ctx, stop := context.WithCancel(context.Background())
 	opts.Limits = opts.Limits.resolve()
 	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}}
-	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: opts.AllowHosts,
+	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: m.connectAllowHosts,
 		secrets: newLiveRedactor(baseSecrets(opts.Registry.globals(), opts.Getenv)),
 		limits:  opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
 	if opts.Store != nil {
@@ -319,7 +330,7 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 			// Only an admin may make harnessd reach any address with
 			// headers of its choosing.
 			servers[i].Untrusted = true
-			if err := checkUntrustedURL(s.URL, m.opts.AllowHosts); err != nil {
+			if err := checkUntrustedURL(s.URL, m.connectAllowHosts()); err != nil {
 				return &requestError{forbidden: true,
 					msg: fmt.Sprintf("mcp_servers: server %q: %v: without the admin scope a url must pass the connect_mcp checks", s.Name, err)}
 			}
