@@ -203,10 +203,10 @@ type reloader struct {
 // does and, if all is well, applies what can change while harnessd runs:
 // the global servers (see registry.reload), the API keys, [connect_mcp]
 // allow_hosts, and the default model and max_steps of runs started from
-// then on. A configuration with
-// any problem is refused whole and the running one stays; the error names
-// each problem's file or variable and field. It logs one line either way,
-// and warns of changed settings that need a restart.
+// then on. A configuration with any problem is refused whole and the
+// running one stays; the error names each problem's file or variable and
+// field. It logs one line either way, and warns of changed settings that
+// need a restart.
 func (rl *reloader) reload() error {
 	begun := time.Now()
 	cfg, _, err := checkConfig(rl.opts)
