@@ -392,6 +392,9 @@ func TestModernErrorsHTTP(t *testing.T) {
 			}
 			return 200, ""
 		}, want: map[string]int{"tools/call": 2}},
+		{name: "404 with -32601 is the server's answer", call: func(int) (int, string) {
+			return 404, refusal(codeMethodNotFound, `null`)
+		}, wantErr: "tools/call: json-rpc error -32601", want: map[string]int{"tools/call": 1}},
 		{name: "-32021 names the capabilities", call: func(int) (int, string) {
 			return 400, refusal(codeMissingCapability, `{"requiredCapabilities":{"sampling":{},"elicitation":{}}}`)
 		}, wantErr: "requires client capabilities harnessd does not offer (elicitation, sampling)", want: map[string]int{"tools/call": 1}},

@@ -123,10 +123,11 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 		drainClose(resp.Body)
 		t.expireSession(sessionID)
 		return nil, errSessionExpired
-	case resp.StatusCode == http.StatusBadRequest && modern != nil:
-		// A server of the current revision answers with an error of its
-		// own (unsupported version, header mismatch, missing capability);
-		// anything else is an older server's refusal.
+	case modern != nil && (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound):
+		// A server of the current revision answers in JSON-RPC: with an
+		// error of its own at 400 (unsupported version, header mismatch,
+		// missing capability), with -32601 at 404 for a method it lacks.
+		// Anything else is an older server's refusal.
 		body, err := readBody(resp, statusBodyLimit*8)
 		if err != nil {
 			return nil, fmt.Errorf("post message: read answer: %w", err)
@@ -134,10 +135,13 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 		var answer struct {
 			Error *rpcError `json:"error"`
 		}
-		if json.Unmarshal(body, &answer) == nil && answer.Error != nil && isModernError(answer.Error.Code) {
+		if json.Unmarshal(body, &answer) == nil && answer.Error != nil &&
+			(resp.StatusCode == http.StatusBadRequest && isModernError(answer.Error.Code) ||
+				resp.StatusCode == http.StatusNotFound && answer.Error.Code == codeMethodNotFound) {
 			return nil, answer.Error
 		}
-		return nil, fmt.Errorf("post message: %w", &httpStatusError{StatusCode: resp.StatusCode, Body: t.secrets.cut(printable(body), statusBodyLimit-len("…"))})
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return nil, t.statusError("post message", resp)
 	default:
 		return nil, t.statusError("post message", resp)
 	}
