@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -130,4 +132,37 @@ func answerSDKQuestion(_ context.Context, _ string, req elicitRequest, _ *elicit
 		return elicitResult{Action: actionAccept, Content: map[string]any{"colour": "green"}}, nil
 	}
 	return elicitResult{Action: actionAccept, Content: map[string]any{"confirmed": true}}, nil
+}
+
+// TestGoSDKInputRequiredThroughRun runs the Go SDK server's confirm tool
+// at 2026-07-28 through the API: its input-required result becomes the
+// run's open question, answered over HTTP in an interactive run and
+// declined at once in another.
+func TestGoSDKInputRequiredThroughRun(t *testing.T) {
+	t.Parallel()
+	cfg := stdioPeerConfig("sdk", peerCommand{Command: buildEchoServer(t), Args: []string{"stdio", "-full"}})
+	confirm := fakeTurn{ToolCalls: calls("mcp_sdk_confirm", `{"action":"deploy"}`)}
+	at := newAPITest(t, newFakeModel(t, providerOpenAI, confirm, answerWithResults, confirm, answerWithResults), nil, cfg)
+
+	r := at.startRun(t, `{"prompt":"deploy","interactive":true}`)
+	id := requestedID(t, r)
+	if status, open := at.openInputs(t, r); status != runWaitingInput || len(open) != 1 || open[0].Server != "sdk" || !strings.Contains(open[0].Message, "deploy") {
+		t.Fatalf("GET run = %s %+v, want waiting_input with the sdk server's question", status, open)
+	}
+	path := fmt.Sprintf("/v1/runs/%s/input/%s", r.id, id)
+	if resp, data := at.do(t, http.MethodPost, path, "", `{"action":"accept","content":{"confirmed":true}}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s = %d %s, want 200", path, resp.StatusCode, data)
+	}
+	v := waitRun(t, r)
+	requireCompleted(t, v)
+	if !strings.Contains(v.Output, "confirmed deploy") {
+		t.Errorf("interactive run output = %q, want the tool's answer to the accepted question", v.Output)
+	}
+
+	r = at.startRun(t, `{"prompt":"deploy"}`)
+	v = waitRun(t, r)
+	requireCompleted(t, v)
+	if !strings.Contains(v.Output, "not confirmed: deploy (decline)") {
+		t.Errorf("non-interactive run output = %q, want the tool's answer to the declined question", v.Output)
+	}
 }

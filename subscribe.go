@@ -61,8 +61,8 @@ func (c *client) listen() {
 		for failures := 0; ; {
 			started := time.Now()
 			_, err := c.roundTrip(ctx, request{method: "subscriptions/listen", params: listenRequest{Notifications: want}, longLived: true})
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() != nil || c.closing.Load() || c.endErr() != nil {
+				return // the session ends: so does its subscription
 			}
 			var rpcErr *rpcError
 			if errors.As(err, &rpcErr) && (rpcErr.Code == codeMethodNotFound || rpcErr.Code == codeInvalidParams) {
