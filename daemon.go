@@ -139,7 +139,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Logger: logger,
 		Client: clientOptions{Roots: []string{workspace}, Getenv: a.getenv, ProcessGroups: groups,
 			OAuth: newOAuthClients(newTokenStore(oauthDir(home)), logger),
-			Input: outsideRunInput(cfg.Model.spec(), a.getenv, logger), Cache: newResponseCache(),
+			Input: outsideRunInput(cfg.Model, a.getenv, logger), Cache: newResponseCache(),
 			LogPayloads: *logPayloads},
 		Restart: true,
 	})
@@ -157,6 +157,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Store:      store,
 		Retention:  &keep,
 		Limits:     cfg.Limits,
+
+		SamplingModels: cfg.Model.SamplingModels,
 	})
 	stopping := make(chan struct{})
 	api := newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping)

@@ -430,10 +430,11 @@ func (c *client) urlElicitationAnswered(ctx context.Context, err error) bool {
 // setupInput validates the run request's input fields (input_timeout,
 // roots) and gives the run its policy: an interactive run queues
 // elicitations for the API's caller, any other declines them; sampling is
-// served by the run's own model within the run's caps (maxRequests and
-// maxTokens, zero for the defaults). The scope's servers answer by it too.
-// Errors are *requestError.
-func (r *run) setupInput(maxRequests, maxTokens int) error {
+// served by the run's own model, or one of models a request's hints pick,
+// within the run's caps (limits' sampling fields, zero for the defaults).
+// newProvider builds a picked model's provider. The scope's servers
+// answer by it too. Errors are *requestError.
+func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(modelSpec) (modelProvider, error)) error {
 	timeout := defaultInputTimeout
 	if r.req.InputTimeout != "" {
 		d, err := time.ParseDuration(r.req.InputTimeout)
@@ -449,9 +450,12 @@ func (r *run) setupInput(maxRequests, maxTokens int) error {
 	p := &inputPolicy{
 		Timeout: timeout,
 		Sampler: &sampler{
-			Provider:  r.provider,
-			Budget:    newSamplingBudget(maxRequests, maxTokens),
-			MaxTokens: r.model.MaxTokens,
+			Provider:    r.provider,
+			Spec:        r.model,
+			Models:      models,
+			NewProvider: newProvider,
+			Budget:      newSamplingBudget(limits.MaxSamplingRequests, limits.MaxSamplingTokens),
+			MaxTokens:   r.model.MaxTokens,
 			OnUsage: func(u modelUsage) {
 				r.mu.Lock()
 				r.usage.add(u)
@@ -503,8 +507,10 @@ func (r *run) openInputs() []inputRequest {
 // outsideRunInput is the policy of servers' requests outside any run (a
 // global server at start-up, between runs, mcp call): elicitations are
 // declined and logged; sampling is served by the configured default model
-// when there is one, else refused saying what to set.
-func outsideRunInput(spec modelSpec, getenv func(string) (string, bool), logger *slog.Logger) *inputPolicy {
+// when there is one (or one of its sampling_models a request's hints
+// pick), else refused saying what to set.
+func outsideRunInput(model modelSettings, getenv func(string) (string, bool), logger *slog.Logger) *inputPolicy {
+	spec := model.spec()
 	p := &inputPolicy{
 		DeclineReason: "no run is asking: requests outside a run are declined",
 		NoSampling:    "no run is asking and no default model is configured: set HARNESS_MODEL or [model] in config.toml",
@@ -518,6 +524,7 @@ func outsideRunInput(spec modelSpec, getenv func(string) (string, bool), logger 
 		p.NoSampling = fmt.Sprintf("the default model cannot serve it: %v", err)
 		return p
 	}
-	p.Sampler = &sampler{Provider: provider, MaxTokens: spec.MaxTokens}
+	p.Sampler = &sampler{Provider: provider, Spec: spec, MaxTokens: spec.MaxTokens, Models: model.SamplingModels,
+		NewProvider: func(spec modelSpec) (modelProvider, error) { return newModelProvider(spec, getenv, logger) }}
 	return p
 }

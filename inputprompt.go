@@ -30,7 +30,7 @@ func isTerminalReader(r io.Reader) bool {
 // when stdin is one, declines otherwise; sampling by the configured
 // default model.
 func commandInput(stdin io.Reader, prompts io.Writer, model modelSettings, getenv func(string) (string, bool), logger *slog.Logger) *inputPolicy {
-	p := outsideRunInput(model.spec(), getenv, logger)
+	p := outsideRunInput(model, getenv, logger)
 	if isTerminalReader(stdin) {
 		tp := &terminalPrompter{in: bufio.NewReader(stdin), out: prompts}
 		p.Prompt = tp.prompt

@@ -62,10 +62,13 @@ type runManagerOptions struct {
 	// Model is the default model, from HARNESS_MODEL or [model]; an empty
 	// Provider means every run must name one. Its BaseURL and MaxTokens
 	// apply to every run, also one that names its own model.
-	Model      modelSpec
-	MaxSteps   int
-	AllowHosts []string
-	Metrics    *metrics
+	Model modelSpec
+	// SamplingModels are the other models sampling requests may pick
+	// with hints ([model] sampling_models).
+	SamplingModels []modelSpec
+	MaxSteps       int
+	AllowHosts     []string
+	Metrics        *metrics
 	// Store keeps runs on disk and holds the history loaded at start;
 	// nil keeps them in memory only.
 	Store *runStore
@@ -267,7 +270,8 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	r.secrets = m.env.secrets.load().with(own...)
 	// The daemon's logger already hides env's secrets.
 	r.logger = redactLogger(r.logger, newRedactor(own...))
-	if err := r.setupInput(m.opts.Limits.MaxSamplingRequests, m.opts.Limits.MaxSamplingTokens); err != nil {
+	newProvider := func(spec modelSpec) (modelProvider, error) { return m.opts.newProvider(spec, m.opts.Getenv, r.logger) }
+	if err := r.setupInput(m.opts.Limits, m.opts.SamplingModels, newProvider); err != nil {
 		return nil, err
 	}
 	return r, nil

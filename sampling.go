@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,10 +72,21 @@ func (b *samplingBudget) spend(u modelUsage) {
 	b.mu.Unlock()
 }
 
-// A sampler serves sampling requests with one model.
+// A sampler serves sampling requests with one model, or with another
+// that the request's modelPreferences hint at when the operator allows it.
 type sampler struct {
 	Provider modelProvider
-	Budget   *samplingBudget
+	// Spec is Provider's model; another model picked by a hint takes its
+	// base URL and max_tokens.
+	Spec modelSpec
+	// Models are the other models a hint may pick ([model]
+	// sampling_models); hints matching none of them, nor Spec, are
+	// ignored.
+	Models []modelSpec
+	// NewProvider builds the provider of a picked model; with nil, only
+	// Spec's model serves.
+	NewProvider func(modelSpec) (modelProvider, error)
+	Budget      *samplingBudget
 	// MaxTokens caps one request's maxTokens; zero means
 	// defaultSamplingMaxTokens.
 	MaxTokens int
@@ -98,6 +111,68 @@ type samplingRequest struct {
 	ToolChoice *struct {
 		Mode string `json:"mode"`
 	} `json:"toolChoice"`
+	ModelPreferences *struct {
+		Hints []struct {
+			Name string `json:"name"`
+		} `json:"hints"`
+	} `json:"modelPreferences"`
+}
+
+// hints returns the request's model hints, most preferred first.
+func (req *samplingRequest) hints() []string {
+	if req.ModelPreferences == nil {
+		return nil
+	}
+	var out []string
+	for _, h := range req.ModelPreferences.Hints {
+		if h.Name != "" {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+// pickSamplingModel returns the model the hints choose: hints are tried in
+// order, each a case-insensitive substring of a "provider/model" name, as
+// the specification describes; the first hint that matches current or one
+// of allowed wins (current first, then allowed in order). ok is false when
+// no hint matches; ignored lists the hints tried that matched nothing.
+func pickSamplingModel(hints []string, current modelSpec, allowed []modelSpec) (picked modelSpec, ok bool, ignored []string) {
+	for _, hint := range hints {
+		h := strings.ToLower(hint)
+		for _, m := range slices.Concat([]modelSpec{current}, allowed) {
+			if m.Provider != "" && strings.Contains(strings.ToLower(m.name()), h) {
+				return m, true, ignored
+			}
+		}
+		ignored = append(ignored, hint)
+	}
+	return modelSpec{}, false, ignored
+}
+
+// providerFor returns the provider that serves req: another allowed model
+// when a hint picks one, else the sampler's own. A picked model whose
+// provider cannot be built (no API key) is logged and not used.
+func (s *sampler) providerFor(req *samplingRequest, logger *slog.Logger) modelProvider {
+	hints := req.hints()
+	if len(hints) == 0 {
+		return s.Provider
+	}
+	picked, ok, ignored := pickSamplingModel(hints, s.Spec, s.Models)
+	if len(ignored) > 0 {
+		logger.Debug("sampling hints name no allowed model; ignoring them (allow models with [model] sampling_models)", "hints", ignored)
+	}
+	if !ok || picked.name() == s.Spec.name() || s.NewProvider == nil {
+		return s.Provider
+	}
+	spec := s.Spec
+	spec.Provider, spec.Model = picked.Provider, picked.Model
+	provider, err := s.NewProvider(spec)
+	if err != nil {
+		logger.Warn("sampling model picked by a hint cannot be used; serving with the run's model", "model", spec.name(), "err", err)
+		return s.Provider
+	}
+	return provider
 }
 
 // A samplingBlock is one content block of a sampling message.
@@ -258,9 +333,10 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	}
 	mreq.MaxTokens = min(maxTokens, left)
 
-	p.emit("sampling.requested", map[string]any{"server": server.Name, "messages": len(req.Messages), "tools": len(mreq.Tools), "max_tokens": mreq.MaxTokens})
+	provider := s.providerFor(&req, p.logger().With("server", server.Name))
+	p.emit("sampling.requested", map[string]any{"server": server.Name, "model": provider.name(), "messages": len(req.Messages), "tools": len(mreq.Tools), "max_tokens": mreq.MaxTokens})
 	start := time.Now()
-	resp, err := s.Provider.complete(ctx, mreq)
+	resp, err := provider.complete(ctx, mreq)
 	elapsed := time.Since(start)
 	if err != nil {
 		p.emit("sampling.completed", map[string]any{"server": server.Name, "error": err.Error(), "duration_ms": elapsed.Milliseconds()})
@@ -274,5 +350,5 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	}
 	p.emit("sampling.completed", map[string]any{"server": server.Name, "usage": resp.Usage, "stop_reason": resp.StopReason, "tool_calls": len(resp.ToolCalls), "duration_ms": elapsed.Milliseconds()})
 	p.logger().Info("sampling served", "server", server.Name, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens, "duration", elapsed)
-	return samplingResult(s.Provider.name(), resp), nil
+	return samplingResult(provider.name(), resp), nil
 }

@@ -21,6 +21,9 @@ type modelSettings struct {
 	BaseURL   string
 	MaxTokens int
 	MaxSteps  int
+	// SamplingModels are the other models a server's sampling request may
+	// pick with modelPreferences hints ([model] sampling_models).
+	SamplingModels []modelSpec
 }
 
 // spec returns the configured model as the runs' default modelSpec: its
@@ -56,6 +59,8 @@ type tomlModel struct {
 	BaseURL   *string `toml:"base_url"`
 	MaxTokens *int    `toml:"max_tokens"`
 	MaxSteps  *int    `toml:"max_steps"`
+	// SamplingModels are "provider/model" names.
+	SamplingModels *[]string `toml:"sampling_models"`
 }
 
 // parseTOMLModel validates the [model] table of file: every field it sets
@@ -91,6 +96,17 @@ func parseTOMLModel(file string, doc tomlModel) (modelSettings, []error) {
 		}
 		m.MaxSteps = *n
 	}
+	if names := doc.SamplingModels; names != nil {
+		m.SamplingModels = []modelSpec{}
+		for i, name := range *names {
+			spec, err := parseModelName(name)
+			if err != nil {
+				bad(fmt.Sprintf("sampling_models[%d]", i), "%v", err)
+				continue
+			}
+			m.SamplingModels = append(m.SamplingModels, spec)
+		}
+	}
 	return m, errs
 }
 
@@ -124,6 +140,9 @@ func mergeModel(m *modelSettings, layer configLayer) {
 	}
 	if layer.modelSet.MaxSteps != nil {
 		m.MaxSteps = layer.model.MaxSteps
+	}
+	if layer.modelSet.SamplingModels != nil {
+		m.SamplingModels = layer.model.SamplingModels
 	}
 }
 

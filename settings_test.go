@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -92,6 +93,13 @@ func TestModelSettings(t *testing.T) {
 			want: modelSettings{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "http://h", MaxTokens: 2000, MaxSteps: 7}},
 		{name: "env overrides name", home: "[model]\nname = \"anthropic/c\"\nmax_steps = 3\n", env: "openai/o",
 			want: modelSettings{Provider: "openai", Model: "o", MaxSteps: 3}},
+		{name: "sampling models, the workspace's replacing the home's",
+			home: "[model]\nsampling_models = [\"openai/gpt-4o\"]\n",
+			ws:   "[model]\nsampling_models = [\"anthropic/claude-haiku-4-5\", \"openai/gpt-4o-mini\"]\n",
+			want: modelSettings{SamplingModels: []modelSpec{{Provider: "anthropic", Model: "claude-haiku-4-5"}, {Provider: "openai", Model: "gpt-4o-mini"}}}},
+		{name: "bad sampling models", home: "[model]\nsampling_models = [\"gpt-4o\", \"openai/o\", \"google/gemini\"]\n",
+			wantErr: `H: [model] sampling_models[0]: model "gpt-4o": want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5` + "\n" +
+				`H: [model] sampling_models[2]: model "google/gemini": unknown provider "google": want openai or anthropic`},
 		{name: "bad provider", env: "google/gemini",
 			wantErr: `HARNESS_MODEL: model "google/gemini": unknown provider "google": want openai or anthropic`},
 		{name: "no model", home: "[model]\nname = \"openai/\"\n",
@@ -107,7 +115,7 @@ func TestModelSettings(t *testing.T) {
 			if got := strings.ReplaceAll(errString(err), filepath.Join(home, "config.toml"), "H"); got != tt.wantErr {
 				t.Fatalf("loadConfig() error =\n%s\nwant\n%s", got, tt.wantErr)
 			}
-			if err == nil && cfg.Model != tt.want {
+			if err == nil && !reflect.DeepEqual(cfg.Model, tt.want) {
 				t.Errorf("loadConfig() model = %+v, want %+v", cfg.Model, tt.want)
 			}
 		})
