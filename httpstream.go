@@ -155,12 +155,16 @@ func (a answerStream) readToEnd(resp *http.Response) {
 	a.read(resp)
 }
 
-// startGetStream (re)starts the GET stream for the current session.
-func (t *streamableTransport) startGetStream() {
+// startGetStream (re)starts the GET stream for the current session. The
+// channel it returns is closed once the stream's first attempt has an
+// outcome (at once when no stream was wanted).
+func (t *streamableTransport) startGetStream() <-chan struct{} {
+	settled := make(chan struct{})
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed || !t.getWanted.Swap(false) {
-		return
+		close(settled)
+		return settled
 	}
 	if t.stopGet != nil {
 		t.stopGet()
@@ -173,8 +177,9 @@ func (t *streamableTransport) startGetStream() {
 	go func() {
 		defer t.producers.Done()
 		defer cancel()
-		t.runGetStream(ctx)
+		t.runGetStream(ctx, settled)
 	}()
+	return settled
 }
 
 // errNoGetStream: the server answered a GET with 404 or 405.
@@ -216,13 +221,17 @@ func (t *streamableTransport) openStream(ctx context.Context, lastID string) (*h
 
 // runGetStream delivers the messages of the GET stream, reconnecting with
 // backoff (or the server's retry interval) and Last-Event-ID until ctx is
-// done or the server refuses the stream. It blocks until then.
-func (t *streamableTransport) runGetStream(ctx context.Context) {
+// done or the server refuses the stream. It blocks until then. settled
+// is closed once the first attempt has an outcome.
+func (t *streamableTransport) runGetStream(ctx context.Context, settled chan struct{}) {
 	var cur streamCursor
 	failures := 0
-	for {
+	for first := true; ; first = false {
 		resp, err := t.openStream(ctx, cur.lastID)
-		t.getSettledOnce.Do(func() { close(t.getSettled) })
+		if first {
+			t.getSettledOnce.Do(func() { close(t.getSettled) })
+			close(settled)
+		}
 		if ctx.Err() != nil {
 			if resp != nil {
 				resp.Body.Close()

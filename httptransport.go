@@ -126,6 +126,11 @@ type streamableTransport struct {
 	getSettledOnce sync.Once
 }
 
+// getStreamOpenWait bounds how long a new session's first POST after
+// initialize waits for its GET stream to open: a server that sends no
+// headers until its first event would otherwise hold the handshake.
+const getStreamOpenWait = 2 * time.Second
+
 // newStreamableTransport returns a Streamable HTTP transport for cfg.URL.
 // It does no I/O: the first send opens the first connection.
 func newStreamableTransport(cfg serverConfig, logger *slog.Logger) *streamableTransport {
@@ -218,6 +223,17 @@ func (t *streamableTransport) send(ctx context.Context, msg []byte) error {
 	sessionID, version, initializing, err := t.admit(msg)
 	if err != nil {
 		return err
+	}
+	if t.getWanted.Load() && sessionID != "" {
+		// The session is new: open its GET stream before this POST (the
+		// initialized notification) and let it settle, so that what the
+		// server sends on it in answer, or while the next calls run, is
+		// not sent while no stream is open, which loses it.
+		select {
+		case <-t.startGetStream():
+		case <-ctx.Done():
+		case <-time.After(getStreamOpenWait):
+		}
 	}
 	a := t.newAnswerStream(ctx, msg)
 	sse, err := a.post(ctx, sessionID, version, initializing)

@@ -3,6 +3,10 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +16,8 @@ import (
 
 // This file tests server input against the official TypeScript SDK's
 // example servers: form elicitation over Streamable HTTP
-// (elicitationFormExample.js) and sampling over stdio
+// (elicitationFormExample.js), URL elicitation behind the SDK's demo
+// OAuth server (elicitationUrlExample.js) and sampling over stdio
 // (toolWithSampleServer.js).
 
 // sdkExample returns the node command line of one of the TypeScript SDK's
@@ -126,4 +131,87 @@ func errorString(err error) string {
 		return "nil"
 	}
 	return err.Error()
+}
+
+// TestServerInputSDKURLExample drives the SDK's URL elicitation example
+// (behind its demo OAuth server) as a person would with harnessd: log in,
+// and call payment-confirm, whose -32042 error is asked as a URL
+// elicitation; the browser, holding the demo's login cookie, confirms on
+// the page, and the server's notifications/elicitation/complete (on the
+// GET stream) shows as input.completed. payment-confirm answers -32042 on
+// every call, so the one retry fails too. The example's API-key question
+// is not driven: it sends it only once the GET request's handler has
+// returned, which is when the GET stream has ended, so no stream carries
+// it (see the README's server-input section).
+func TestServerInputSDKURLExample(t *testing.T) {
+	t.Parallel()
+	endpoint := startSDKOAuthExample(t, "elicitationUrlExample.js")
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := &http.Client{Jar: jar}
+	cfg, store := loginOAuthDemo(t, endpoint, browser, discardLogger())
+
+	requested := make(chan *inputRequest, 4)
+	completed := make(chan string, 4)
+	queue := &inputQueue{}
+	policy := &inputPolicy{Queue: queue, Emit: func(typ string, data any) {
+		switch typ {
+		case "input.requested":
+			requested <- data.(*inputRequest)
+		case "input.completed":
+			completed <- data.(map[string]any)["elicitation_id"].(string)
+		}
+	}}
+	c := connectPeer(t, cfg, clientOptions{OAuth: newOAuthClients(store, discardLogger()), Input: policy})
+
+	// submit answers r in harnessd, then posts the page's form as the
+	// person's browser and waits for the server's completion notice.
+	submit := func(r *inputRequest, form url.Values) {
+		t.Helper()
+		if _, err := queue.answer(r.ID, inputAnswer{Action: actionAccept}); err != nil {
+			t.Fatalf("answer %s: %v", r.ID, err)
+		}
+		page, err := url.Parse(r.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		form.Set("session", page.Query().Get("session"))
+		form.Set("elicitation", r.ElicitationID)
+		resp, err := browser.PostForm(page.Scheme+"://"+page.Host+page.Path, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s = %d %s", page.Path, resp.StatusCode, body)
+		}
+		select {
+		case id := <-completed:
+			if id != r.ElicitationID {
+				t.Errorf("input.completed for %q, want %q", id, r.ElicitationID)
+			}
+		case <-t.Context().Done():
+			t.Fatalf("no notifications/elicitation/complete for %s", r.ElicitationID)
+		}
+	}
+
+	ctx := withInputPolicy(t.Context(), policy)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r := <-requested
+		if !strings.Contains(r.URL, "/confirm-payment?") || !strings.Contains(r.URL, "cartId=cart-7") {
+			t.Errorf("payment-confirm elicitation URL = %q, want its confirm-payment page for cart-7", r.URL)
+		}
+		submit(r, url.Values{"cartId": {"cart-7"}, "action": {"confirm"}})
+	}()
+	_, err = c.callTool(ctx, "payment-confirm", json.RawMessage(`{"cartId":"cart-7"}`))
+	<-done
+	var rpcErr *rpcError
+	if !errors.As(err, &rpcErr) || rpcErr.Code != codeURLElicitationRequired {
+		t.Errorf("callTool(payment-confirm) = %v, want its -32042 after the one retry", err)
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,17 +33,21 @@ func freeLoopbackPort(t *testing.T) int {
 // loopback and returns the MCP endpoint, once both listen.
 func startOAuthDemo(t *testing.T) string {
 	t.Helper()
-	modules := requireNode(t)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal(err)
-	}
+	return startSDKOAuthExample(t, "simpleStreamableHttp.js", "--oauth")
+}
+
+// startSDKOAuthExample starts one of the TypeScript SDK's example servers
+// that run the SDK's demo authorization server beside the MCP server
+// (their ports from MCP_PORT and MCP_AUTH_PORT) and returns the MCP
+// endpoint, once both listen.
+func startSDKOAuthExample(t *testing.T, file string, args ...string) string {
+	t.Helper()
+	argv := append(sdkExample(t, file, "loopback.mjs"), args...)
 	mcpPort, authPort := freeLoopbackPort(t), freeLoopbackPort(t)
-	script := filepath.Join(modules, "@modelcontextprotocol", "sdk", "dist", "esm", "examples", "server", "simpleStreamableHttp.js")
-	cmd := exec.Command(node, "--import", filepath.Join(filepath.Dir(modules), "loopback.mjs"), script, "--oauth")
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("MCP_PORT=%d", mcpPort), fmt.Sprintf("MCP_AUTH_PORT=%d", authPort))
 	listening := 0
-	return startHTTPPeer(t, "simpleStreamableHttp --oauth", cmd, false, func(line string) (string, bool) {
+	return startHTTPPeer(t, file, cmd, false, func(line string) (string, bool) {
 		if strings.HasPrefix(line, "loopback.mjs: listening on ") {
 			listening++
 		}
@@ -52,26 +55,20 @@ func startOAuthDemo(t *testing.T) string {
 	})
 }
 
-// TestOAuthRealServer logs in to the TypeScript SDK's OAuth demo through
-// the loopback callback, calls a tool with the token, reuses the stored
-// login after a restart, and, once the token expired (the demo issues no
-// refresh tokens), reports needs authorization without asking the
-// authorization server again.
-func TestOAuthRealServer(t *testing.T) {
-	endpoint := startOAuthDemo(t)
-	home := t.TempDir()
-	store := newTokenStore(oauthDir(home))
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+// loginOAuthDemo logs in to the SDK's demo authorization server in front
+// of endpoint the way a person would: browser follows the authorization
+// URL, which the demo approves at once (setting its demo_session cookie
+// in browser's jar, if it has one), to a loopback callback. It returns
+// the server's config and the store holding the login.
+func loginOAuthDemo(t *testing.T, endpoint string, browser *http.Client, logger *slog.Logger) (serverConfig, *tokenStore) {
+	t.Helper()
+	store := newTokenStore(oauthDir(t.TempDir()))
 	cfg, err := adhocServer("demo", endpoint, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	redirectURI := fmt.Sprintf("http://127.0.0.1:%d/callback", freeLoopbackPort(t))
 	cfg.OAuth = &oauthConfig{RedirectURI: redirectURI, Grant: grantAuthorizationCode}
-
-	// Log in: the person's browser follows the authorization URL, which
-	// the demo approves at once, to the loopback callback.
 	login := newOAuthClient(cfg, store, httpClient, logger)
 	authURL, err := login.startLogin(t.Context(), nil)
 	if err != nil {
@@ -83,7 +80,7 @@ func TestOAuthRealServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	resp, err := http.Get(authURL)
+	resp, err := browser.Get(authURL)
 	if err != nil {
 		t.Fatalf("browser: %v", err)
 	}
@@ -91,6 +88,19 @@ func TestOAuthRealServer(t *testing.T) {
 	if err := login.completeLogin(t.Context(), <-redirects); err != nil {
 		t.Fatalf("completeLogin: %v", err)
 	}
+	return cfg, store
+}
+
+// TestOAuthRealServer logs in to the TypeScript SDK's OAuth demo through
+// the loopback callback, calls a tool with the token, reuses the stored
+// login after a restart, and, once the token expired (the demo issues no
+// refresh tokens), reports needs authorization without asking the
+// authorization server again.
+func TestOAuthRealServer(t *testing.T) {
+	endpoint := startOAuthDemo(t)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg, store := loginOAuthDemo(t, endpoint, http.DefaultClient, logger)
 	first, _ := store.load("demo", endpoint)
 	if first.Token == nil {
 		t.Fatal("no token stored after the login")
@@ -129,7 +139,7 @@ func TestOAuthRealServer(t *testing.T) {
 	if err := store.save("demo", expired); err != nil {
 		t.Fatal(err)
 	}
-	err = callGreet()
+	err := callGreet()
 	if !errors.Is(err, errNeedsAuth) || !strings.Contains(err.Error(), "harnessd mcp login demo") {
 		t.Fatalf("call with an expired token = %v, want needs authorization", err)
 	}
