@@ -359,47 +359,6 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	return layer, errors.Join(errs...)
 }
 
-// A tomlFile is the kind of TOML file decodeTOML reads, which decides the
-// hints of its unknown keys.
-type tomlFile int
-
-const (
-	configFile  tomlFile = iota // a config.toml
-	profileFile                 // a profile: only [mcp_servers]
-)
-
-// decodeTOML decodes data, a file of the given kind, into v. It returns a
-// syntax or type error as fatal, and otherwise an error for each unknown
-// key (only the outermost of nested unknown keys). label names the file in
-// errors.
-func decodeTOML(label string, data []byte, v any, kind tomlFile) (md toml.MetaData, unknown []error, fatal error) {
-	md, err := toml.Decode(string(data), v)
-	if err != nil {
-		return md, nil, fmt.Errorf("parse %s: %v", label, err)
-	}
-	undecoded := md.Undecoded()
-	seen := make(map[string]bool, len(undecoded))
-	for _, k := range undecoded {
-		seen[k.String()] = true
-		if len(k) > 1 && seen[k[:len(k)-1].String()] {
-			continue
-		}
-		hint := "remove it or check its spelling"
-		switch {
-		case kind == profileFile && k[0] != "mcp_servers":
-			hint = "a profile holds only [mcp_servers]; remove it"
-		case len(k) == 3 && k[0] == "mcp_servers" && k[2] == "name":
-			hint = "the table key [mcp_servers.<name>] is the server's name; remove this key"
-		case len(k) == 3 && k[0] == "auth" && k[2] == "token":
-			hint = "store the token's SHA-256 as token_sha256 (printf %s \"$TOKEN\" | sha256sum), never the token"
-		case len(k) == 3 && k[0] == "mcp_servers":
-			hint = "valid keys are " + strings.TrimPrefix(serverFields, "name, ")
-		}
-		unknown = append(unknown, fmt.Errorf("%s: unknown key %q; %s", label, k.String(), hint))
-	}
-	return md, unknown, nil
-}
-
 // tomlServers validates the [mcp_servers] tables of one file, in file order
 // (md's key order). label prefixes errors; source becomes each Source.
 func tomlServers(label, source string, md toml.MetaData, tables map[string]rawServer, getenv func(string) (string, bool)) ([]serverConfig, error) {

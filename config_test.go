@@ -325,7 +325,7 @@ func TestUnknownTOMLKeys(t *testing.T) {
 		{name: "plaintext token", toml: "[[auth.keys]]\nname = \"k\"\ntoken = \"abc\"\ntoken_sha256 = \"" + strings.Repeat("a", 64) + "\"\nscopes = [\"admin\"]\n",
 			wantErr: `F: unknown key "auth.keys.token"; store the token's SHA-256 as token_sha256 (printf %s "$TOKEN" | sha256sum), never the token`},
 		{name: "type error", toml: tomlServer("a", "x") + "timeout = 30\n",
-			wantErr: `parse F: toml: line 3 (last key "mcp_servers.a.timeout"): incompatible types: TOML value has type int64; destination has type string`},
+			wantErr: `F: [mcp_servers.a] field "timeout": a whole number is not allowed here; write a duration like "30s"`},
 		{name: "syntax error", toml: "[mcp_servers.a\n",
 			wantErr: `parse F: toml: line 2: expected '.' or ']' to end table name, but got '\n' instead`},
 	}

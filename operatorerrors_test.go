@@ -9,7 +9,7 @@ import (
 
 // This file tests the command-line errors that used to mislead, each with
 // its exact message: a tool hidden by a setting, a name collision said
-// once, a URL without its scheme.
+// once, a URL without its scheme, TOML values of the wrong type.
 
 func TestMisleadingErrors(t *testing.T) {
 	t.Parallel()
@@ -41,6 +41,23 @@ func TestMisleadingErrors(t *testing.T) {
 		{name: "missing cwd", home: "[mcp_servers.fk]\ncommand = \"/bin/sh\"\ncwd = \"/nonexistent/dir\"\n",
 			args: []string{"mcp", "list"}, wantCode: 1,
 			wantErr: `error: server "fk": start: cwd "/nonexistent/dir" is not a directory; create it or fix the server's cwd`},
+		{name: "TOML values of the wrong type, all at once",
+			home: "max_connections = \"8\"\n[model]\nmax_tokens = \"lots\"\n[mcp_servers.ev]\ncommand = \"npx\"\nargs = \"-y @modelcontextprotocol/server-everything\"\n" +
+				"enabled = \"yes\"\nenv = { PORT = 3001 }\n[mcp_servers.web]\nurl = \"http://localhost:3001/mcp\"\nheaders = [\"Authorization: Bearer x\"]\n" +
+				"include_tools = [\"a\", 2]\noauth = { scopes = \"read write\" }\n[[auth.keys]]\nname = \"ci\"\nscopes = \"runs:write\"\n",
+			args: []string{"mcp", "list"}, wantCode: 2,
+			wantErr: `harnessd: HOME/config.toml: field "max_connections": a string is not allowed here; write a whole number
+HOME/config.toml: [model] field "max_tokens": a string is not allowed here; write a whole number
+HOME/config.toml: [mcp_servers.ev] field "args": a string is not allowed here; write a list of strings
+HOME/config.toml: [mcp_servers.ev] field "enabled": a string is not allowed here; write true or false
+HOME/config.toml: [mcp_servers.ev] field "env.PORT": a whole number is not allowed here; write a string
+HOME/config.toml: [mcp_servers.web] field "headers": a list is not allowed here; write a table of strings
+HOME/config.toml: [mcp_servers.web] field "include_tools[1]": a whole number is not allowed here; write a string
+HOME/config.toml: [mcp_servers.web] field "oauth.scopes": a string is not allowed here; write a list of strings
+HOME/config.toml: [[auth.keys]] #1 field "scopes": a string is not allowed here; write a list of strings`},
+		{name: "TOML syntax error", home: "[mcp_servers.ev]\nargs = [\n",
+			args: []string{"mcp", "list"}, wantCode: 2,
+			wantErr: `harnessd: parse HOME/config.toml: toml: line 2 (last key "mcp_servers.ev.args"): unexpected EOF; expected value`},
 		{name: "host name without scheme", args: []string{"mcp", "list", "--url", "localhost:3001/mcp"}, wantCode: 2,
 			wantErr: `harnessd: command line: server "adhoc": url: no scheme; write a full URL like http://localhost:3001/mcp`},
 		{name: "address without scheme", args: []string{"mcp", "list", "--url", "127.0.0.1:3001/mcp"}, wantCode: 2,
