@@ -239,7 +239,14 @@ func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, e
 	if err != nil && cfg.Transport == transportHTTP && cfg.TransportInferred && errors.As(err, &statusErr) &&
 		(statusErr.StatusCode == 400 || statusErr.StatusCode == 404 || statusErr.StatusCode == 405) {
 		opts.Logger.Info("streamable http refused, trying legacy sse", "server", cfg.Name, "status", statusErr.StatusCode)
-		c, err = dialAndInitialize(ctx, cfg, transportSSE, opts)
+		streamable := err
+		if c, err = dialAndInitialize(ctx, cfg, transportSSE, opts); err != nil {
+			hint := ""
+			if errors.As(err, &statusErr) && statusErr.StatusCode/100 == 4 {
+				hint = "; check the url's path (often /mcp, or /sse for a legacy server)"
+			}
+			err = fmt.Errorf("tried Streamable HTTP first: %v; then the legacy HTTP+SSE fallback: %w%s", streamable, err, hint)
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -159,7 +160,52 @@ func (e httpEndpoint) statusError(op string, resp *http.Response) error {
 	// Read past the limit by the longest secret, so that one crossing the
 	// cut is redacted whole before the cut.
 	prefix, _ := io.ReadAll(io.LimitReader(resp.Body, int64(statusBodyLimit+e.secrets.longest())))
+	if isHTML(resp.Header, prefix) {
+		// A web server's error page: its text says what went wrong, its
+		// markup only buries that.
+		text := e.secrets.cut(htmlText(prefix), statusBodyLimit/2)
+		return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: fmt.Sprintf("an HTML page %q", text)})
+	}
 	return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: e.secrets.cut(printable(prefix), statusBodyLimit-len("…"))})
+}
+
+// isHTML reports whether an answer, with header and body starting with
+// prefix, is a web page.
+func isHTML(header http.Header, prefix []byte) bool {
+	if strings.HasPrefix(header.Get(headerContentType), "text/html") {
+		return true
+	}
+	start := bytes.ToLower(bytes.TrimSpace(prefix))
+	return bytes.HasPrefix(start, []byte("<!doctype html")) || bytes.HasPrefix(start, []byte("<html"))
+}
+
+// htmlText returns the text of an HTML fragment on one line, without its
+// tags, scripts and styles.
+func htmlText(b []byte) string {
+	var out strings.Builder
+	s := string(b)
+	for s != "" {
+		open := strings.IndexByte(s, '<')
+		if open < 0 {
+			out.WriteString(s)
+			break
+		}
+		out.WriteString(s[:open])
+		out.WriteByte(' ')
+		end := strings.IndexByte(s[open:], '>')
+		if end < 0 {
+			break
+		}
+		name, _, _ := strings.Cut(strings.TrimSpace(s[open+1:open+end]), " ")
+		tag := strings.ToLower(name)
+		s = s[open+end+1:]
+		if tag == "script" || tag == "style" {
+			if close := strings.Index(strings.ToLower(s), "</"+tag); close >= 0 {
+				s = s[close:]
+			}
+		}
+	}
+	return strings.Join(strings.Fields(printable([]byte(html.UnescapeString(out.String())))), " ")
 }
 
 // notMCPError describes a 2xx answer to a request that is neither an event

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,11 +12,20 @@ import (
 
 // This file tests the command-line errors that used to mislead, each with
 // its exact message: a tool hidden by a setting, a name collision said
-// once, a URL without its scheme, TOML values of the wrong type.
+// once, a URL without its scheme, TOML values of the wrong type, a wrong
+// URL path.
 
 func TestMisleadingErrors(t *testing.T) {
 	t.Parallel()
 	fake := fakeServerConfig(t, "normal")
+	// A web server that answers every path with its HTML error page, as
+	// Express does.
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>Error</title>\n</head>\n<body>\n<pre>Cannot %s %s</pre>\n</body>\n</html>\n", r.Method, r.URL.Path)
+	}))
+	t.Cleanup(page.Close)
 	fakeTable := func(name, extra string) string {
 		return "[mcp_servers." + name + "]\ncommand = " + tomlString(fake.Command) +
 			"\nenv = { " + fakeServerEnv + " = \"normal\" }\n" + extra
@@ -58,6 +70,9 @@ HOME/config.toml: [[auth.keys]] #1 field "scopes": a string is not allowed here;
 		{name: "TOML syntax error", home: "[mcp_servers.ev]\nargs = [\n",
 			args: []string{"mcp", "list"}, wantCode: 2,
 			wantErr: `harnessd: parse HOME/config.toml: toml: line 2 (last key "mcp_servers.ev.args"): unexpected EOF; expected value`},
+		{name: "wrong URL path", args: []string{"mcp", "list", "--url", page.URL + "/wrong"}, wantCode: 1,
+			wantErr: `error: server "adhoc": tried Streamable HTTP first: initialize: post message: http status 404: an HTML page "Error Cannot POST /wrong"; ` +
+				`then the legacy HTTP+SSE fallback: sse connect: http status 404: an HTML page "Error Cannot GET /wrong"; check the url's path (often /mcp, or /sse for a legacy server)`},
 		{name: "host name without scheme", args: []string{"mcp", "list", "--url", "localhost:3001/mcp"}, wantCode: 2,
 			wantErr: `harnessd: command line: server "adhoc": url: no scheme; write a full URL like http://localhost:3001/mcp`},
 		{name: "address without scheme", args: []string{"mcp", "list", "--url", "127.0.0.1:3001/mcp"}, wantCode: 2,
@@ -80,6 +95,26 @@ HOME/config.toml: [[auth.keys]] #1 field "scopes": a string is not allowed here;
 			}
 			if n := strings.Count(stderr, tt.wantErr); tt.once && n != 1 {
 				t.Errorf("harnessd %q says %q %d times, want once", tt.args, tt.wantErr, n)
+			}
+		})
+	}
+}
+
+func TestHTMLText(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, page, want string
+	}{
+		{"express", "<!DOCTYPE html>\n<html><head><title>Error</title></head><body><pre>Cannot POST /x</pre></body></html>", "Error Cannot POST /x"},
+		{"entities", "<p>a &amp; b &lt;c&gt;</p>", "a & b <c>"},
+		{"script and style left out", "<style>body{color:red}</style><script>alert(1)</script><h1>Not Found</h1>", "Not Found"},
+		{"cut inside a tag", "<h1>Gone</h1><a href=", "Gone"},
+		{"empty tag", "<>x</>", "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := htmlText([]byte(tt.page)); got != tt.want {
+				t.Errorf("htmlText(%q) = %q, want %q", tt.page, got, tt.want)
 			}
 		})
 	}
