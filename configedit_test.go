@@ -192,6 +192,10 @@ func TestMCPEditErrors(t *testing.T) {
 			wantErr: `--scope "global": want home or workspace`},
 		{name: "env with url", args: []string{"mcp", "add", "x", "--url", "http://h/mcp", "--env", "A=b"}, wantCode: 2,
 			wantErr: `args/env/cwd: only a stdio server takes them`},
+		{name: "url placeholder after a literal that is no scheme", args: []string{"mcp", "add", "x", "--url", "localhost:${PORT}/mcp"}, wantCode: 2,
+			wantErr: `harnessd: mcp add: server "x": url: no scheme; write a full URL like http://localhost:3001/mcp`},
+		{name: "cwd placeholder after a relative path", args: []string{"mcp", "add", "x", "--cwd", "srv/${DIR}", "--", "y"}, wantCode: 2,
+			wantErr: `harnessd: mcp add: server "x": cwd: not an absolute path; write a full path (${HOME}/dir works)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,5 +230,54 @@ func TestMCPAddWorkspaceScope(t *testing.T) {
 	want := "[mcp_servers.remote]\nurl = \"http://localhost:3001/mcp\"\nheaders = { Authorization = \"Bearer ${TOKEN}\" }\n"
 	if err != nil || string(data) != want {
 		t.Errorf("workspace config = %q, %v; want %q", data, err, want)
+	}
+}
+
+// TestMCPAddPlaceholders adds servers whose url, cwd or headers hold
+// ${VAR} placeholders: each is written as given, and loads once the
+// daemon's environment sets the variables, where its URL is checked after
+// expansion as for any config.
+func TestMCPAddPlaceholders(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string // the daemon's environment
+		wantURL string
+		wantErr string // loading with env
+	}{
+		{name: "the whole url", args: []string{"--url", "${URL}"},
+			env: map[string]string{"URL": "https://mcp.example.com/mcp"}, wantURL: "https://mcp.example.com/mcp"},
+		{name: "host", args: []string{"--url", "http://${HOST}/mcp"},
+			env: map[string]string{"HOST": "10.0.0.7"}, wantURL: "http://10.0.0.7/mcp"},
+		{name: "port", args: []string{"--url", "http://localhost:${PORT}/mcp"},
+			env: map[string]string{"PORT": "3001"}, wantURL: "http://localhost:3001/mcp"},
+		{name: "default", args: []string{"--url", "https://${HOST:-localhost:3001}/mcp"}, wantURL: "https://localhost:3001/mcp"},
+		{name: "base and path", args: []string{"--url", "${BASE}/mcp", "--header", "Authorization=Bearer ${TOKEN}"},
+			env: map[string]string{"BASE": "http://h:1", "TOKEN": "t"}, wantURL: "http://h:1/mcp"},
+		{name: "a bad value is caught when loading", args: []string{"--url", "${URL}"},
+			env: map[string]string{"URL": "localhost:3001/mcp"}, wantErr: `server "x": url: no scheme; write a full URL like http://localhost:3001/mcp`},
+		{name: "an unset variable is caught when loading", args: []string{"--url", "${URL}"},
+			wantErr: `server "x": url: variable URL is not set; set it in harnessd's environment or write ${URL:-default}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			args := append([]string{"mcp", "add", "x"}, tt.args...)
+			if code, _, stderr := runHarnessd(t, map[string]string{"HARNESS_HOME": home}, args...); code != 0 {
+				t.Fatalf("harnessd %q = %d, stderr %q; want it added", args, code, stderr)
+			}
+			cfg, err := loadConfig(loadOptions{Home: home, Getenv: fakeEnv(tt.env)})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("loadConfig() after %q = %v, want an error with %q", args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(cfg.Servers) != 1 || cfg.Servers[0].URL != tt.wantURL {
+				t.Errorf("loadConfig() after %q = %+v, %v; want one server at %s", args, cfg.Servers, err, tt.wantURL)
+			}
+		})
 	}
 }

@@ -163,7 +163,7 @@ const serverFields = "name, transport, command, args, url, env, cwd, headers, ti
 // transport (inferred or checked), what only one transport takes, the
 // limits and the tool filters.
 func buildServer(label, source string, raw rawServer, getenv func(string) (string, bool)) (serverConfig, error) {
-	b := &serverBuilder{label: label, raw: raw, getenv: getenv, unexpanded: make(map[string]bool)}
+	b := &serverBuilder{label: label, raw: raw, getenv: getenv, unexpanded: make(map[string]bool), shapeOnly: isAnyVarSet(getenv)}
 	if err := checkServerName(raw.Name); err != nil {
 		b.bad("name", "%v", err)
 	}
@@ -228,6 +228,9 @@ type serverBuilder struct {
 	// their raw text, so that inference still sees which of command and
 	// url is set, and get no further complaint.
 	unexpanded map[string]bool
+	// shapeOnly: variables stand for values not known yet (anyVarSet), so
+	// a field that starts with one is not checked further.
+	shapeOnly bool
 }
 
 // bad records a problem with field.
@@ -244,6 +247,7 @@ func (b *serverBuilder) expand(field, s string) string {
 		b.unexpanded[field] = true
 		return s
 	}
+	b.unexpanded[field] = b.shapeOnly && strings.HasPrefix(s, "${")
 	return v
 }
 
