@@ -262,7 +262,11 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 	if len(candidates) == 0 {
 		return fmt.Errorf("mcp call: no configured server has a tool named %q: names are mcp_<server>_<tool> (see harnessd mcp list)", toolName)
 	}
-	reg, err := connectForCommand(ctx, candidates, logger, workspace, a.getenv, commandInput(a.stdinOrDefault(), a.stderr, model, a.getenv, logger))
+	input := commandInput(a.stdinOrDefault(), a.stderr, model, a.getenv, logger)
+	if isTerminalWriter(a.stderr) {
+		input.Progress = printProgress(a.stderr)
+	}
+	reg, err := connectForCommand(ctx, candidates, logger, workspace, a.getenv, input)
 	if err != nil {
 		return err
 	}

@@ -388,9 +388,7 @@ func (c *conn) handleNotification(msg wireMessage) {
 			c.opts.OnToolsChanged()
 		}
 	case "notifications/progress":
-		var p struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-		}
+		var p progressParams
 		if json.Unmarshal(msg.Params, &p) != nil {
 			return
 		}
@@ -403,6 +401,9 @@ func (c *conn) handleNotification(msg wireMessage) {
 		c.mu.Unlock()
 		if pc != nil && pc.extend != nil {
 			pc.extend()
+		}
+		if pc != nil && c.opts.Input != nil && c.opts.Input.Progress != nil {
+			c.opts.Input.Progress(c.cfg.Name, p)
 		}
 	case "notifications/elicitation/complete":
 		c.elicitationComplete(msg.Params)

@@ -90,6 +90,9 @@ type inputPolicy struct {
 	Sampler *sampler
 	// NoSampling says why sampling is refused and what to set.
 	NoSampling string
+	// Progress shows the progress notifications of calls to a person at
+	// a terminal (mcp call); nil for none.
+	Progress func(server string, note progressParams)
 	// Emit records an event (the run's history); nil for none.
 	Emit   func(typ string, data any)
 	Logger *slog.Logger

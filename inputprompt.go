@@ -8,17 +8,25 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 )
 
 // This file holds the terminal side of server input for harnessd mcp
 // call and mcp list: a person at a terminal answers an elicitation field
-// by field; without a terminal every elicitation is declined.
+// by field; without a terminal every elicitation is declined. mcp call
+// also shows its call's progress notifications on a terminal.
 
 // isTerminalReader reports whether r is a character device (a terminal).
-func isTerminalReader(r io.Reader) bool {
-	f, ok := r.(*os.File)
+func isTerminalReader(r io.Reader) bool { return isCharDevice(r) }
+
+// isTerminalWriter reports whether w is a character device (a terminal).
+func isTerminalWriter(w io.Writer) bool { return isCharDevice(w) }
+
+// isCharDevice reports whether v is an *os.File on a character device.
+func isCharDevice(v any) bool {
+	f, ok := v.(*os.File)
 	if !ok || f == nil {
 		return false
 	}
@@ -172,4 +180,30 @@ func terminalValue(f *elicitField, line string) json.RawMessage {
 	}
 	raw, _ := json.Marshal(v)
 	return raw
+}
+
+// progressParams are the params of notifications/progress.
+type progressParams struct {
+	ProgressToken json.RawMessage `json:"progressToken"`
+	Progress      float64         `json:"progress"`
+	Total         float64         `json:"total"`
+	Message       string          `json:"message"`
+}
+
+// printProgress returns a Progress function that writes one line per
+// notification to w: "server: progress 2/5: message".
+func printProgress(w io.Writer) func(server string, note progressParams) {
+	var mu sync.Mutex
+	return func(server string, note progressParams) {
+		line := fmt.Sprintf("%s: progress %s", server, strconv.FormatFloat(note.Progress, 'f', -1, 64))
+		if note.Total > 0 {
+			line += "/" + strconv.FormatFloat(note.Total, 'f', -1, 64)
+		}
+		if note.Message != "" {
+			line += ": " + strings.Join(strings.Fields(note.Message), " ")
+		}
+		mu.Lock()
+		fmt.Fprintln(w, line)
+		mu.Unlock()
+	}
 }
