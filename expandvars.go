@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// This file holds the expansion of ${VAR} placeholders in configuration
+// values (command, args, url, cwd, roots, env and headers).
+
+// expandVars replaces ${NAME} and ${NAME:-default} in s with values from
+// getenv; the default applies when NAME is unset or empty and is not itself
+// expanded. "$$" is a literal "$". A "$" before a letter or "_" is an error
+// (almost always a forgotten brace); any other "$" is literal. A nil getenv
+// forbids ${...}. Errors name variables but never values.
+func expandVars(s string, getenv func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "$") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		next := rune(s[i+1])
+		switch {
+		case next == '$':
+			b.WriteByte('$')
+			i++
+		case next == '{':
+			end := strings.IndexByte(s[i+2:], '}')
+			if end < 0 {
+				return "", errors.New("unterminated \"${\"; close it with \"}\" or write \"$$\" for a literal \"$\"")
+			}
+			name, def, hasDef := strings.Cut(s[i+2:i+2+end], ":-")
+			if !isVarName(name) {
+				return "", errors.New("invalid variable name in \"${...}\"; use letters, digits and \"_\", not starting with a digit")
+			}
+			if getenv == nil {
+				return "", fmt.Errorf("${%s}: a per-run server cannot read harnessd's environment; put the value itself in the request", name)
+			}
+			v, ok := getenv(name)
+			switch {
+			case ok && (v != "" || !hasDef):
+				b.WriteString(v)
+			case hasDef:
+				b.WriteString(def)
+			default:
+				return "", fmt.Errorf("variable %s is not set; set it in harnessd's environment or write ${%s:-default}", name, name)
+			}
+			i += 2 + end
+		case next == '_' || isAlnum(next) && !('0' <= next && next <= '9'):
+			return "", errors.New("\"$\" followed by a name is not expanded; write ${NAME} to expand a variable or \"$$\" for a literal \"$\"")
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String(), nil
+}
+
+// isVarName reports whether name is a valid environment variable name.
+func isVarName(name string) bool {
+	for i, c := range name {
+		if !isAlnum(c) && c != '_' || i == 0 && '0' <= c && c <= '9' {
+			return false
+		}
+	}
+	return name != ""
+}
