@@ -458,7 +458,12 @@ func (c *client) renegotiate(ctx context.Context, epoch int) error {
 	if current != epoch {
 		return nil
 	}
+	// An initialize the new handshake may fall back to must not carry the
+	// refused revision's header.
 	c.meta.Store(nil)
+	if pv, ok := c.t.(protocolVersionAware); ok {
+		pv.setProtocolVersion("")
+	}
 	return c.handshake(ctx)
 }
 

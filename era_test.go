@@ -368,9 +368,11 @@ func TestModernErrorsHTTP(t *testing.T) {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":ID,"error":{"code":%d,"message":"no","data":%s}}`, code, data)
 	}
 	tests := []struct {
-		name    string
-		call    func(n int) (int, string)
-		wantErr string // "" when the call succeeds in the end
+		name string
+		// discover answers the nth server/discover; nil for discoverOK.
+		discover func(n int) (int, string)
+		call     func(n int) (int, string)
+		wantErr  string // "" when the call succeeds in the end
 		// want counts requests by method once the call is over.
 		want map[string]int
 	}{
@@ -386,6 +388,17 @@ func TestModernErrorsHTTP(t *testing.T) {
 			}
 			return 200, ""
 		}, want: map[string]int{"tools/list": 1, "tools/call": 2, "server/discover": 2}},
+		{name: "-32022 naming only older revisions initializes and retries", discover: func(n int) (int, string) {
+			if n == 1 {
+				return 200, discoverOK
+			}
+			return 400, refusal(codeUnsupportedVersion, `{"supported":["2025-11-25"]}`)
+		}, call: func(n int) (int, string) {
+			if n == 1 {
+				return 400, refusal(codeUnsupportedVersion, `{"supported":["2025-11-25"]}`)
+			}
+			return 200, ""
+		}, want: map[string]int{"tools/call": 2, "server/discover": 2, "initialize": 1}},
 		{name: "a broken answer stream sends the request again", call: func(n int) (int, string) {
 			if n == 1 {
 				return 0, ""
@@ -402,7 +415,11 @@ func TestModernErrorsHTTP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fake := &eraHTTPServer{discover: func(int) (int, string) { return 200, discoverOK }, call: tt.call}
+			discover := tt.discover
+			if discover == nil {
+				discover = func(int) (int, string) { return 200, discoverOK }
+			}
+			fake := &eraHTTPServer{discover: discover, call: tt.call}
 			srv := httptest.NewServer(fake)
 			t.Cleanup(srv.Close)
 			c, err := connect(t.Context(), httpPeerConfig("fake", transportHTTP, srv.URL), clientOptions{})
@@ -423,6 +440,15 @@ func TestModernErrorsHTTP(t *testing.T) {
 			for method, want := range tt.want {
 				if got := fake.count(method); got != want {
 					t.Errorf("%s requests = %d, want %d (all: %v)", method, got, want, fake.methods())
+				}
+			}
+			// An initialize never carries a revision header: the older
+			// revisions send theirs only once it is negotiated.
+			fake.mu.Lock()
+			defer fake.mu.Unlock()
+			for _, r := range fake.requests {
+				if string(r.body["method"]) == `"initialize"` && r.header.Get(headerProtocolVersion) != "" {
+					t.Errorf("initialize carried %s: %q, want none", headerProtocolVersion, r.header.Get(headerProtocolVersion))
 				}
 			}
 		})

@@ -191,7 +191,7 @@ func (t *streamableTransport) fail(err error) {
 }
 
 // setProtocolVersion records the negotiated version, sent from now on as
-// MCP-Protocol-Version. On an older revision it asks for the GET stream to
+// MCP-Protocol-Version ("" forgets it). On an older revision it asks for the GET stream to
 // be opened after the next successful POST (a new session gets a new GET
 // stream); the current revision has no GET stream, no session and no
 // resumption.
@@ -199,11 +199,14 @@ func (t *streamableTransport) setProtocolVersion(v string) {
 	t.mu.Lock()
 	t.protocolVersion = v
 	t.mu.Unlock()
-	if isModernVersion(v) {
+	switch {
+	case v == "":
+		// Forgotten before negotiating again: nothing is settled yet.
+	case isModernVersion(v):
 		t.getSettledOnce.Do(func() { close(t.getSettled) })
-		return
+	default:
+		t.getWanted.Store(true)
 	}
-	t.getWanted.Store(true)
 }
 
 // isModern reports whether the transport speaks a current revision.
