@@ -51,6 +51,9 @@ type conn struct {
 	// meta is what every request carries on a current revision (see
 	// era.go); nil on the older ones.
 	meta atomic.Pointer[requestMeta]
+	// roots, once set by setRoots, replace cfg.Roots (nil inside: the
+	// default roots).
+	roots atomic.Pointer[[]string]
 }
 
 // newConn wraps a started transport and starts the read loop.

@@ -314,7 +314,7 @@ func (m *requestMeta) header(req request) http.Header {
 // clientCapabilities returns the capabilities harnessd declares: roots,
 // the server-input ones, and the session's own.
 func (c *conn) clientCapabilities() map[string]any {
-	capabilities := map[string]any{"roots": map[string]any{"listChanged": false}}
+	capabilities := map[string]any{"roots": map[string]any{"listChanged": true}}
 	for k, v := range clientInputCapabilities() {
 		capabilities[k] = v
 	}

@@ -229,6 +229,30 @@ func rootsFor(server serverConfig, defaultRoots []string) []root {
 	return roots
 }
 
+// rootsConfig returns the session's configuration with the roots it
+// answers now: those setRoots gave, else the configured ones.
+func (c *conn) rootsConfig() serverConfig {
+	cfg := c.cfg
+	if dirs := c.roots.Load(); dirs != nil {
+		cfg.Roots = *dirs
+	}
+	return cfg
+}
+
+// setRoots changes the roots answered to the server (nil: the default
+// roots) and, on the older revisions, tells it with
+// notifications/roots/list_changed, so a server that keeps its roots
+// (server-filesystem) asks for them again. The current revision has no
+// notification for it: a server asks for roots with each request that
+// needs them.
+func (c *client) setRoots(ctx context.Context, dirs []string) error {
+	c.roots.Store(&dirs)
+	if isModernVersion(c.protocolVersion()) {
+		return nil
+	}
+	return c.notify(ctx, "notifications/roots/list_changed", nil)
+}
+
 // withRunRoots returns cfg with the roots it gets as a server of the
 // scope's run: the run's roots, when the run request names any, replace
 // what its profile or connect_mcp server configures; a per-run server
@@ -356,7 +380,7 @@ func (c *conn) serveInput(method string, params json.RawMessage) (any, *rpcError
 	ctx, cancel := c.untilEnded(ctx)
 	defer cancel()
 	defer c.holdCalls()()
-	return answerInput(ctx, p, c.cfg, c.opts.Roots, method, params)
+	return answerInput(ctx, p, c.rootsConfig(), c.opts.Roots, method, params)
 }
 
 // holdCalls keeps the deadlines of the session's calls from running out

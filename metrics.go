@@ -110,6 +110,7 @@ func (m *metrics) reloaded(applied bool, d serverDiff) {
 	m.reloadServers["added"] += uint64(len(d.Added))
 	m.reloadServers["removed"] += uint64(len(d.Removed))
 	m.reloadServers["restarted"] += uint64(len(d.Restarted))
+	m.reloadServers["rerooted"] += uint64(len(d.Rerooted))
 }
 
 // write renders the Prometheus text exposition format.
@@ -180,8 +181,8 @@ func (m *metrics) write(w io.Writer, servers []serverStatus) {
 	}
 	b.WriteString("# HELP harnessd_config_last_reload_successful Whether the last reload was applied (1) or refused (0); 1 before any.\n# TYPE harnessd_config_last_reload_successful gauge\n")
 	fmt.Fprintf(&b, "harnessd_config_last_reload_successful %d\n", flag(!m.lastReloadFailed))
-	b.WriteString("# HELP harnessd_config_reload_servers_total Global MCP servers reloads added, removed or restarted.\n# TYPE harnessd_config_reload_servers_total counter\n")
-	for _, change := range []string{"added", "removed", "restarted"} {
+	b.WriteString("# HELP harnessd_config_reload_servers_total Global MCP servers reloads added, removed, restarted or gave new roots.\n# TYPE harnessd_config_reload_servers_total counter\n")
+	for _, change := range []string{"added", "removed", "restarted", "rerooted"} {
 		fmt.Fprintf(&b, "harnessd_config_reload_servers_total{change=%q} %d\n", change, m.reloadServers[change])
 	}
 	io.WriteString(w, b.String())

@@ -214,7 +214,7 @@ func (r *registry) globals() []serverConfig { return r.current().configs() }
 func (g *globalSet) configs() []serverConfig {
 	out := make([]serverConfig, 0, len(g.servers))
 	for _, s := range g.servers {
-		out = append(out, s.cfg)
+		out = append(out, s.config())
 	}
 	return out
 }

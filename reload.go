@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"reflect"
@@ -29,12 +30,14 @@ var (
 )
 
 // A serverDiff is what a new configuration changes in the global servers,
-// by name: Added, Restarted and Unchanged in the new configuration's
-// order, Removed in the old one's. A server whose configuration differs in
-// anything (command, env, headers, timeouts, tool filters, enabled, the
-// file it comes from) is restarted.
+// by name: Added, Restarted, Rerooted and Unchanged in the new
+// configuration's order, Removed in the old one's. A server whose
+// configuration differs only in its roots keeps running and is told of
+// its new roots (Rerooted); one that differs in anything else (command,
+// env, headers, timeouts, tool filters, enabled, the file it comes from)
+// is restarted.
 type serverDiff struct {
-	Added, Removed, Restarted, Unchanged []string
+	Added, Removed, Restarted, Rerooted, Unchanged []string
 }
 
 // diffServers compares the global servers of two configurations.
@@ -53,6 +56,8 @@ func diffServers(old, next []serverConfig) serverDiff {
 			d.Added = append(d.Added, s.Name)
 		case reflect.DeepEqual(prev, s):
 			d.Unchanged = append(d.Unchanged, s.Name)
+		case onlyRootsDiffer(prev, s):
+			d.Rerooted = append(d.Rerooted, s.Name)
 		default:
 			d.Restarted = append(d.Restarted, s.Name)
 		}
@@ -65,9 +70,19 @@ func diffServers(old, next []serverConfig) serverDiff {
 	return d
 }
 
-// changes reports whether the diff starts or stops anything.
+// onlyRootsDiffer reports whether two configurations of one server differ
+// in their roots alone (nil, the default roots, differs from []).
+func onlyRootsDiffer(a, b serverConfig) bool {
+	if (a.Roots == nil) == (b.Roots == nil) && slices.Equal(a.Roots, b.Roots) {
+		return false
+	}
+	a.Roots = b.Roots
+	return reflect.DeepEqual(a, b)
+}
+
+// changes reports whether the diff changes anything.
 func (d serverDiff) changes() bool {
-	return len(d.Added)+len(d.Removed)+len(d.Restarted) > 0
+	return len(d.Added)+len(d.Removed)+len(d.Restarted)+len(d.Rerooted) > 0
 }
 
 // reload makes next the global servers: added ones start, removed ones
@@ -96,7 +111,7 @@ func (r *registry) reload(next []serverConfig) (d serverDiff, started <-chan str
 	list := make([]*managedServer, 0, len(next))
 	var start []*managedServer
 	for _, cfg := range next {
-		if slices.Contains(d.Unchanged, cfg.Name) {
+		if slices.Contains(d.Unchanged, cfg.Name) || slices.Contains(d.Rerooted, cfg.Name) {
 			list = append(list, old.byName[cfg.Name])
 			continue
 		}
@@ -126,7 +141,31 @@ func (r *registry) reload(next []serverConfig) (d serverDiff, started <-chan str
 	for _, name := range d.Restarted {
 		r.retireLocked(old.byName[name], errRestartedByReload)
 	}
+	for _, cfg := range next {
+		if slices.Contains(d.Rerooted, cfg.Name) {
+			r.rerootLocked(old.byName[cfg.Name], cfg.Roots)
+		}
+	}
 	return d, firstDone, nil
+}
+
+// rerootLocked gives the global server s new roots in place, in the
+// background: its session, if it has one, is told with
+// notifications/roots/list_changed. Calls already in flight keep going.
+func (r *registry) rerootLocked(s *managedServer, dirs []string) {
+	r.wg.Add(1)
+	// Owned by the registry; exits once the notification is sent, bounded
+	// by the server's request timeout and the registry's close.
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(r.ctx, s.cfg.requestTimeout())
+		defer cancel()
+		if err := s.setRoots(ctx, dirs); err != nil {
+			s.logger.Warn("could not announce the new roots", "err", err)
+			return
+		}
+		s.logger.Info("roots changed by reload", "roots", dirs)
+	}()
 }
 
 // retireLocked takes the global server s out of service: it refuses new
@@ -254,8 +293,8 @@ func (rl *reloader) reload() error {
 // summary returns the diff as log attributes: counts and names.
 func (d serverDiff) summary() []any {
 	return []any{
-		"added", len(d.Added), "removed", len(d.Removed), "restarted", len(d.Restarted), "unchanged", len(d.Unchanged),
-		"added_names", d.Added, "removed_names", d.Removed, "restarted_names", d.Restarted, "unchanged_names", d.Unchanged,
+		"added", len(d.Added), "removed", len(d.Removed), "restarted", len(d.Restarted), "rerooted", len(d.Rerooted), "unchanged", len(d.Unchanged),
+		"added_names", d.Added, "removed_names", d.Removed, "restarted_names", d.Restarted, "rerooted_names", d.Rerooted, "unchanged_names", d.Unchanged,
 	}
 }
 

@@ -72,6 +72,12 @@ func TestDiffServers(t *testing.T) {
 			serverDiff{Unchanged: []string{"w"}}},
 		{"moved to another file", []serverConfig{base("a")}, []serverConfig{with(base("a"), func(c *serverConfig) { c.Source = "/ws/.harness/config.toml" })},
 			serverDiff{Restarted: []string{"a"}}},
+		{"roots only", []serverConfig{base("a")}, []serverConfig{with(base("a"), func(c *serverConfig) { c.Roots = []string{"/srv"} })},
+			serverDiff{Rerooted: []string{"a"}}},
+		{"default roots to none", []serverConfig{base("a")}, []serverConfig{with(base("a"), func(c *serverConfig) { c.Roots = []string{} })},
+			serverDiff{Rerooted: []string{"a"}}},
+		{"roots and env", []serverConfig{base("a")}, []serverConfig{with(base("a"), func(c *serverConfig) { c.Roots = []string{"/srv"}; c.Env["X"] = "1" })},
+			serverDiff{Restarted: []string{"a"}}},
 		{"reordered", []serverConfig{base("a"), base("b")}, []serverConfig{base("b"), base("a")},
 			serverDiff{Unchanged: []string{"b", "a"}}},
 		{"everything at once", []serverConfig{base("keep"), base("change"), base("drop")},
@@ -82,7 +88,8 @@ func TestDiffServers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := diffServers(tt.old, tt.next)
 			if !slices.Equal(got.Added, tt.want.Added) || !slices.Equal(got.Removed, tt.want.Removed) ||
-				!slices.Equal(got.Restarted, tt.want.Restarted) || !slices.Equal(got.Unchanged, tt.want.Unchanged) {
+				!slices.Equal(got.Restarted, tt.want.Restarted) || !slices.Equal(got.Rerooted, tt.want.Rerooted) ||
+				!slices.Equal(got.Unchanged, tt.want.Unchanged) {
 				t.Errorf("diffServers() = %+v, want %+v", got, tt.want)
 			}
 		})

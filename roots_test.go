@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // This file tests a run's own roots: how they are validated, which servers
@@ -158,3 +159,74 @@ func TestRealRunRootsServerFilesystem(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// TestReloadRerootsServerFilesystem changes a global server-filesystem's
+// roots by a reload: the same process is told with
+// notifications/roots/list_changed, asks for its roots again and then
+// reads in the new directory, which it refused before.
+func TestReloadRerootsServerFilesystem(t *testing.T) {
+	t.Parallel()
+	workspace, outside := t.TempDir(), t.TempDir()
+	note := filepath.Join(outside, "note.txt")
+	if err := os.WriteFile(note, []byte("outside the workspace"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// server-filesystem says on stderr each time it has applied the roots
+	// it asked for: once after the handshake, once per list_changed.
+	applied := make(chan struct{}, 4)
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		if bytes.Contains(b, []byte("Updated allowed directories from MCP roots")) {
+			applied <- struct{}{}
+		}
+		return len(b), nil
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	waitApplied := func(when string) {
+		t.Helper()
+		select {
+		case <-applied:
+		case <-time.After(waitLimit):
+			t.Fatalf("server-filesystem did not apply its roots %s", when)
+		}
+	}
+	cfg := stdioPeerConfig("files", filesystemStdioCommand(t, workspace))
+	reg := startRegistry(t, []serverConfig{cfg}, registryOptions{Logger: logger, Client: clientOptions{Roots: []string{workspace}}})
+	waitRegistryReady(t, reg)
+	waitApplied("after the handshake")
+	before := reg.server("files")
+	read := func() (string, error) {
+		scope := reg.newScope(discardLogger())
+		defer scope.close()
+		res, err := scope.callTool(t.Context(), "files", "read_text_file", json.RawMessage(`{"path":`+string(mustJSON(t, note))+`}`))
+		if err != nil {
+			return "", err
+		}
+		var text []string
+		for _, b := range res.Content {
+			text = append(text, b.Text)
+		}
+		return strings.Join(text, "\n"), nil
+	}
+	if got, err := read(); err == nil && !strings.Contains(got, "outside allowed directories") {
+		t.Fatalf("read before the reload = %q, want a refusal outside the workspace", got)
+	}
+
+	rerooted := cfg
+	rerooted.Roots = []string{outside}
+	d, _, err := reg.reload([]serverConfig{rerooted})
+	if err != nil {
+		t.Fatalf("reload() = %v", err)
+	}
+	if !slices.Equal(d.Rerooted, []string{"files"}) || len(d.Restarted) != 0 {
+		t.Fatalf("reload() = %+v, want files rerooted, nothing restarted", d)
+	}
+	waitApplied("after the reload")
+	if reg.server("files") != before || before.snapshot().Restarts != 0 {
+		t.Errorf("the rerooted server was replaced or restarted")
+	}
+	if got, err := read(); err != nil || got != "outside the workspace" {
+		t.Errorf("read after the reload = %q, %v; want the note", got, err)
+	}
+	if got := reg.globals()[0].Roots; !slices.Equal(got, []string{outside}) {
+		t.Errorf("globals()[0].Roots = %v, want %v (the next reload compares with it)", got, []string{outside})
+	}
+}

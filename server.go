@@ -96,6 +96,10 @@ type managedServer struct {
 	// no call is in flight.
 	retired error
 	drained chan struct{}
+	// roots, once set by setRoots, replace cfg.Roots (nil inside: the
+	// default roots); rootsGen counts the changes.
+	roots    *[]string
+	rootsGen int
 }
 
 // newManagedServer returns a server in its first status: connecting, or
@@ -252,7 +256,8 @@ func (s *managedServer) toolSet() *serverTools {
 // not name the server: snapshot and current name it once.
 func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange func()) error {
 	opts.OnToolsChanged = onChange // opts.Logger is the owner's: dial adds the server's name
-	c, err := dial(ctx, s.cfg, opts)
+	cfg, gen := s.configGen()
+	c, err := dial(ctx, cfg, opts)
 	if err == nil {
 		err = s.relist(ctx, c)
 		if err != nil {
@@ -271,7 +276,54 @@ func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange f
 	}
 	s.client = c
 	s.move(statusReady, nil)
+	if gen != s.rootsGen {
+		// The roots changed while the session started: tell it, off the
+		// lock (bounded by the request timeout).
+		dirs := *s.roots
+		// Owned by the session; exits once the notification is sent, the
+		// session ends or the request timeout passes.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.requestTimeout())
+			defer cancel()
+			if err := c.setRoots(ctx, dirs); err != nil {
+				s.logger.Warn("could not announce the new roots", "err", err)
+			}
+		}()
+	}
 	return nil
+}
+
+// config returns the server's configuration with the roots a reload gave
+// it (setRoots).
+func (s *managedServer) config() serverConfig {
+	cfg, _ := s.configGen()
+	return cfg
+}
+
+// configGen is config with the count of roots changes it reflects.
+func (s *managedServer) configGen() (serverConfig, int) {
+	cfg := s.cfg
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.roots != nil {
+		cfg.Roots = *s.roots
+	}
+	return cfg, s.rootsGen
+}
+
+// setRoots gives the server new roots without restarting it: the session
+// in place answers them from now on and is told so (client.setRoots);
+// later sessions start with them.
+func (s *managedServer) setRoots(ctx context.Context, dirs []string) error {
+	s.mu.Lock()
+	s.roots = &dirs
+	s.rootsGen++
+	c := s.client
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.setRoots(ctx, dirs)
 }
 
 // relist lists the tools of c and publishes them.
