@@ -170,7 +170,10 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 		}
 		cancel(errTimeout)
 	})
-	if !req.longLived {
+	// A handshake inside connect is bounded by connect's startup_timeout
+	// already: a second timer of the same length would race it and name
+	// the wrong setting.
+	if deadline, ok := ctx.Deadline(); !req.longLived && !(req.handshake && ok && time.Until(deadline) <= timeout) {
 		timer.Reset(timeout)
 	}
 	defer timer.Stop()
@@ -204,7 +207,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 			c.sendCancelled(id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
-			return nil, timeoutError(timeout)
+			return nil, timeoutError(req, timeout)
 		}
 		if errors.Is(err, errTransportClosed) && !c.closing.Load() {
 			// The server went away under the call: its reason (exit status,
@@ -232,7 +235,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 			c.sendCancelled(id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
-			return nil, timeoutError(timeout)
+			return nil, timeoutError(req, timeout)
 		}
 		return nil, ctx.Err()
 	case <-c.ended:
@@ -240,8 +243,12 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 	}
 }
 
-// timeoutError is the error of a call the server did not answer in time.
-func timeoutError(timeout time.Duration) error {
+// timeoutError is the error of a request the server did not answer in
+// time, naming the setting that bounds it.
+func timeoutError(req request, timeout time.Duration) error {
+	if req.handshake {
+		return fmt.Errorf("no answer within startup_timeout %s (raise the server's startup_timeout if it needs longer): %w", timeout, errTimeout)
+	}
 	return fmt.Errorf("no answer within timeout %s (raise the server's timeout if it needs longer): %w", timeout, errTimeout)
 }
 

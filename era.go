@@ -188,10 +188,15 @@ func (c *client) discover(ctx context.Context, version string, probing bool) err
 // discoverWith sends one server/discover at version. On stdio a probe is
 // bounded by the discover timeout (errProbeTimeout).
 func (c *client) discoverWith(ctx context.Context, version string, probing bool) (*discoverResult, error) {
-	probeCtx := ctx
+	probeCtx, bound := ctx, c.discoverTimeout()
 	if probing && c.kind == transportStdio {
+		// A server that stays silent may be an older one that ignores
+		// unknown methods: leave it half the start-up time to initialize.
+		if deadline, ok := ctx.Deadline(); ok {
+			bound = min(bound, time.Until(deadline)/2)
+		}
 		var cancel context.CancelFunc
-		probeCtx, cancel = context.WithTimeoutCause(ctx, c.discoverTimeout(), errProbeTimeout)
+		probeCtx, cancel = context.WithTimeoutCause(ctx, bound, errProbeTimeout)
 		defer cancel()
 	}
 	// A discovery still fresh (its ttlMs, mcpcache.go) is not asked again.
@@ -201,7 +206,7 @@ func (c *client) discoverWith(ctx context.Context, version string, probing bool)
 		raw, err = c.roundTrip(probeCtx, request{method: "server/discover", handshake: true, version: version})
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(context.Cause(probeCtx), errProbeTimeout) {
-				return nil, fmt.Errorf("%w within %s", errProbeTimeout, c.discoverTimeout())
+				return nil, fmt.Errorf("%w within %s", errProbeTimeout, bound.Round(time.Millisecond))
 			}
 			return nil, err
 		}
