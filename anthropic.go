@@ -113,7 +113,7 @@ func (p *anthropicProvider) encode(req modelRequest) ([]byte, error) {
 	for _, t := range req.Tools {
 		out.Tools = append(out.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: schemaOrObject(t.InputSchema)})
 	}
-	body, err := marshalRequest(out)
+	body, err := marshalJSON(out)
 	if err != nil {
 		return nil, p.errorf("encode the request: %v", err)
 	}

@@ -142,7 +142,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 			ctx = withRequestHeader(ctx, meta.header(req))
 		}
 	}
-	msg, err := json.Marshal(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: req.method, Params: params})
+	msg, err := marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: req.method, Params: params})
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
@@ -268,7 +268,7 @@ func (c *conn) sendCancelled(id int64, cause error) {
 
 // notify sends a notification.
 func (c *conn) notify(ctx context.Context, method string, params any) error {
-	msg, err := json.Marshal(outgoingRequest{JSONRPC: "2.0", Method: method, Params: params})
+	msg, err := marshalJSON(outgoingRequest{JSONRPC: "2.0", Method: method, Params: params})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -252,6 +253,8 @@ func (c *client) useModern(version string, res *discoverResult) {
 type requestMeta struct {
 	version string
 	fields  map[string]json.RawMessage
+	// encoded is fields as one JSON object.
+	encoded []byte
 }
 
 // newRequestMeta returns the _meta of requests at version.
@@ -263,6 +266,7 @@ func (c *conn) newRequestMeta(version string) *requestMeta {
 	if c.cfg.LogLevel != "" {
 		m.fields[metaLogLevel], _ = json.Marshal(c.cfg.LogLevel)
 	}
+	m.encoded, _ = marshalJSON(m.fields)
 	return m
 }
 
@@ -270,17 +274,34 @@ func (c *conn) newRequestMeta(version string) *requestMeta {
 // fields added; fields the params' own _meta already has (a progress
 // token, say) are kept.
 func (m *requestMeta) attach(params any) (json.RawMessage, error) {
-	fields := map[string]json.RawMessage{}
+	raw := []byte("{}")
 	if params != nil {
-		raw, err := json.Marshal(params)
-		if err != nil {
+		var err error
+		if raw, err = marshalJSON(params); err != nil {
 			return nil, err
 		}
-		if s := string(raw); s != "null" {
-			if err := json.Unmarshal(raw, &fields); err != nil {
-				return nil, fmt.Errorf("params are not an object: %w", err)
-			}
+		if string(raw) == "null" {
+			raw = []byte("{}")
 		}
+	}
+	if len(raw) < 2 || raw[0] != '{' {
+		return nil, fmt.Errorf("params are not an object: %.40s", raw)
+	}
+	if !bytes.Contains(raw, []byte(`"_meta"`)) {
+		// The common case: params of our own with no _meta. The encoded
+		// _meta goes in front of their members.
+		rest := raw[1:]
+		out := make([]byte, 0, len(raw)+len(m.encoded)+10)
+		out = append(out, `{"_meta":`...)
+		out = append(out, m.encoded...)
+		if rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, rest...), nil
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, fmt.Errorf("params are not an object: %w", err)
 	}
 	meta := make(map[string]json.RawMessage, len(m.fields)+1)
 	if own, ok := fields["_meta"]; ok && string(own) != "null" {
@@ -294,10 +315,10 @@ func (m *requestMeta) attach(params any) (json.RawMessage, error) {
 		}
 	}
 	var err error
-	if fields["_meta"], err = json.Marshal(meta); err != nil {
+	if fields["_meta"], err = marshalJSON(meta); err != nil {
 		return nil, err
 	}
-	return json.Marshal(fields)
+	return marshalJSON(fields)
 }
 
 // header returns the HTTP headers of req at this revision: the protocol

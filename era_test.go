@@ -517,3 +517,44 @@ func TestSchemaReachesModelVerbatim(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestMetaAttach(t *testing.T) {
+	m := (&conn{}).newRequestMeta(modernProtocolVersion)
+	meta := string(m.encoded)
+	tests := []struct {
+		name   string
+		params any
+		want   string // "" when attach fails
+	}{
+		{"nil", nil, `{"_meta":` + meta + `}`},
+		{"empty object", json.RawMessage(`{}`), `{"_meta":` + meta + `}`},
+		{"members kept after _meta", map[string]any{"name": "t", "arguments": map[string]any{"q": "<a&b>"}},
+			`{"_meta":` + meta + `,"arguments":{"q":"<a&b>"},"name":"t"}`},
+		{"_meta inside a value is data", json.RawMessage(`{"arguments":{"text":"\"_meta\""}}`),
+			`{"_meta":` + meta + `,"arguments":{"text":"\"_meta\""}}`},
+		{"own _meta merged", json.RawMessage(`{"_meta":{"progressToken":7},"name":"t"}`), ""},
+		{"not an object", json.RawMessage(`[1]`), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := m.attach(tt.params)
+			switch {
+			case tt.name == "own _meta merged":
+				var out struct {
+					Meta map[string]json.RawMessage `json:"_meta"`
+					Name string                     `json:"name"`
+				}
+				if err != nil || json.Unmarshal(got, &out) != nil || string(out.Meta["progressToken"]) != "7" ||
+					string(out.Meta[metaProtocolVersion]) != `"2026-07-28"` || out.Name != "t" {
+					t.Errorf("attach(%s) = %s, %v; want the progress token kept and the revision added", tt.params, got, err)
+				}
+			case tt.want == "":
+				if err == nil {
+					t.Errorf("attach(%s) = %s, want an error", tt.params, got)
+				}
+			case err != nil || string(got) != tt.want:
+				t.Errorf("attach(%v) = %s, %v; want %s", tt.params, got, err, tt.want)
+			}
+		})
+	}
+}

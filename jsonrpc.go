@@ -58,6 +58,19 @@ type outgoingRequest struct {
 	Params  any    `json:"params,omitempty"`
 }
 
+// marshalJSON encodes v like json.Marshal but without escaping <, > and
+// &: what a server sent (a tool's schema, a requestState to echo, a
+// model's arguments) goes back as it came, only compacted.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 // An outgoingResponse answers a request the server sent.
 type outgoingResponse struct {
 	JSONRPC string          `json:"jsonrpc"`

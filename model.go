@@ -511,19 +511,6 @@ func argumentsOrEmpty(args json.RawMessage) json.RawMessage {
 }
 
 // schemaOrObject returns schema, or {"type":"object"} when it is empty or null.
-// marshalRequest encodes a provider request without escaping <, > and &,
-// so tool schemas (patterns, descriptions) reach the model as servers sent
-// them, only compacted.
-func marshalRequest(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 func schemaOrObject(schema json.RawMessage) json.RawMessage {
 	if s := bytes.TrimSpace(schema); len(s) == 0 || string(s) == "null" {
 		return json.RawMessage(`{"type":"object"}`)

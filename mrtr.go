@@ -138,12 +138,12 @@ func withInputResponses(req request, answers map[string]json.RawMessage, state j
 		fields := map[string]json.RawMessage{}
 		if params != nil {
 			// params are our own request params: always a JSON object.
-			raw, err := json.Marshal(params)
+			raw, err := marshalJSON(params)
 			if err == nil {
 				json.Unmarshal(raw, &fields)
 			}
 		}
-		responses, _ := json.Marshal(answers) // raw answers, already valid JSON
+		responses, _ := marshalJSON(answers) // raw answers, already valid JSON
 		fields["inputResponses"] = responses
 		delete(fields, "requestState")
 		if len(state) > 0 {

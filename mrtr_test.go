@@ -73,7 +73,10 @@ func (s *mrtrServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		resp["error"] = map[string]any{"code": codeMethodNotFound, "message": "unknown method " + msg.Method}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(resp)
+	// <, > and & go out unescaped, as servers in other languages send them.
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(resp)
 }
 
 // startMRTRServer serves answer and returns the server and a session to it
@@ -151,9 +154,12 @@ func TestInputRequiredRounds(t *testing.T) {
 	if got[0].Params["inputResponses"] != nil || got[0].Params["requestState"] != nil {
 		t.Errorf("first request carries inputResponses or requestState: %v", got[0].Params)
 	}
-	var echoed string
-	if err := json.Unmarshal(got[1].Params["requestState"], &echoed); err != nil || echoed != state {
-		t.Errorf("round 2 requestState = %s, want %q echoed", got[1].Params["requestState"], state)
+	sent, err := marshalJSON(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got[1].Params["requestState"]) != string(sent) {
+		t.Errorf("round 2 requestState = %s, want %s echoed byte for byte", got[1].Params["requestState"], sent)
 	}
 	var answers map[string]map[string]any
 	if err := json.Unmarshal(got[1].Params["inputResponses"], &answers); err != nil {

@@ -131,7 +131,7 @@ func (p *openaiProvider) encode(req modelRequest) ([]byte, error) {
 		tool.Function.Parameters = schemaOrObject(t.InputSchema)
 		out.Tools = append(out.Tools, tool)
 	}
-	body, err := marshalRequest(out)
+	body, err := marshalJSON(out)
 	if err != nil {
 		return nil, p.errorf("encode the request: %v", err)
 	}
