@@ -568,9 +568,10 @@ func (c *client) readResource(ctx context.Context, uri string) (*readResourceRes
 // callParams are tools/call's params; they carry the request id as the
 // progress token so progress notifications extend the call's deadline.
 type callParams struct {
+	// Meta comes first, where the current revision's _meta joins it.
+	Meta      *callMeta       `json:"_meta,omitempty"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
-	Meta      *callMeta       `json:"_meta,omitempty"`
 }
 
 type callMeta struct {

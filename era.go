@@ -287,17 +287,16 @@ func (m *requestMeta) attach(params any) (json.RawMessage, error) {
 	if len(raw) < 2 || raw[0] != '{' {
 		return nil, fmt.Errorf("params are not an object: %.40s", raw)
 	}
-	if !bytes.Contains(raw, []byte(`"_meta"`)) {
-		// The common case: params of our own with no _meta. The encoded
-		// _meta goes in front of their members.
-		rest := raw[1:]
-		out := make([]byte, 0, len(raw)+len(m.encoded)+10)
-		out = append(out, `{"_meta":`...)
-		out = append(out, m.encoded...)
-		if rest[0] != '}' {
-			out = append(out, ',')
-		}
-		return append(out, rest...), nil
+	// The common cases, params of our own: without a _meta, the encoded
+	// fields go in front of their members as _meta; with a _meta of their
+	// own first (a progress token) and none of ours, in front of its
+	// members.
+	const ownMeta = `{"_meta":{`
+	switch {
+	case !bytes.Contains(raw, []byte(`"_meta"`)):
+		return splice(raw, 1, `{"_meta":`, m.encoded), nil
+	case bytes.HasPrefix(raw, []byte(ownMeta)) && !bytes.Contains(raw, []byte(`"io.modelcontextprotocol/`)):
+		return splice(raw, len(ownMeta), ownMeta, m.encoded[1:len(m.encoded)-1]), nil
 	}
 	fields := map[string]json.RawMessage{}
 	if err := json.Unmarshal(raw, &fields); err != nil {
@@ -319,6 +318,19 @@ func (m *requestMeta) attach(params any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return marshalJSON(fields)
+}
+
+// splice returns head and members followed by raw[at:], with a comma
+// between unless raw[at:] closes the object.
+func splice(raw []byte, at int, head string, members []byte) []byte {
+	rest := raw[at:]
+	out := make([]byte, 0, len(head)+len(members)+1+len(rest))
+	out = append(out, head...)
+	out = append(out, members...)
+	if rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
 }
 
 // header returns the HTTP headers of req at this revision: the protocol

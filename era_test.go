@@ -532,7 +532,10 @@ func TestRequestMetaAttach(t *testing.T) {
 			`{"_meta":` + meta + `,"arguments":{"q":"<a&b>"},"name":"t"}`},
 		{"_meta inside a value is data", json.RawMessage(`{"arguments":{"text":"\"_meta\""}}`),
 			`{"_meta":` + meta + `,"arguments":{"text":"\"_meta\""}}`},
-		{"own _meta merged", json.RawMessage(`{"_meta":{"progressToken":7},"name":"t"}`), ""},
+		{"own _meta first", json.RawMessage(`{"_meta":{"progressToken":7},"name":"t"}`),
+			`{"_meta":` + meta[:len(meta)-1] + `,"progressToken":7},"name":"t"}`},
+		{"own empty _meta first", json.RawMessage(`{"_meta":{},"name":"t"}`), `{"_meta":` + meta + `,"name":"t"}`},
+		{"own _meta merged", json.RawMessage(`{"name":"t","_meta":{"progressToken":7}}`), ""},
 		{"not an object", json.RawMessage(`[1]`), ""},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 )
 
 // This file holds JSON-RPC 2.0 as harnessd speaks it: the message types,
@@ -62,14 +63,28 @@ type outgoingRequest struct {
 // &: what a server sent (a tool's schema, a requestState to echo, a
 // model's arguments) goes back as it came, only compacted.
 func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := jsonEncoders.Get().(*jsonEncoder)
+	defer jsonEncoders.Put(e)
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
 }
+
+// A jsonEncoder is an encoder that does not escape HTML, with its buffer;
+// pooled, since every request to a server is encoded with one.
+type jsonEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var jsonEncoders = sync.Pool{New: func() any {
+	e := &jsonEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
 
 // An outgoingResponse answers a request the server sent.
 type outgoingResponse struct {
