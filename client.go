@@ -432,44 +432,6 @@ func decodeResult(raw json.RawMessage, result any) error {
 	return nil
 }
 
-// reinitialize runs the handshake again unless another caller already did
-// since epoch was read.
-func (c *client) reinitialize(ctx context.Context, epoch int) error {
-	return c.handshakeAgain(epoch, func() error {
-		c.logger.Info("session expired, initializing again")
-		return c.initialize(ctx)
-	})
-}
-
-// renegotiate runs the whole handshake again, probe included, unless
-// another caller already did since epoch was read.
-func (c *client) renegotiate(ctx context.Context, epoch int) error {
-	return c.handshakeAgain(epoch, func() error {
-		// An initialize the new handshake may fall back to must not carry
-		// the refused revision's header.
-		c.meta.Store(nil)
-		if pv, ok := c.t.(protocolVersionAware); ok {
-			pv.setProtocolVersion("")
-		}
-		return c.handshake(ctx)
-	})
-}
-
-// handshakeAgain runs handshake, one caller at a time, unless a handshake
-// has completed since epoch was read: callers that saw the same failure
-// then retry on the session the first one settled.
-func (c *client) handshakeAgain(epoch int, handshake func() error) error {
-	c.initMu.Lock()
-	defer c.initMu.Unlock()
-	c.stateMu.RLock()
-	current := c.sessionEpoch
-	c.stateMu.RUnlock()
-	if current != epoch {
-		return nil
-	}
-	return handshake()
-}
-
 // transportKind returns the transport in use (stdio, http or sse).
 func (c *client) transportKind() string { return c.kind }
 

@@ -135,6 +135,44 @@ func (c *client) handshake(ctx context.Context) error {
 	return err
 }
 
+// reinitialize runs the handshake again unless another caller already did
+// since epoch was read.
+func (c *client) reinitialize(ctx context.Context, epoch int) error {
+	return c.handshakeAgain(epoch, func() error {
+		c.logger.Info("session expired, initializing again")
+		return c.initialize(ctx)
+	})
+}
+
+// renegotiate runs the whole handshake again, probe included, unless
+// another caller already did since epoch was read.
+func (c *client) renegotiate(ctx context.Context, epoch int) error {
+	return c.handshakeAgain(epoch, func() error {
+		// An initialize the new handshake may fall back to must not carry
+		// the refused revision's header.
+		c.meta.Store(nil)
+		if pv, ok := c.t.(protocolVersionAware); ok {
+			pv.setProtocolVersion("")
+		}
+		return c.handshake(ctx)
+	})
+}
+
+// handshakeAgain runs handshake, one caller at a time, unless a handshake
+// has completed since epoch was read: callers that saw the same failure
+// then retry on the session the first one settled.
+func (c *client) handshakeAgain(epoch int, handshake func() error) error {
+	c.initMu.Lock()
+	defer c.initMu.Unlock()
+	c.stateMu.RLock()
+	current := c.sessionEpoch
+	c.stateMu.RUnlock()
+	if current != epoch {
+		return nil
+	}
+	return handshake()
+}
+
 // discover runs server/discover at version, once more at the best
 // revision the server names if it refuses that one. When probing, answers
 // that mark an older server (an error that is not of the current revision,
