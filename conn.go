@@ -128,6 +128,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 	if req.withProgress != nil {
 		params = req.withProgress(id)
 	}
+	_, overHTTP := c.t.(*streamableTransport)
 	meta := c.meta.Load()
 	if req.version != "" {
 		meta = c.newRequestMeta(req.version)
@@ -138,7 +139,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 			return nil, fmt.Errorf("encode request: %w", err)
 		}
 		params = withMeta
-		if _, ok := c.t.(*streamableTransport); ok {
+		if overHTTP {
 			ctx = withRequestHeader(ctx, meta.header(req))
 		}
 	}
@@ -148,7 +149,6 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 	}
 	// On a current revision over HTTP, closing the answer stream cancels:
 	// there is no notifications/cancelled.
-	_, overHTTP := c.t.(*streamableTransport)
 	notifyCancel := !req.handshake && !(meta != nil && overHTTP)
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
