@@ -52,7 +52,7 @@ var (
 
 // Protocol versions of the initialize handshake, newest first. The client
 // offers the first and accepts any of them in the server's answer. The
-// current revisions, without the handshake, are in era.go.
+// current revisions, without the handshake, are in client_revision.go.
 var knownProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 const (
@@ -178,9 +178,9 @@ type clientOptions struct {
 	// only the configured headers.
 	OAuth *oauthClients
 	// Cache keeps the list and read results servers mark cacheable
-	// (mcpcache.go), shared by every session; nil caches nothing.
+	// (client_cache.go), shared by every session; nil caches nothing.
 	Cache *responseCache
-	// LogPayloads adds each message to the debug trace (trace.go).
+	// LogPayloads adds each message to the debug trace (client_trace.go).
 	LogPayloads bool
 	// DiscoverTimeout bounds the server/discover probe of a stdio server;
 	// zero means defaultDiscoverTimeout.

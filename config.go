@@ -42,7 +42,7 @@ type config struct {
 	// KeptRuns are the retention settings of the files and environment.
 	KeptRuns keptRunsSettings
 	// Limits are the run limits the files and environment set (see
-	// limits.go); unset ones are 0.
+	// config_limits.go); unset ones are 0.
 	Limits runLimits
 	// Files lists the TOML files that existed and were read, in order.
 	Files []string

@@ -20,7 +20,7 @@ import (
 
 // This file holds the Streamable HTTP transport: sessions, sending a
 // message and the answer's status, and re-initialization on 404. The
-// answer and GET streams are in httpstream.go.
+// answer and GET streams are in httptransport_stream.go.
 
 // Canonical header names, so headers are set without re-canonicalizing.
 const (

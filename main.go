@@ -12,6 +12,15 @@
 //	harnessd version
 //
 // Run any command with --help for its flags.
+//
+// The source files come in families, one per layer, named by the part
+// before the first underscore: the head of each family has the plain name
+// (config.go, client.go, run.go) and the rest of it are head_concern.go
+// (config_server.go, client_conn.go, run_store.go). The families are main,
+// cmd, config, client, stdio, httptransport, oauth, registry, tools, input,
+// run, model and api; redact.go and backoff.go serve every layer. Test files
+// follow their file (client_conn_test.go); _linux and _other keep their
+// build meaning.
 package main
 
 import (

@@ -31,7 +31,7 @@ type registryOptions struct {
 // concurrent use. Close stops everything it started.
 //
 // The global servers form a globalSet that a reload replaces whole
-// (reload.go): readers take the current set under mu and use it without
+// (config_reload.go): readers take the current set under mu and use it without
 // the lock; a run scope keeps the set it started with.
 type registry struct {
 	opts   registryOptions

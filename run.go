@@ -84,11 +84,11 @@ type run struct {
 	done      chan struct{} // closed when the run reached a terminal status
 	// connecting holds the connect_mcp names still connecting.
 	connecting nameReservations
-	// disk is the run's files; nil without a store (runhistory.go).
+	// disk is the run's files; nil without a store (run_history.go).
 	disk *runDisk
 	// input answers the servers' questions during the run.
 	input *inputPolicy
-	// transcript is what the run kept of its conversation (transcript.go);
+	// transcript is what the run kept of its conversation (run_transcript.go);
 	// guarded by mu.
 	transcript transcript
 

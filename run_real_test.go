@@ -24,7 +24,7 @@ import (
 )
 
 // This file holds agent runs against the real reference MCP servers (see
-// peers_test.go), scripted through the fake model in both wire formats.
+// client_peers_test.go), scripted through the fake model in both wire formats.
 
 // wires are the model wire formats the scripted runs speak.
 var wires = []string{providerOpenAI, providerAnthropic}

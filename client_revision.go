@@ -238,7 +238,7 @@ func (c *client) discoverWith(ctx context.Context, version string, probing bool)
 		probeCtx, cancel = context.WithTimeoutCause(ctx, bound, errProbeTimeout)
 		defer cancel()
 	}
-	// A discovery still fresh (its ttlMs, mcpcache.go) is not asked again.
+	// A discovery still fresh (its ttlMs, client_cache.go) is not asked again.
 	raw, cached := c.opts.Cache.get(c.cfg, "server/discover", version)
 	if !cached {
 		var err error

@@ -21,7 +21,7 @@ import (
 )
 
 // This file holds the performance benchmarks: tool calls over stdio and
-// Streamable HTTP (the same calls interop/bench_test.go makes with the
+// Streamable HTTP (the same calls interop/client_bench_test.go makes with the
 // official Go SDK client, under the same names, so benchstat compares
 // them), start-up with one and ten servers, the harness's own overhead per
 // tool call, the idle memory of a serving daemon and the binary's size.
@@ -121,7 +121,7 @@ func benchEcho(ctx context.Context, c *client) error {
 // 2025-11-25. BenchmarkHTTPToolCall calls the echoserver's stateful
 // handler, which serves revisions up to 2025-11-25, and
 // BenchmarkHTTPStatelessToolCall its stateless one, at 2026-07-28.
-// interop/bench_test.go has their twins on the Go SDK client.
+// interop/client_bench_test.go has their twins on the Go SDK client.
 func BenchmarkStdioToolCall(b *testing.B) {
 	benchToolCall(b, benchConnect(b, benchStdioConfig(b, "bench")))
 }

@@ -12,7 +12,7 @@ import (
 
 // This file tests subscriptions/listen against a scripted server of revision
 // 2026-07-28 that ends each subscription itself; the Go SDK server's
-// subscriptions are tested in sdkpeer_test.go.
+// subscriptions are tested in client_sdkpeer_test.go.
 
 // A listenServer is a scripted Streamable HTTP server of revision
 // 2026-07-28: on subscriptions/listen it acknowledges, sends one tools

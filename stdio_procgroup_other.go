@@ -8,7 +8,7 @@ import (
 )
 
 // This file holds the stand-ins for what only Linux offers
-// (procgroup_linux.go): elsewhere a server gets its own process group but
+// (stdio_procgroup_linux.go): elsewhere a server gets its own process group but
 // no parent-death signal, and groups are not recorded, since a reused pid
 // could not be told from the original.
 

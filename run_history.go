@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// This file holds how runs meet the store (runstore.go): a run's record
+// This file holds how runs meet the store (run_store.go): a run's record
 // written when it is accepted and when it ends, its events and its
 // transcript appended as it goes, both fsynced with the terminal event
 // before anyone sees the run end;
@@ -23,7 +23,7 @@ type runDisk struct {
 	store  *runStore
 	redact *redactor // the run's secrets, cut out of what is written
 	log    *runLog   // nil for a run loaded from the store
-	// messages is the run's transcript (transcript.go); nil for a run
+	// messages is the run's transcript (run_transcript.go); nil for a run
 	// loaded from the store.
 	messages *runLog
 	bytes    int64 // what the run's files take, once it has ended

@@ -18,7 +18,7 @@ import (
 // instance left running when it died without stopping them.
 //
 // A server's own process also dies with harnessd where the OS allows it
-// (procgroup_linux.go); its children do not, and are found here on the
+// (stdio_procgroup_linux.go); its children do not, and are found here on the
 // next start. A record is written right after the fork: a crash in
 // between leaves the group unrecorded (its leader still dies with
 // harnessd on Linux). Records are not fsynced: they matter only while the

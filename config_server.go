@@ -90,7 +90,7 @@ type serverConfig struct {
 	// LogLevel, when set, is sent with logging/setLevel after the handshake.
 	LogLevel string
 	// ProtocolVersion, when set, pins the protocol revision: no probe, no
-	// fallback. Empty negotiates (see era.go).
+	// fallback. Empty negotiates (see client_revision.go).
 	ProtocolVersion string
 	// Source says where the definition came from: a file path,
 	// "HARNESS_MCP_SERVERS", "profile <name>", "run", "connect_mcp" or "command line".

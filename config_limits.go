@@ -12,7 +12,7 @@ import (
 // This file holds the limits on runs (admission, queue, server starts,
 // the size of what a run keeps and the sampling it allows): their names,
 // defaults and the one way each is read from TOML, the environment and a
-// flag. Retention of ended runs (max_kept_runs, ...) is runstore.go's.
+// flag. Retention of ended runs (max_kept_runs, ...) is run_store.go's.
 
 // A runLimits holds every limit on runs. Zero means "not set": resolve
 // fills in the defaults. Its toml tags are top-level keys of config.toml.
@@ -30,7 +30,7 @@ type runLimits struct {
 	// events carry; the model and the transcript get them whole.
 	MaxToolEventBytes int `toml:"max_tool_event_bytes"`
 	// MaxTranscriptBytes bounds the transcript a run keeps
-	// (transcript.go).
+	// (run_transcript.go).
 	MaxTranscriptBytes int `toml:"max_transcript_bytes"`
 }
 

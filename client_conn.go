@@ -46,10 +46,10 @@ type conn struct {
 	closeOnce sync.Once
 	// callers are the runs with calls in flight, for server requests.
 	callers inputCallers
-	// trace logs every message at debug level (trace.go); nil when off.
+	// trace logs every message at debug level (client_trace.go); nil when off.
 	trace *mcpTrace
 	// meta is what every request carries on a current revision (see
-	// era.go); nil on the older ones.
+	// client_revision.go); nil on the older ones.
 	meta atomic.Pointer[requestMeta]
 	// roots, once set by setRoots, replace cfg.Roots (nil inside: the
 	// default roots).
@@ -106,7 +106,7 @@ type request struct {
 	// version, when set, sends the request at that current revision
 	// whatever the session's: the probe does.
 	version string
-	// longLived marks a subscription (subscribe.go): it has no deadline
+	// longLived marks a subscription (client_subscribe.go): it has no deadline
 	// and lasts until ctx ends.
 	longLived bool
 }

@@ -21,7 +21,7 @@ import (
 // rename, fsync the directory), its event log (<id>.events, one JSON
 // event a line, append-only, fsynced at the terminal event) and its
 // transcript (<id>.messages, one message a line, append-only, fsynced
-// with the terminal event; see transcript.go); loading them
+// with the terminal event; see run_transcript.go); loading them
 // at start-up, where the runs a crash interrupted are ended; and retention
 // by count, age and bytes.
 //
