@@ -381,13 +381,6 @@ func eventCursor(r *http.Request) (int, error) {
 	return n, nil
 }
 
-// isTerminalEvent reports whether an event of type typ ends its run's
-// history (run.completed, run.failed, run.cancelled).
-func isTerminalEvent(typ string) bool {
-	status, ok := strings.CutPrefix(typ, "run.")
-	return ok && isTerminal(status)
-}
-
 // runEvents streams a run's events as SSE: the history after the cursor
 // first, then live events, with heartbeat comments; it ends after the
 // terminal event, when the client goes away, or at shutdown.

@@ -43,6 +43,18 @@ func (i authInfo) has(scope string) bool {
 	return false
 }
 
+// owner is the name of whoever makes requests as i: what a run (or a
+// conversation) it starts belongs to. It is the key's name, and "" with auth
+// off, where everything has one owner.
+func (i authInfo) owner() string { return i.key }
+
+// sees reports whether i may see and act on what owner started: admin keys
+// and auth off see everything, any other key only what it started itself.
+// Callers answer 404 when it is false, so ids are not confirmed.
+func (i authInfo) sees(owner string) bool {
+	return !i.authOn || i.has(scopeAdmin) || i.key == owner
+}
+
 // authKeys returns the API keys in force (empty when auth is off); the
 // caller must not change the slice.
 func (a *api) authKeys() []authKey {

@@ -177,10 +177,10 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 			timeout = defaultInputTimeout
 		}
 		res, how := p.Queue.ask(ctx, ir, timeout, func(r *inputRequest) {
-			p.emit("input.requested", r)
+			p.emit(evInputRequested, r)
 			log.Info("input requested", "id", r.ID)
 		})
-		p.emit("input.answered", map[string]any{"id": ir.ID, "server": server, "action": res.Action, "by": how})
+		p.emit(evInputAnswered, map[string]any{"id": ir.ID, "server": server, "action": res.Action, "by": how})
 		log.Info("input answered", "id", ir.ID, "action", res.Action, "by", how)
 		return res, nil
 	case p.Prompt != nil:
@@ -195,7 +195,7 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 	if reason == "" {
 		reason = "declined by policy"
 	}
-	p.emit("input.requested", map[string]any{"server": server, "mode": req.Mode, "message": req.Message, "action": actionDecline, "reason": reason})
+	p.emit(evInputRequested, map[string]any{"server": server, "mode": req.Mode, "message": req.Message, "action": actionDecline, "reason": reason})
 	log.Info("input declined", "reason", reason)
 	return elicitResult{Action: actionDecline}, nil
 }
@@ -418,7 +418,7 @@ func (c *conn) elicitationComplete(params json.RawMessage) {
 		policy = c.opts.Input
 	}
 	if policy != nil {
-		policy.emit("input.completed", map[string]any{"server": c.cfg.Name, "elicitation_id": p.ElicitationID})
+		policy.emit(evInputCompleted, map[string]any{"server": c.cfg.Name, "elicitation_id": p.ElicitationID})
 	}
 }
 

@@ -295,7 +295,7 @@ func samplingResult(model string, resp *modelResponse) map[string]any {
 func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params json.RawMessage) (any, *rpcError) {
 	refuse := func(format string, args ...any) *rpcError {
 		msg := fmt.Sprintf(format, args...)
-		p.emit("sampling.refused", map[string]any{"server": server.Name, "reason": msg})
+		p.emit(evSamplingRefused, map[string]any{"server": server.Name, "reason": msg})
 		p.logger().Warn("sampling refused", "server", server.Name, "reason", msg)
 		return &rpcError{Code: codeSamplingRefused, Message: "sampling refused by harnessd: " + msg}
 	}
@@ -334,12 +334,12 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	mreq.MaxTokens = min(maxTokens, left)
 
 	provider := s.providerFor(&req, p.logger().With("server", server.Name))
-	p.emit("sampling.requested", map[string]any{"server": server.Name, "model": provider.name(), "messages": len(req.Messages), "tools": len(mreq.Tools), "max_tokens": mreq.MaxTokens})
+	p.emit(evSamplingRequested, map[string]any{"server": server.Name, "model": provider.name(), "messages": len(req.Messages), "tools": len(mreq.Tools), "max_tokens": mreq.MaxTokens})
 	start := time.Now()
 	resp, err := provider.complete(ctx, mreq)
 	elapsed := time.Since(start)
 	if err != nil {
-		p.emit("sampling.completed", map[string]any{"server": server.Name, "error": err.Error(), "duration_ms": elapsed.Milliseconds()})
+		p.emit(evSamplingCompleted, map[string]any{"server": server.Name, "error": err.Error(), "duration_ms": elapsed.Milliseconds()})
 		return nil, &rpcError{Code: codeInternalError, Message: "sampling/createMessage: " + err.Error()}
 	}
 	if s.Budget != nil {
@@ -348,7 +348,7 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	if s.OnUsage != nil {
 		s.OnUsage(resp.Usage)
 	}
-	p.emit("sampling.completed", map[string]any{"server": server.Name, "usage": resp.Usage, "stop_reason": resp.StopReason, "tool_calls": len(resp.ToolCalls), "duration_ms": elapsed.Milliseconds()})
+	p.emit(evSamplingCompleted, map[string]any{"server": server.Name, "usage": resp.Usage, "stop_reason": resp.StopReason, "tool_calls": len(resp.ToolCalls), "duration_ms": elapsed.Milliseconds()})
 	p.logger().Info("sampling served", "server", server.Name, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens, "duration", elapsed)
 	return samplingResult(provider.name(), resp), nil
 }

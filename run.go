@@ -377,9 +377,9 @@ func (r *run) begin(ctx context.Context) error {
 	r.status = runRunning
 	r.startedAt = time.Now().UTC()
 	r.mu.Unlock()
-	r.emit("run.started", map[string]any{"model": r.provider.name(), "max_steps": r.maxSteps})
+	r.emit(evRunStarted, map[string]any{"model": r.provider.name(), "max_steps": r.maxSteps})
 	if r.profileFound != nil && !*r.profileFound {
-		r.emit("profile.missing", map[string]any{"profile": r.req.Profile, "message": "no profile file found; running without profile servers"})
+		r.emit(evProfileMissing, map[string]any{"profile": r.req.Profile, "message": "no profile file found; running without profile servers"})
 	}
 	var (
 		mu     sync.Mutex
@@ -391,7 +391,7 @@ func (r *run) begin(ctx context.Context) error {
 	}
 	onServer := func(ev scopeEvent) {
 		if ev.Err != nil {
-			r.emit("mcp.server.failed", map[string]any{"server": ev.Server, "source": ev.Source, "error": ev.Err.Error()})
+			r.emit(evServerFailed, serverFailedEvent(ev.Server, ev.Source, ev.Err))
 			if required[ev.Server] {
 				mu.Lock()
 				failed = append(failed, fmt.Errorf("required server failed to start: %v; fix it, or mark it \"required\": false to run without it", ev.Err))
@@ -399,7 +399,7 @@ func (r *run) begin(ctx context.Context) error {
 			}
 			return
 		}
-		r.emit("mcp.server.connected", map[string]any{"server": ev.Server, "source": ev.Source, "tools": ev.Tools})
+		r.emit(evServerConnected, serverConnectedEvent(ev.Server, ev.Source, ev.Tools))
 	}
 	r.scope.open(ctx, r.profile, profileServer, onServer)
 	r.scope.open(ctx, r.perRun, perRunServer, onServer)
@@ -432,7 +432,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	for _, tc := range resp.ToolCalls {
 		calls = append(calls, tc.Name)
 	}
-	r.emit("model.response", map[string]any{"step": step, "content": truncate(resp.Content, r.env.limits.MaxOutputBytes), "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
+	r.emit(evModelResponse, map[string]any{"step": step, "content": truncate(resp.Content, r.env.limits.MaxOutputBytes), "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
 	return resp, nil
 }
 
@@ -449,7 +449,7 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 			defer wg.Done()
 			started := map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name}
 			r.putCut(started, "arguments", string(tc.Arguments))
-			r.emit("tool.call.started", started)
+			r.emit(evToolCallStarted, started)
 			start := time.Now()
 			res := r.callTool(ctx, tc)
 			elapsed := time.Since(start)
@@ -460,7 +460,7 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 			r.env.metrics.toolCall(res.server, outcome, elapsed)
 			data := map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name, "duration_ms": float64(elapsed.Microseconds()) / 1000, "is_error": res.isError}
 			r.putCut(data, "result", res.text)
-			r.emit("tool.call.completed", data)
+			r.emit(evToolCallCompleted, data)
 			r.mu.Lock()
 			r.toolCalls++
 			r.mu.Unlock()

@@ -282,10 +282,6 @@ func parseEventLog(b []byte) ([]runEvent, int) {
 	return events, whole
 }
 
-// terminalEventType returns the type of the event that ends a run with
-// status.
-func terminalEventType(status string) string { return "run." + status }
-
 // A storedRun is one run found on disk at start-up: its record (ended,
 // whatever state the crash left it in) and the bytes its files take.
 type storedRun struct {
@@ -385,12 +381,12 @@ func (s *runStore) recover(v runView, now time.Time) (runView, error) {
 			json.Unmarshal(raw, &data)
 		}
 		switch ev.Type {
-		case "run.started":
+		case evRunStarted:
 			t := ev.Time
 			v.StartedAt = &t
-		case "model.response":
+		case evModelResponse:
 			v.Steps = max(v.Steps, data.Step)
-		case "tool.call.completed":
+		case evToolCallCompleted:
 			v.ToolCalls++
 		}
 		if isTerminal(data.Status) && ev.Type == terminalEventType(data.Status) {

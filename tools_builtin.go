@@ -137,7 +137,7 @@ func connectMCP(ctx context.Context, r *run, args json.RawMessage) (string, erro
 		return "", err
 	}
 	if err := r.scope.add(ctx, cfg, agentServer); err != nil {
-		r.emit("mcp.server.failed", map[string]any{"server": name, "source": toolConnectMCP, "error": err.Error()})
+		r.emit(evServerFailed, serverFailedEvent(name, toolConnectMCP, err))
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
 	ms := r.scope.lookupLocal(name)
@@ -148,7 +148,7 @@ func connectMCP(ctx context.Context, r *run, args json.RawMessage) (string, erro
 		}
 	}
 	r.catalog.activate(names...)
-	r.emit("mcp.server.connected", map[string]any{"server": name, "source": toolConnectMCP, "tools": len(names)})
+	r.emit(evServerConnected, serverConnectedEvent(name, toolConnectMCP, len(names)))
 	if len(names) == 0 {
 		return fmt.Sprintf("Connected to %q; it offers no tools.", name), nil
 	}

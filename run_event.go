@@ -1,0 +1,52 @@
+package main
+
+import "strings"
+
+// This file holds the names of a run's events and the constructors of
+// their payloads: every event a run emits is named here, and the rule of
+// which event ends a run lives here alone.
+
+// Event types, as they appear in a run's history, on disk and on
+// GET /v1/runs/{id}/events. A run's last event is "run." plus its final
+// status (see terminalEventType).
+const (
+	evRunStarted        = "run.started"
+	evProfileMissing    = "profile.missing"
+	evServerConnected   = "mcp.server.connected"
+	evServerFailed      = "mcp.server.failed"
+	evModelResponse     = "model.response"
+	evToolCallStarted   = "tool.call.started"
+	evToolCallCompleted = "tool.call.completed"
+	evInputRequested    = "input.requested"
+	evInputAnswered     = "input.answered"
+	evInputCompleted    = "input.completed"
+	evSamplingRequested = "sampling.requested"
+	evSamplingRefused   = "sampling.refused"
+	evSamplingCompleted = "sampling.completed"
+)
+
+// terminalEventPrefix starts the type of the event that ends a run.
+const terminalEventPrefix = "run."
+
+// terminalEventType returns the type of the event that ends a run with
+// status (run.completed, run.failed, run.cancelled).
+func terminalEventType(status string) string { return terminalEventPrefix + status }
+
+// isTerminalEvent reports whether an event of type typ ends its run's
+// history (run.completed, run.failed, run.cancelled).
+func isTerminalEvent(typ string) bool {
+	status, ok := strings.CutPrefix(typ, terminalEventPrefix)
+	return ok && isTerminal(status)
+}
+
+// serverConnectedEvent is the payload of mcp.server.connected: a server of
+// the run's scope (from source) came up offering tools tools.
+func serverConnectedEvent(server, source string, tools int) map[string]any {
+	return map[string]any{"server": server, "source": source, "tools": tools}
+}
+
+// serverFailedEvent is the payload of mcp.server.failed: a server of the
+// run's scope (from source) could not be started or connected.
+func serverFailedEvent(server, source string, err error) map[string]any {
+	return map[string]any{"server": server, "source": source, "error": err.Error()}
+}
