@@ -432,21 +432,6 @@ func (c *conn) handleNotification(msg wireMessage) {
 	}
 }
 
-// mcpLogLevel maps an MCP (syslog) log level onto slog's.
-func mcpLogLevel(level string) slog.Level {
-	switch level {
-	case "debug":
-		return slog.LevelDebug
-	case "info", "notice":
-		return slog.LevelInfo
-	case "warning":
-		return slog.LevelWarn
-	case "error", "critical", "alert", "emergency":
-		return slog.LevelError
-	}
-	return slog.LevelInfo
-}
-
 // answerServerRequest answers ping, and what input.go answers (roots,
 // elicitation, sampling); any other method gets -32601. The answer's send
 // is bounded by the server's timeout.
