@@ -41,6 +41,15 @@ type protocolVersionAware interface {
 	setProtocolVersion(v string)
 }
 
+// An exchangeTransport sends each message as its own HTTP exchange
+// (Streamable HTTP): a request carries the headers withRequestHeader puts
+// on its context, and on a current revision ending the exchange cancels
+// the request.
+type exchangeTransport interface {
+	transport
+	sendsExchanges()
+}
+
 // Errors a transport's send returns that the client acts upon.
 var (
 	// errSessionExpired: the server no longer knows the HTTP session (404);
@@ -193,6 +202,8 @@ type clientOptions struct {
 // or when its transport ends (ended is then closed and every pending and
 // later call fails with endErr).
 type client struct {
+	// The embedded conn brings roundTrip, notify, close and the session's
+	// cfg, opts, logger and transport (client_conn.go).
 	*conn
 	kind string // the transport in use: the configured one, or sse after fallback
 

@@ -190,6 +190,10 @@ func (t *streamableTransport) fail(err error) {
 	go t.close()
 }
 
+// sendsExchanges marks the transport as an exchangeTransport: one POST
+// per message.
+func (t *streamableTransport) sendsExchanges() {}
+
 // setProtocolVersion records the negotiated version, sent from now on as
 // MCP-Protocol-Version ("" forgets it). On an older revision it asks for the GET stream to
 // be opened after the next successful POST (a new session gets a new GET

@@ -13,6 +13,12 @@ import (
 // tools) and the supervise loop that keeps a global server connected,
 // restarting it with backoff.
 
+// A stderrTailer is a transport that keeps the end of its server's
+// stderr (stdio), for the status of a server that is not ready.
+type stderrTailer interface {
+	stderrTail(n int) string
+}
+
 // Server statuses as the API reports them.
 const (
 	statusConnecting = "connecting"
@@ -157,7 +163,7 @@ func (s *managedServer) snapshot() serverStatus {
 		st.Error = fmt.Sprintf("server %q: %v", s.cfg.Name, cause)
 	}
 	if status != statusReady && s.client != nil {
-		if t, ok := s.client.t.(*stdioTransport); ok {
+		if t, ok := s.client.t.(stderrTailer); ok {
 			st.StderrTail = t.stderrTail(statusStderrTail)
 		}
 	}
