@@ -413,7 +413,7 @@ func convertServer(file, name string, fields map[string]any, keys map[string]key
 		imp.err = err
 		return imp
 	}
-	if _, err := buildServer(file, file, imp.raw, anyVarSet); err != nil {
+	if _, err := buildServer(file, originGlobal, file, imp.raw, anyVarSet); err != nil {
 		imp.err = err
 	}
 	return imp

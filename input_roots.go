@@ -70,8 +70,8 @@ func (c *client) setRoots(ctx context.Context, dirs []string) error {
 // scope's run: the run's roots, when the run request names any, replace
 // what its profile or connect_mcp server configures; a per-run server
 // that names its own roots in the same request keeps them.
-func (s *runScope) withRunRoots(cfg serverConfig, kind localKind) serverConfig {
-	if s.roots == nil || (kind == perRunServer && cfg.Roots != nil) {
+func (s *runScope) withRunRoots(cfg serverConfig) serverConfig {
+	if s.roots == nil || (cfg.Origin == originPerRun && cfg.Roots != nil) {
 		return cfg
 	}
 	cfg.Roots = s.roots

@@ -545,7 +545,7 @@ func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
 	if m == nil || cfg.Transport != transportHTTP || cfg.Untrusted {
 		return nil
 	}
-	if cfg.Source == perRunSource {
+	if cfg.Origin.ownsTokens() {
 		return m.newClient(cfg, nil)
 	}
 	key := cfg.Source + "\x00" + cfg.Name
@@ -566,6 +566,3 @@ func (m *oauthClients) newClient(cfg serverConfig, store *tokenStore) *oauthClie
 	c.authorize = m.authorize
 	return c
 }
-
-// perRunSource is the Source of servers given in a run request.
-const perRunSource = "run"

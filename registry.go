@@ -292,35 +292,10 @@ type scopeEvent struct {
 	Tools  int
 }
 
-// A localKind says how a run-local server joined its run, which decides how
-// the run treats it.
-type localKind int
-
-const (
-	// A profileServer comes from the run's profile. It may shadow the
-	// global server of exactly its name, and stays when it fails to
-	// connect, so calls fail with its error instead of reaching the global.
-	profileServer localKind = iota
-	// A perRunServer comes from the run request's mcp_servers: its tools
-	// are dynamic, and it stays, failed, when it fails to connect.
-	perRunServer
-	// An agentServer is connected by the agent with connect_mcp: its tools
-	// are dynamic, and it is dropped when it fails to connect, so the agent
-	// may try the name again.
-	agentServer
-)
-
-// dynamic reports whether the kind's tools carry the "dynamic" tag.
-func (k localKind) dynamic() bool { return k != profileServer }
-
-// keepFailed reports whether a server of the kind stays in its run when it
-// fails to connect.
-func (k localKind) keepFailed() bool { return k != agentServer }
-
-// open connects run-local servers of one kind in parallel. Each outcome is
-// reported to onEvent (from the connecting goroutine); a server that fails
-// is left out of the scope unless its kind keeps failed servers.
-func (s *runScope) open(ctx context.Context, servers []serverConfig, kind localKind, onEvent func(scopeEvent)) {
+// open connects run-local servers in parallel. Each outcome is reported
+// to onEvent (from the connecting goroutine); a server that fails is left
+// out of the scope unless its origin keeps failed servers.
+func (s *runScope) open(ctx context.Context, servers []serverConfig, onEvent func(scopeEvent)) {
 	var wg sync.WaitGroup
 	for _, cfg := range servers {
 		if !cfg.Enabled {
@@ -330,7 +305,7 @@ func (s *runScope) open(ctx context.Context, servers []serverConfig, kind localK
 		// Owned by open; ends when the server connected or failed.
 		go func() {
 			defer wg.Done()
-			err := s.add(ctx, cfg, kind)
+			err := s.add(ctx, cfg)
 			ev := scopeEvent{Server: cfg.Name, Source: cfg.Source, Err: err}
 			if err == nil {
 				if ms := s.lookupLocal(cfg.Name); ms != nil {
@@ -343,13 +318,13 @@ func (s *runScope) open(ctx context.Context, servers []serverConfig, kind localK
 	wg.Wait()
 }
 
-// add connects one run-local server of the given kind and adds it to the
+// add connects one run-local server and adds it to the
 // scope. The name is reserved under the lock before connecting, so two
 // concurrent adds of colliding names cannot both succeed. It fails if the
 // scope is closed or already has a local server whose name collides (see
 // sameToolPrefix). A server that fails to connect stays in the scope,
-// failed, when its kind keeps failed servers; otherwise it is dropped.
-func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) error {
+// failed, when its origin keeps failed servers; otherwise it is dropped.
+func (s *runScope) add(ctx context.Context, cfg serverConfig) error {
 	if cfg.Untrusted {
 		// The dial-time guard does not see the server's address behind
 		// an HTTP proxy: check it here too.
@@ -357,7 +332,7 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 			return fmt.Errorf("server %q: %v", cfg.Name, err)
 		}
 	}
-	cfg = s.withRunRoots(cfg, kind)
+	cfg = s.withRunRoots(cfg)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -369,7 +344,7 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 			return fmt.Errorf("server %q: a server of that name is already connected in this run", cfg.Name)
 		}
 	}
-	ms := newManagedServer(cfg, kind.dynamic(), s.logger)
+	ms := newManagedServer(cfg, cfg.Origin.dynamic(), s.logger)
 	s.local[cfg.Name] = ms
 	s.order = append(s.order, cfg.Name)
 	s.mu.Unlock()
@@ -377,7 +352,7 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 	relist := newDebouncer(listDebounce, func() { ms.refresh(context.Background(), nil) })
 	err := s.starts.run(ctx, func() error { return ms.open(ctx, s.opts, relist.trigger) })
 	s.mu.Lock()
-	if err != nil && kind.keepFailed() && !s.closed {
+	if err != nil && cfg.Origin.keepFailed() && !s.closed {
 		// The failed server keeps its name in the run: calls to it fail
 		// with its error instead of reaching a global server it shadows.
 		s.mu.Unlock()

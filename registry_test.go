@@ -318,7 +318,10 @@ func TestRunScopes(t *testing.T) {
 
 	open := func(s *runScope, servers ...serverConfig) {
 		t.Helper()
-		s.open(t.Context(), servers, profileServer, func(ev scopeEvent) {
+		for i := range servers {
+			servers[i].Origin = originProfile
+		}
+		s.open(t.Context(), servers, func(ev scopeEvent) {
 			if ev.Err != nil {
 				t.Errorf("open %q in a scope: %v", ev.Server, ev.Err)
 			}
@@ -394,7 +397,9 @@ func TestScopeServerCrash(t *testing.T) {
 	reg := startRegistry(t, nil, registryOptions{})
 	scope := reg.newScope(discardLogger())
 	t.Cleanup(scope.close)
-	if err := scope.add(t.Context(), namedFake(t, "mine", "normal"), perRunServer); err != nil {
+	mine := namedFake(t, "mine", "normal")
+	mine.Origin = originPerRun
+	if err := scope.add(t.Context(), mine); err != nil {
 		t.Fatalf("add(mine) = %v", err)
 	}
 	if _, err := scope.callTool(t.Context(), "mine", "crash", nil); err == nil {
@@ -583,7 +588,9 @@ func TestServerUnavailableKeepsCause(t *testing.T) {
 	reg := startRegistry(t, nil, registryOptions{})
 	scope := reg.newScope(discardLogger())
 	t.Cleanup(scope.close)
-	addErr := scope.add(t.Context(), namedFake(t, "dies", "exit-in-initialize"), perRunServer)
+	dies := namedFake(t, "dies", "exit-in-initialize")
+	dies.Origin = originPerRun
+	addErr := scope.add(t.Context(), dies)
 	_, err := scope.callTool(t.Context(), "dies", "echo", nil)
 	for _, e := range []error{addErr, err} {
 		if e == nil || strings.Count(e.Error(), `server "dies"`) != 1 || !strings.Contains(e.Error(), "status 7") {

@@ -401,8 +401,8 @@ func (r *run) begin(ctx context.Context) error {
 		}
 		r.emit("mcp.server.connected", map[string]any{"server": ev.Server, "source": ev.Source, "tools": ev.Tools})
 	}
-	r.scope.open(ctx, r.profile, profileServer, onServer)
-	r.scope.open(ctx, r.perRun, perRunServer, onServer)
+	r.scope.open(ctx, r.profile, onServer)
+	r.scope.open(ctx, r.perRun, onServer)
 	return errors.Join(failed...)
 }
 

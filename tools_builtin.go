@@ -136,7 +136,7 @@ func connectMCP(ctx context.Context, r *run, args json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	if err := r.scope.add(ctx, cfg, agentServer); err != nil {
+	if err := r.scope.add(ctx, cfg); err != nil {
 		r.emit("mcp.server.failed", map[string]any{"server": name, "source": toolConnectMCP, "error": err.Error()})
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
