@@ -489,11 +489,10 @@ func loadProfile(home, name string, getenv func(string) (string, bool)) (servers
 	return servers, true, nil
 }
 
-// profileScope returns the servers of a run with the given profile servers:
-// the globals, each replaced by the profile server of the same name, then
-// the other profile servers. A profile server whose sanitized name equals
-// that of a global with another name is an error.
-func profileScope(globals, profile []serverConfig) ([]serverConfig, error) {
+// checkProfileServers refuses profile servers whose sanitized name equals
+// that of a global with another name. A profile server may shadow the
+// global of exactly its name (see shadow).
+func checkProfileServers(globals, profile []serverConfig) error {
 	var errs []error
 	for _, p := range profile {
 		if j := firstClash(p.Name, globals); j >= 0 && globals[j].Name != p.Name {
@@ -502,10 +501,7 @@ func profileScope(globals, profile []serverConfig) ([]serverConfig, error) {
 				p.Name, p.Source, g.Name, g.Source, mcpToolPrefix(p.Name)))
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return mergeByName(slices.Clone(globals), profile, func(s serverConfig) string { return s.Name }), nil
+	return errors.Join(errs...)
 }
 
 // parseRunServers parses the mcp_servers array of a run request (nil or

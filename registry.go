@@ -418,9 +418,23 @@ func (s *runScope) lookupLocal(name string) *managedServer {
 }
 
 // Shadowing has one rule, by exact name: a local server hides the global
-// server of its name, both from server and from toolSets. Names that only
-// collide once sanitized never meet in a run: profileScope,
-// parseRunServers and connect_mcp refuse them.
+// server of its name, both from server and from toolSets (see shadow).
+// Names that only collide once sanitized never meet in a run:
+// checkProfileServers and parseRunServers refuse them, and add refuses
+// them for a server that may not shadow (connect_mcp).
+
+// shadow returns what a run sees of its servers, by name: the globals
+// that no local server of the same name hides, in their order, then the
+// locals.
+func shadow[T any](globals, locals []T, name func(T) string) []T {
+	seen := make([]T, 0, len(globals)+len(locals))
+	for _, g := range globals {
+		if !slices.ContainsFunc(locals, func(l T) bool { return name(l) == name(g) }) {
+			seen = append(seen, g)
+		}
+	}
+	return append(seen, locals...)
+}
 
 // server returns the server a name means in this run: a local server
 // shadows the global one of its name. It returns nil when there is none.
@@ -457,22 +471,17 @@ func (s *runScope) toolSets() []*serverTools {
 	s.mu.Unlock()
 	now := s.reg.current()
 	sets := make([]*serverTools, 0, len(s.globals.servers)+len(local))
-	for _, g := range s.globals.servers {
-		if slices.ContainsFunc(local, func(l *managedServer) bool { return l.cfg.Name == g.cfg.Name }) {
-			continue
-		}
-		ts := s.resolve(g, now).toolSet()
-		if ts == nil {
-			// A replacement that has not listed its tools yet: the run
-			// keeps seeing the old ones, and calls say it is connecting.
-			ts = g.toolSet()
+	for _, ms := range shadow(s.globals.servers, local, func(ms *managedServer) string { return ms.cfg.Name }) {
+		ts := ms.toolSet()
+		if !slices.Contains(local, ms) {
+			// A global: the registry's current server of its name. A
+			// replacement that has not listed its tools yet leaves the
+			// run seeing the old ones, and calls say it is connecting.
+			if current := s.resolve(ms, now).toolSet(); current != nil {
+				ts = current
+			}
 		}
 		if ts != nil {
-			sets = append(sets, ts)
-		}
-	}
-	for _, l := range local {
-		if ts := l.toolSet(); ts != nil {
 			sets = append(sets, ts)
 		}
 	}

@@ -309,7 +309,7 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 		}
 		// A profile server may shadow a global of its own name, never take
 		// the tool names of a global with another name.
-		if _, err := profileScope(r.scope.globals.configs(), servers); err != nil {
+		if err := checkProfileServers(r.scope.globals.configs(), servers); err != nil {
 			return invalidRequest(err)
 		}
 		r.profile = servers
