@@ -26,6 +26,10 @@ const (
 	originConnect
 )
 
+// mayShadow reports whether a run-local server of the origin may hide the
+// global server of exactly its name.
+func (o serverOrigin) mayShadow() bool { return o == originProfile }
+
 // requiredByDefault reports whether a server of the origin is required
 // when it does not say.
 func (o serverOrigin) requiredByDefault() bool { return o == originPerRun }

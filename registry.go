@@ -318,11 +318,11 @@ func (s *runScope) open(ctx context.Context, servers []serverConfig, onEvent fun
 	wg.Wait()
 }
 
-// add connects one run-local server and adds it to the
-// scope. The name is reserved under the lock before connecting, so two
-// concurrent adds of colliding names cannot both succeed. It fails if the
-// scope is closed or already has a local server whose name collides (see
-// sameToolPrefix). A server that fails to connect stays in the scope,
+// add connects one run-local server and adds it to the scope. The name
+// is reserved under the lock before connecting, so two concurrent adds of
+// colliding names cannot both succeed: this is the one reservation of a
+// run-local name. It fails if the scope is closed, or with a
+// *nameTakenError if the name is taken (see takenBy). A server that fails to connect stays in the scope,
 // failed, when its origin keeps failed servers; otherwise it is dropped.
 func (s *runScope) add(ctx context.Context, cfg serverConfig) error {
 	if cfg.Untrusted {
@@ -338,11 +338,9 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig) error {
 		s.mu.Unlock()
 		return fmt.Errorf("server %q: run has ended", cfg.Name)
 	}
-	for name := range s.local {
-		if sameToolPrefix(name, cfg.Name) {
-			s.mu.Unlock()
-			return fmt.Errorf("server %q: a server of that name is already connected in this run", cfg.Name)
-		}
+	if existing, taken := s.takenBy(cfg); taken {
+		s.mu.Unlock()
+		return &nameTakenError{name: cfg.Name, existing: existing}
 	}
 	ms := newManagedServer(cfg, cfg.Origin.dynamic(), s.logger)
 	s.local[cfg.Name] = ms
@@ -373,6 +371,37 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig) error {
 	s.mu.Unlock()
 	warnToolClashes(ms.logger, ms.toolSet(), s.toolSets())
 	return nil
+}
+
+// A nameTakenError refuses a run-local server whose name makes the same
+// tool prefix (sameToolPrefix) as that of a server already in the run.
+type nameTakenError struct {
+	name, existing string
+}
+
+func (e *nameTakenError) Error() string {
+	return fmt.Sprintf("server %q: a server named %q is already in this run; choose another name", e.name, e.existing)
+}
+
+// takenBy returns the name of a server of the scope whose name makes the
+// same tool prefix as cfg's: a local server (connected, failed or still
+// connecting) or, unless cfg's origin may shadow a global, a global one.
+// s.mu must be held.
+func (s *runScope) takenBy(cfg serverConfig) (existing string, taken bool) {
+	for name := range s.local {
+		if sameToolPrefix(name, cfg.Name) {
+			return name, true
+		}
+	}
+	if cfg.Origin.mayShadow() {
+		return "", false
+	}
+	for name := range s.globals.byName {
+		if sameToolPrefix(name, cfg.Name) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // warnToolClashes logs every tool of ts whose mcp_ name a tool of another

@@ -82,8 +82,6 @@ type run struct {
 	catalog   *catalog
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the run reached a terminal status
-	// connecting holds the connect_mcp names still connecting.
-	connecting nameReservations
 	// disk is the run's files; nil without a store (run_history.go).
 	disk *runDisk
 	// input answers the servers' questions during the run.
