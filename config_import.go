@@ -75,7 +75,7 @@ func serverEntries(label string, data []byte, objects bool) ([]serverEntry, erro
 // decode decodes the entry into raw strictly, takes the name from the
 // object's key in the object shape, and maps "type" onto the transport.
 func (e serverEntry) decode(raw *rawServer) error {
-	if err := decodeEntry(e.raw, raw, serverFields); err != nil {
+	if err := decodeEntry(e.raw, raw); err != nil {
 		if e.name != "" {
 			return fmt.Errorf("%s: server %q: %v", e.label, e.name, err)
 		}

@@ -159,7 +159,7 @@ type rawServer struct {
 }
 
 // serverFields lists the JSON fields of a server object, for error hints.
-const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required, roots, sampling, log_level, protocol_version"
+var serverFields = jsonFields(rawServer{})
 
 // buildServer validates raw and resolves its defaults and transport. label
 // prefixes every error; the error joins all the entry's problems, sorted.
