@@ -256,7 +256,7 @@ func TestRegistryReloadAfterClose(t *testing.T) {
 func TestRetireWaitsForCallsInFlight(t *testing.T) {
 	t.Parallel()
 	ms := newManagedServer(namedFake(t, "srv", "echo"), false, discardLogger())
-	if err := ms.open(t.Context(), clientOptions{Logger: discardLogger()}, func() {}); err != nil {
+	if _, err := ms.open(t.Context(), clientOptions{Logger: discardLogger()}, func() {}); err != nil {
 		t.Fatalf("open() = %v", err)
 	}
 	t.Cleanup(ms.stop)

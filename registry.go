@@ -348,7 +348,10 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig) error {
 	s.mu.Unlock()
 
 	relist := newDebouncer(listDebounce, func() { ms.refresh(context.Background(), nil) })
-	err := s.starts.run(ctx, func() error { return ms.open(ctx, s.opts, relist.trigger) })
+	err := s.starts.run(ctx, func() error {
+		_, err := ms.open(ctx, s.opts, relist.trigger)
+		return err
+	})
 	s.mu.Lock()
 	if err != nil && cfg.Origin.keepFailed() && !s.closed {
 		// The failed server keeps its name in the run: calls to it fail

@@ -570,7 +570,7 @@ func TestServerUnavailableKeepsCause(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ms := newManagedServer(serverConfig{Name: "x", Enabled: true}, false, discardLogger())
 			ms.mu.Lock()
-			ms.move(tt.status, tt.cause)
+			ms.status, ms.lastErr = tt.status, tt.cause // set as a past of moves would leave it
 			ms.mu.Unlock()
 			_, err := ms.current()
 			if !errors.Is(err, errServerUnavailable) || !errors.Is(err, tt.cause) {
