@@ -57,9 +57,7 @@ type api struct {
 // newAPI returns the handler of every route. keys empty turns auth off. A
 // nil logger discards logs; a nil m counts into a fresh metrics.
 func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger *slog.Logger, stopping <-chan struct{}) *api {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = orDiscard(logger)
 	if m == nil {
 		m = newMetrics()
 	}

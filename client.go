@@ -161,7 +161,7 @@ type initializeResult struct {
 
 // clientOptions are what a session needs beyond the server's config.
 type clientOptions struct {
-	// Logger receives the session's logs; nil means slog.Default().
+	// Logger receives the session's logs; nil discards them.
 	Logger *slog.Logger
 	// Roots are the directories answered to roots/list, as file:// URIs.
 	Roots []string
@@ -238,9 +238,7 @@ func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client
 // dial is connect for a caller that names the server itself: its error
 // does not.
 func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = orDiscard(opts.Logger)
 	startup := cfg.startupTimeout()
 	ctx, cancel := context.WithTimeout(ctx, startup)
 	defer cancel()

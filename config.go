@@ -142,9 +142,7 @@ func (opts loadOptions) resolve() (loadOptions, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.LookupEnv
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = orDiscard(opts.Logger)
 	if opts.Home == "" {
 		home, err := defaultHome(opts.Getenv)
 		if err != nil {

@@ -185,7 +185,7 @@ func (t *streamableTransport) fail(err error) {
 	}
 	t.endCause = fmt.Errorf("server unreachable: %w", err)
 	t.mu.Unlock()
-	t.logger.Warn("mcp http server unreachable; ending the session", "error", err)
+	t.logger.Warn("mcp http server unreachable; ending the session", "err", err)
 	// Owned by the transport; ends when close returns (bounded).
 	go t.close()
 }
@@ -381,7 +381,7 @@ func (t *streamableTransport) deleteSession(sessionID, version string) {
 		return t.newRequest(ctx, http.MethodDelete, sessionID, version, nil)
 	})
 	if err != nil {
-		t.logger.Debug("mcp http delete session failed", "error", httpRequestError("delete session", ctx, ctx, err))
+		t.logger.Debug("mcp http delete session failed", "err", httpRequestError("delete session", ctx, ctx, err))
 		return
 	}
 	drainClose(resp.Body)

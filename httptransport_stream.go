@@ -244,13 +244,13 @@ func (t *streamableTransport) runGetStream(ctx context.Context, settled chan str
 			t.logger.Debug("mcp http server offers no get stream")
 			return
 		case errors.As(err, &status) && status.StatusCode < 500 && status.StatusCode != http.StatusTooManyRequests:
-			t.logger.Warn("mcp http get stream refused; server-initiated messages arrive only with answers", "error", err)
+			t.logger.Warn("mcp http get stream refused; server-initiated messages arrive only with answers", "err", err)
 			return
 		case isUnreachable(err):
 			t.fail(err)
 			return
 		case err != nil:
-			t.logger.Debug("mcp http get stream failed; retrying", "error", err)
+			t.logger.Debug("mcp http get stream failed; retrying", "err", err)
 		default:
 			delivered := cur.delivered
 			err = t.pump(ctx, resp.Body, &cur, nil)
@@ -261,7 +261,7 @@ func (t *streamableTransport) runGetStream(ctx context.Context, settled chan str
 			if cur.delivered != delivered {
 				failures = 0
 			}
-			t.logger.Debug("mcp http get stream ended; reconnecting", "error", err)
+			t.logger.Debug("mcp http get stream ended; reconnecting", "err", err)
 		}
 		failures++
 		if !sleepContext(ctx, reconnectDelay(cur.retry, failures)) {

@@ -94,7 +94,8 @@ type inputPolicy struct {
 	// a terminal (mcp call); nil for none.
 	Progress func(server string, note progressParams)
 	// Emit records an event (the run's history); nil for none.
-	Emit   func(typ string, data any)
+	Emit func(typ string, data any)
+	// Logger receives what the policy decides; nil discards it.
 	Logger *slog.Logger
 }
 
@@ -104,11 +105,9 @@ func (p *inputPolicy) emit(typ string, data any) {
 	}
 }
 
+// logger returns the policy's logger (see orDiscard).
 func (p *inputPolicy) logger() *slog.Logger {
-	if p.Logger != nil {
-		return p.Logger
-	}
-	return slog.Default()
+	return orDiscard(p.Logger)
 }
 
 // answerInput answers one server request for input under policy p (nil

@@ -314,7 +314,7 @@ func (e *modelEndpoint) call(ctx context.Context, body []byte, decode func([]byt
 			return nil, fail.err
 		}
 		delay := e.retry.delay(attempt, fail.retryAfter, fail.hasRetryAfter)
-		e.logger.Warn("model call failed, retrying", "attempt", attempt, "delay", delay, "error", fail.err)
+		e.logger.Warn("model call failed, retrying", "attempt", attempt, "delay", delay, "err", fail.err)
 		if !sleepContext(ctx, delay) {
 			return nil, fmt.Errorf("model %s: %w", e.provider, ctx.Err())
 		}

@@ -17,6 +17,7 @@ import (
 
 // registryOptions configure a registry.
 type registryOptions struct {
+	// Logger receives the registry's logs; nil discards them.
 	Logger *slog.Logger
 	// Client is the base of every session's options (roots, environment).
 	Client clientOptions
@@ -82,9 +83,7 @@ type supervisor struct {
 // newRegistry starts connecting every enabled server in parallel and
 // returns at once; ready is closed when each has made its first attempt.
 func newRegistry(servers []serverConfig, opts registryOptions) *registry {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = orDiscard(opts.Logger)
 	if opts.BackoffMin <= 0 {
 		opts.BackoffMin = backoffMin
 	}

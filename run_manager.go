@@ -56,9 +56,10 @@ type runRequest struct {
 // runManagerOptions configure a runManager.
 type runManagerOptions struct {
 	Registry *registry
-	Logger   *slog.Logger
-	Home     string
-	Getenv   func(string) (string, bool)
+	// Logger receives the runs' logs; nil discards them.
+	Logger *slog.Logger
+	Home   string
+	Getenv func(string) (string, bool)
 	// Model is the default model, from HARNESS_MODEL or [model]; an empty
 	// Provider means every run must name one. Its BaseURL and MaxTokens
 	// apply to every run, also one that names its own model.
@@ -145,11 +146,9 @@ type queuedRun struct {
 }
 
 // newRunManager returns a manager with no runs; zero options take their
-// defaults (slog.Default, newModelProvider, defaultMaxSteps).
+// defaults (a discarding logger, newModelProvider, defaultMaxSteps).
 func newRunManager(opts runManagerOptions) *runManager {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = orDiscard(opts.Logger)
 	if opts.newProvider == nil {
 		opts.newProvider = newModelProvider
 	}
