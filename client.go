@@ -208,9 +208,9 @@ type client struct {
 	kind string // the transport in use: the configured one, or sse after fallback
 
 	// initMu serializes re-initialization after an expired HTTP session.
-	initMu sync.Mutex
+	initMu  sync.Mutex
+	stateMu sync.RWMutex
 	// guards the handshake results below, written by initialize
-	stateMu      sync.RWMutex
 	initResult   initializeResult
 	sessionEpoch int
 	// toolHeaders are the x-mcp-header bindings of each listed tool, by
@@ -420,7 +420,7 @@ func (c *client) request(ctx context.Context, req request, result any) error {
 		err = decodeResult(raw, result)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", req.method, modernError(err))
+		return fmt.Errorf("%s: %w", req.method, sessionlessError(err))
 	}
 	return nil
 }

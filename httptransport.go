@@ -111,8 +111,8 @@ type streamableTransport struct {
 	// the next successful POST (the initialized notification).
 	getWanted atomic.Bool
 
+	mu sync.Mutex
 	// guards closed, endCause, sessionID, expired, protocolVersion and stopGet
-	mu              sync.Mutex
 	closed          bool
 	endCause        error // why the transport ended by itself; see fail
 	sessionID       string
@@ -206,18 +206,18 @@ func (t *streamableTransport) setProtocolVersion(v string) {
 	switch {
 	case v == "":
 		// Forgotten before negotiating again: nothing is settled yet.
-	case isModernVersion(v):
+	case isSessionlessVersion(v):
 		t.getSettledOnce.Do(func() { close(t.getSettled) })
 	default:
 		t.getWanted.Store(true)
 	}
 }
 
-// isModern reports whether the transport speaks a current revision.
-func (t *streamableTransport) isModern() bool {
+// isSessionless reports whether the transport speaks a current revision.
+func (t *streamableTransport) isSessionless() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return isModernVersion(t.protocolVersion)
+	return isSessionlessVersion(t.protocolVersion)
 }
 
 // send POSTs msg. It returns once the answer's headers are processed: a

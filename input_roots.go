@@ -60,7 +60,7 @@ func (c *conn) rootsConfig() serverConfig {
 // needs them.
 func (c *client) setRoots(ctx context.Context, dirs []string) error {
 	c.roots.Store(&dirs)
-	if isModernVersion(c.protocolVersion()) {
+	if isSessionlessVersion(c.protocolVersion()) {
 		return nil
 	}
 	return c.notify(ctx, "notifications/roots/list_changed", nil)

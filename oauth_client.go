@@ -525,8 +525,10 @@ type oauthClients struct {
 	logger *slog.Logger
 	// authorize is given to every client; nil in the daemon.
 	authorize authorizeFunc
-	mu        sync.Mutex
-	byName    map[string]*oauthClient
+
+	mu sync.Mutex
+	// guards byName
+	byName map[string]*oauthClient
 }
 
 // newOAuthClients returns the OAuth clients of a daemon storing tokens in
