@@ -16,7 +16,8 @@ import (
 
 // This file holds the run manager: validating run requests, admission
 // (a bounded number of runs at once, a bounded queue, then 429), starting
-// runs, listing and retention, and shutdown.
+// runs, listing, and shutdown. Retention (prune) and the runs' history on
+// disk are in run_history.go.
 
 // Run statuses.
 const (
@@ -95,7 +96,7 @@ type runManager struct {
 	wg     sync.WaitGroup
 
 	mu sync.Mutex
-	// guards runs and order
+	// guards runs, order, running, queue and runTime
 	runs    map[string]*run
 	order   []string // creation order
 	running int      // runs admitted and not queued that have not ended

@@ -435,7 +435,7 @@ func (t *stdioTransport) recordEnd() {
 		default:
 			t.endCause = errors.New("server closed its stdout")
 		}
-		if tail := t.stderrTail(2048); tail != "" {
+		if tail := t.stderrTail(statusStderrTail); tail != "" {
 			t.endCause = fmt.Errorf("%w; stderr: %s", t.endCause, tail)
 		}
 	})
