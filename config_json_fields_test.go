@@ -15,11 +15,12 @@ func TestJSONFieldsHints(t *testing.T) {
 	}
 	type sample struct {
 		inner
-		Plain    string
-		Tagged   int    `json:"tagged,omitempty"`
-		Skipped  string `json:"-"`
-		unexport string
+		Plain   string
+		Tagged  int    `json:"tagged,omitempty"`
+		Skipped string `json:"-"`
+		private string
 	}
+	_ = sample{}.private // a field json leaves out: not in the hint
 	tests := []struct {
 		name string
 		v    any
