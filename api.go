@@ -57,9 +57,7 @@ type api struct {
 // newAPI returns the handler of every route. keys empty turns auth off. A
 // nil logger discards logs; a nil m counts into a fresh metrics.
 func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger *slog.Logger, stopping <-chan struct{}) *api {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = orDiscard(logger)
 	if m == nil {
 		m = newMetrics()
 	}
@@ -178,9 +176,6 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
-// runRequestFields lists the fields of POST /v1/runs, for error hints.
-const runRequestFields = "prompt, profile, model, system_prompt, max_steps, mcp_servers"
-
 // decodeBody decodes a JSON body strictly into v: at most maxRequestBody
 // bytes, no unknown fields, exactly one value. Its errors are for the
 // caller and start with "request body".
@@ -192,9 +187,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 }
 
 // decodeStrictJSON decodes exactly one JSON value from body into v,
-// refusing unknown fields and trailing data.
+// refusing unknown fields and trailing data; the hint of an unknown field
+// lists v's own fields.
 func decodeStrictJSON(body io.Reader, v any) error {
-	err := decodeStrict(body, v, runRequestFields)
+	err := decodeStrict(body, v)
 	var tooBig *http.MaxBytesError
 	switch {
 	case err == nil:

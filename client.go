@@ -41,6 +41,15 @@ type protocolVersionAware interface {
 	setProtocolVersion(v string)
 }
 
+// An exchangeTransport sends each message as its own HTTP exchange
+// (Streamable HTTP): a request carries the headers withRequestHeader puts
+// on its context, and on a current revision ending the exchange cancels
+// the request.
+type exchangeTransport interface {
+	transport
+	sendsExchanges()
+}
+
 // Errors a transport's send returns that the client acts upon.
 var (
 	// errSessionExpired: the server no longer knows the HTTP session (404);
@@ -152,7 +161,7 @@ type initializeResult struct {
 
 // clientOptions are what a session needs beyond the server's config.
 type clientOptions struct {
-	// Logger receives the session's logs; nil means slog.Default().
+	// Logger receives the session's logs; nil discards them.
 	Logger *slog.Logger
 	// Roots are the directories answered to roots/list, as file:// URIs.
 	Roots []string
@@ -193,13 +202,15 @@ type clientOptions struct {
 // or when its transport ends (ended is then closed and every pending and
 // later call fails with endErr).
 type client struct {
+	// The embedded conn brings roundTrip, notify, close and the session's
+	// cfg, opts, logger and transport (client_conn.go).
 	*conn
 	kind string // the transport in use: the configured one, or sse after fallback
 
 	// initMu serializes re-initialization after an expired HTTP session.
-	initMu sync.Mutex
+	initMu  sync.Mutex
+	stateMu sync.RWMutex
 	// guards the handshake results below, written by initialize
-	stateMu      sync.RWMutex
 	initResult   initializeResult
 	sessionEpoch int
 	// toolHeaders are the x-mcp-header bindings of each listed tool, by
@@ -227,9 +238,7 @@ func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client
 // dial is connect for a caller that names the server itself: its error
 // does not.
 func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, error) {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = orDiscard(opts.Logger)
 	startup := cfg.startupTimeout()
 	ctx, cancel := context.WithTimeout(ctx, startup)
 	defer cancel()
@@ -411,7 +420,7 @@ func (c *client) request(ctx context.Context, req request, result any) error {
 		err = decodeResult(raw, result)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", req.method, modernError(err))
+		return fmt.Errorf("%s: %w", req.method, sessionlessError(err))
 	}
 	return nil
 }

@@ -160,8 +160,8 @@ func TestDiscoveryCachedWithSDKServer(t *testing.T) {
 	opts.Cache = newResponseCache()
 	first := connectPeer(t, cfg, opts)
 	again := connectPeer(t, cfg, opts)
-	if got := again.protocolVersion(); got != modernProtocolVersion {
-		t.Errorf("second session's protocol version = %q, want %q", got, modernProtocolVersion)
+	if got := again.protocolVersion(); got != sessionlessProtocolVersion {
+		t.Errorf("second session's protocol version = %q, want %q", got, sessionlessProtocolVersion)
 	}
 	if got := sdkStats(t, first); got["server/discover"] != 1 {
 		t.Errorf("server answered server/discover %d times, want 1", got["server/discover"])

@@ -123,12 +123,76 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 		return nil, c.endErr()
 	default:
 	}
-	id := c.nextID.Add(1)
+	call, err := c.newCall(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer call.end()
+	if err := c.send(call.ctx, call.msg); err != nil {
+		return nil, c.sendFailed(call, err)
+	}
+	return c.await(call)
+}
+
+// An outgoingCall is one request of roundTrip from its send to its
+// answer.
+type outgoingCall struct {
+	c   *conn
+	req request
+	id  int64
+	msg []byte
+	// parent is the caller's context (with the request's headers); ctx
+	// ends with it, or with errTimeout as its cause when the call's
+	// deadline runs out.
+	parent, ctx context.Context
+	cancel      context.CancelCauseFunc
+	timeout     time.Duration
+	timer       *time.Timer
+	// notifyCancel says whether abandoning the call is told to the server
+	// with notifications/cancelled.
+	notifyCancel bool
+	pending      *pendingCall
+}
+
+// newCall encodes req under a new id, arms its deadline and records it
+// as pending. The caller calls end once the call is over.
+func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) {
+	call := &outgoingCall{c: c, req: req, id: c.nextID.Add(1), timeout: c.callTimeout(req),
+		pending: &pendingCall{ch: make(chan rpcResponse, 1)}}
+	if err := call.encode(ctx); err != nil {
+		return nil, err
+	}
+	call.ctx, call.cancel = context.WithCancelCause(call.parent)
+	call.armDeadline()
+	c.mu.Lock()
+	c.pending[call.id] = call.pending
+	c.mu.Unlock()
+	return call, nil
+}
+
+// callTimeout returns the timeout of req. The handshake is part of the
+// server's start: startup_timeout bounds it, so a server that starts
+// slowly but answers calls fast can have a short request timeout.
+func (c *conn) callTimeout(req request) time.Duration {
+	if req.handshake {
+		return c.cfg.startupTimeout()
+	}
+	return c.cfg.requestTimeout()
+}
+
+// encode sets the call's message: req's params with the progress token
+// asked for and, on a current revision, the request's _meta; over a
+// transport of HTTP exchanges the request's headers ride on the call's
+// parent context. It also decides notifyCancel: never for the handshake,
+// and not on a current revision over HTTP, where closing the answer
+// stream cancels.
+func (call *outgoingCall) encode(ctx context.Context) error {
+	c, req := call.c, call.req
 	params := req.params
 	if req.withProgress != nil {
-		params = req.withProgress(id)
+		params = req.withProgress(call.id)
 	}
-	_, overHTTP := c.t.(*streamableTransport)
+	_, overHTTP := c.t.(exchangeTransport)
 	meta := c.meta.Load()
 	if req.version != "" {
 		meta = c.newRequestMeta(req.version)
@@ -136,30 +200,31 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 	if meta != nil {
 		withMeta, err := meta.attach(params)
 		if err != nil {
-			return nil, fmt.Errorf("encode request: %w", err)
+			return fmt.Errorf("encode request: %w", err)
 		}
 		params = withMeta
 		if overHTTP {
 			ctx = withRequestHeader(ctx, meta.header(req))
 		}
 	}
-	msg, err := marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: req.method, Params: params})
+	msg, err := marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &call.id, Method: req.method, Params: params})
 	if err != nil {
-		return nil, fmt.Errorf("encode request: %w", err)
+		return fmt.Errorf("encode request: %w", err)
 	}
-	// On a current revision over HTTP, closing the answer stream cancels:
-	// there is no notifications/cancelled.
-	notifyCancel := !req.handshake && !(meta != nil && overHTTP)
-	callCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	// The handshake is part of the server's start: startup_timeout bounds
-	// it, so a server that starts slowly but answers calls fast can have a
-	// short request timeout.
-	timeout := c.cfg.requestTimeout()
-	if req.handshake {
-		timeout = c.cfg.startupTimeout()
-	}
-	pc := &pendingCall{ch: make(chan rpcResponse, 1)}
+	call.parent, call.msg = ctx, msg
+	call.notifyCancel = !req.handshake && !(meta != nil && overHTTP)
+	return nil
+}
+
+// armDeadline starts the call's timer: it cancels the call with
+// errTimeout once the timeout passes, but waits again while the server
+// waits on an answer for input, and progress pushes it out, up to 10× the
+// timeout from now (not for the handshake nor a long-lived call). A
+// long-lived call gets no deadline, nor does a handshake that its
+// context (connect's startup_timeout) already bounds as tightly: a second
+// timer of the same length would race it and name the wrong setting.
+func (call *outgoingCall) armDeadline() {
+	timeout, pc, req := call.timeout, call.pending, call.req
 	// The timer is armed only once assigned, since its callback resets it.
 	var timer *time.Timer
 	timer = time.AfterFunc(math.MaxInt64, func() {
@@ -168,15 +233,12 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 			timer.Reset(timeout)
 			return
 		}
-		cancel(errTimeout)
+		call.cancel(errTimeout)
 	})
-	// A handshake inside connect is bounded by connect's startup_timeout
-	// already: a second timer of the same length would race it and name
-	// the wrong setting.
-	if deadline, ok := ctx.Deadline(); !req.longLived && !(req.handshake && ok && time.Until(deadline) <= timeout) {
+	call.timer = timer
+	if deadline, ok := call.parent.Deadline(); !req.longLived && !(req.handshake && ok && time.Until(deadline) <= timeout) {
 		timer.Reset(timeout)
 	}
-	defer timer.Stop()
 	if !req.handshake && !req.longLived {
 		limit := time.Now().Add(10 * timeout)
 		pc.extend = func() {
@@ -189,55 +251,61 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 			}
 		}
 	}
+}
 
-	c.mu.Lock()
-	c.pending[id] = pc
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
+// end forgets the pending call and stops its timer.
+func (call *outgoingCall) end() {
+	call.c.mu.Lock()
+	delete(call.c.pending, call.id)
+	call.c.mu.Unlock()
+	call.timer.Stop()
+	call.cancel(nil)
+}
 
-	if err := c.send(callCtx, msg); err != nil {
-		// Over HTTP the request may have reached the server, which answers
-		// only when done (a JSON response): tell it to stop.
-		cause := context.Cause(callCtx)
-		if cause != nil && notifyCancel {
-			c.sendCancelled(id, cause)
-		}
-		if errors.Is(cause, errTimeout) {
-			return nil, timeoutError(req, timeout)
-		}
-		if errors.Is(err, errTransportClosed) && !c.closing.Load() {
-			// The server went away under the call: its reason (exit status,
-			// stderr tail) is known once the read loop has drained.
-			timer := time.NewTimer(stopGrace)
-			defer timer.Stop()
-			select {
-			case <-c.ended:
-				return nil, c.endErr()
-			case <-timer.C:
-			}
-		}
-		return nil, err
+// sendFailed returns the error of a call whose request could not be sent:
+// its timeout, or the reason the server went away, or err.
+func (c *conn) sendFailed(call *outgoingCall, err error) error {
+	// Over HTTP the request may have reached the server, which answers
+	// only when done (a JSON response): tell it to stop.
+	cause := context.Cause(call.ctx)
+	if cause != nil && call.notifyCancel {
+		c.sendCancelled(call.id, cause)
 	}
+	if errors.Is(cause, errTimeout) {
+		return timeoutError(call.req, call.timeout)
+	}
+	if errors.Is(err, errTransportClosed) && !c.closing.Load() {
+		// The server went away under the call: its reason (exit status,
+		// stderr tail) is known once the read loop has drained.
+		timer := time.NewTimer(stopGrace)
+		defer timer.Stop()
+		select {
+		case <-c.ended:
+			return c.endErr()
+		case <-timer.C:
+		}
+	}
+	return err
+}
 
+// await waits for the call's answer, its timeout or cancellation (told
+// to the server when notifyCancel), or the end of the session.
+func (c *conn) await(call *outgoingCall) (json.RawMessage, error) {
 	select {
-	case resp := <-pc.ch:
+	case resp := <-call.pending.ch:
 		if resp.Error != nil {
 			return nil, resp.Error
 		}
 		return resp.Result, nil
-	case <-callCtx.Done():
-		cause := context.Cause(callCtx)
-		if notifyCancel {
-			c.sendCancelled(id, cause)
+	case <-call.ctx.Done():
+		cause := context.Cause(call.ctx)
+		if call.notifyCancel {
+			c.sendCancelled(call.id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
-			return nil, timeoutError(req, timeout)
+			return nil, timeoutError(call.req, call.timeout)
 		}
-		return nil, ctx.Err()
+		return nil, call.parent.Err()
 	case <-c.ended:
 		return nil, c.endErr()
 	}
@@ -430,21 +498,6 @@ func (c *conn) handleNotification(msg wireMessage) {
 	default:
 		c.logger.Debug("server notification", "method", msg.Method)
 	}
-}
-
-// mcpLogLevel maps an MCP (syslog) log level onto slog's.
-func mcpLogLevel(level string) slog.Level {
-	switch level {
-	case "debug":
-		return slog.LevelDebug
-	case "info", "notice":
-		return slog.LevelInfo
-	case "warning":
-		return slog.LevelWarn
-	case "error", "critical", "alert", "emergency":
-		return slog.LevelError
-	}
-	return slog.LevelInfo
 }
 
 // answerServerRequest answers ping, and what input.go answers (roots,

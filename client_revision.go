@@ -18,13 +18,13 @@ import (
 // the initialize handshake of the older ones, and what every request of
 // the current revision carries (_meta, and over HTTP the standard headers).
 
-// modernProtocolVersions are the revisions without initialize or sessions,
+// sessionlessProtocolVersions are the revisions without initialize or sessions,
 // newest first: every request carries its version, client info and
 // capabilities in _meta.
-var modernProtocolVersions = []string{"2026-07-28"}
+var sessionlessProtocolVersions = []string{"2026-07-28"}
 
-// modernProtocolVersion is the revision the probe offers first.
-const modernProtocolVersion = "2026-07-28"
+// sessionlessProtocolVersion is the revision the probe offers first.
+const sessionlessProtocolVersion = "2026-07-28"
 
 // Error codes of the current revision.
 const (
@@ -60,12 +60,12 @@ var errOlderServer = errors.New("server speaks an older protocol revision")
 // errProbeTimeout: the server did not answer server/discover in time.
 var errProbeTimeout = errors.New("no answer to server/discover")
 
-// isModernVersion reports whether v is a revision without initialize.
-func isModernVersion(v string) bool { return slices.Contains(modernProtocolVersions, v) }
+// isSessionlessVersion reports whether v is a revision without initialize.
+func isSessionlessVersion(v string) bool { return slices.Contains(sessionlessProtocolVersions, v) }
 
-// isModernError reports whether code is an error only servers of the
+// isSessionlessError reports whether code is an error only servers of the
 // current revision send: a 400 carrying one is an answer, not a refusal.
-func isModernError(code int) bool {
+func isSessionlessError(code int) bool {
 	return code == codeHeaderMismatch || code == codeMissingCapability || code == codeUnsupportedVersion
 }
 
@@ -93,10 +93,10 @@ func supportedVersions(data json.RawMessage) []string {
 	return d.Supported
 }
 
-// bestModernVersion returns the newest current revision harnessd and the
+// bestSessionlessVersion returns the newest current revision harnessd and the
 // server both speak, or "" for none.
-func bestModernVersion(supported []string) string {
-	for _, v := range modernProtocolVersions {
+func bestSessionlessVersion(supported []string) string {
+	for _, v := range sessionlessProtocolVersions {
 		if slices.Contains(supported, v) {
 			return v
 		}
@@ -112,12 +112,12 @@ func (c *client) handshake(ctx context.Context) error {
 	c.probeErr = nil
 	pinned := c.cfg.ProtocolVersion
 	switch {
-	case isModernVersion(pinned):
+	case isSessionlessVersion(pinned):
 		return c.discover(ctx, pinned, false)
 	case pinned != "" || c.kind == transportSSE:
 		return c.initialize(ctx)
 	}
-	err := c.discover(ctx, modernProtocolVersion, true)
+	err := c.discover(ctx, sessionlessProtocolVersion, true)
 	if !errors.Is(err, errOlderServer) {
 		return err
 	}
@@ -129,7 +129,7 @@ func (c *client) handshake(ctx context.Context) error {
 	}
 	// The probe timed out and initialize was refused: a server of the
 	// current revision that was slow to start. Ask it again, unbounded.
-	if derr := c.discover(ctx, modernProtocolVersion, false); derr == nil {
+	if derr := c.discover(ctx, sessionlessProtocolVersion, false); derr == nil {
 		return nil
 	}
 	return err
@@ -186,7 +186,7 @@ func (c *client) discover(ctx context.Context, version string, probing bool) err
 			// servers answer any method with an empty result.
 			negotiated := version
 			if !slices.Contains(res.SupportedVersions, version) {
-				negotiated = bestModernVersion(res.SupportedVersions)
+				negotiated = bestSessionlessVersion(res.SupportedVersions)
 			}
 			if negotiated == "" {
 				if probing {
@@ -194,7 +194,7 @@ func (c *client) discover(ctx context.Context, version string, probing bool) err
 				}
 				return fmt.Errorf("server/discover: the server supports %v, not %s", res.SupportedVersions, version)
 			}
-			c.useModern(negotiated, res)
+			c.useSessionless(negotiated, res)
 			return nil
 		}
 		c.probeErr = err
@@ -203,7 +203,7 @@ func (c *client) discover(ctx context.Context, version string, probing bool) err
 		switch {
 		case errors.As(err, &rpcErr) && rpcErr.Code == codeUnsupportedVersion:
 			supported := supportedVersions(rpcErr.Data)
-			if best := bestModernVersion(supported); best != "" && attempt == 0 {
+			if best := bestSessionlessVersion(supported); best != "" && attempt == 0 {
 				version = best
 				continue
 			}
@@ -213,7 +213,7 @@ func (c *client) discover(ctx context.Context, version string, probing bool) err
 			return fmt.Errorf("server/discover: the server supports %v, not %s (set protocol_version to one of them)", supported, version)
 		case !probing:
 			return fmt.Errorf("server/discover: %w", err)
-		case errors.As(err, &rpcErr) && !isModernError(rpcErr.Code):
+		case errors.As(err, &rpcErr) && !isSessionlessError(rpcErr.Code):
 			return fmt.Errorf("%w: server/discover: %v", errOlderServer, err)
 		case errors.Is(err, errProbeTimeout):
 			return fmt.Errorf("%w: %v", errOlderServer, err)
@@ -268,9 +268,9 @@ func (c *client) discoverTimeout() time.Duration {
 	return defaultDiscoverTimeout
 }
 
-// useModern records the outcome of server/discover: from now on every
+// useSessionless records the outcome of server/discover: from now on every
 // request carries version in _meta (and headers over HTTP).
-func (c *client) useModern(version string, res *discoverResult) {
+func (c *client) useSessionless(version string, res *discoverResult) {
 	info := res.Meta.ServerInfo
 	if res.ServerInfo != nil && info.Name == "" {
 		info = *res.ServerInfo
@@ -400,9 +400,9 @@ func (c *conn) clientCapabilities() map[string]any {
 	return capabilities
 }
 
-// modernError turns the errors of the current revision that reach a user
+// sessionlessError turns the errors of the current revision that reach a user
 // into ones that say what happened; others are returned as they are.
-func modernError(err error) error {
+func sessionlessError(err error) error {
 	var rpcErr *rpcError
 	if !errors.As(err, &rpcErr) {
 		return err
@@ -435,9 +435,9 @@ func (b *serverBuilder) checkProtocolVersion(transport string) {
 	v := b.raw.ProtocolVersion
 	switch {
 	case v == "" || slices.Contains(knownProtocolVersions, v):
-	case !isModernVersion(v):
+	case !isSessionlessVersion(v):
 		b.bad("protocol_version", "%q is not a protocol revision harnessd speaks; use one of %s, or leave it out to negotiate",
-			v, strings.Join(append(slices.Clone(modernProtocolVersions), knownProtocolVersions...), ", "))
+			v, strings.Join(append(slices.Clone(sessionlessProtocolVersions), knownProtocolVersions...), ", "))
 	case transport == transportSSE:
 		b.bad("protocol_version", "%q needs transport http or stdio; legacy sse speaks up to %s", v, latestProtocolVersion)
 	}

@@ -28,13 +28,13 @@ func TestNegotiateStdio(t *testing.T) {
 		wantServer string
 	}{
 		{name: "older server answers -32601", mode: "legacy", want: latestProtocolVersion, wantServer: "fake"},
-		{name: "current server", mode: "modern", want: modernProtocolVersion, wantServer: "fake-modern"},
-		{name: "current server refuses the first version", mode: "modern-retry", want: modernProtocolVersion, wantServer: "fake-modern"},
+		{name: "current server", mode: "modern", want: sessionlessProtocolVersion, wantServer: "fake-modern"},
+		{name: "current server refuses the first version", mode: "modern-retry", want: sessionlessProtocolVersion, wantServer: "fake-modern"},
 		{name: "no answer within the bound", mode: "discover-silent", want: latestProtocolVersion, wantServer: "fake"},
-		{name: "current server slow to start", mode: "modern-slow", want: modernProtocolVersion, wantServer: "fake-modern"},
+		{name: "current server slow to start", mode: "modern-slow", want: sessionlessProtocolVersion, wantServer: "fake-modern"},
 		{name: "pinned older version", mode: "legacy", pinned: "2025-06-18", want: "2025-06-18", wantServer: "fake"},
-		{name: "pinned current version", mode: "modern", pinned: modernProtocolVersion, want: modernProtocolVersion, wantServer: "fake-modern"},
-		{name: "pinned current version on an older server", mode: "legacy", pinned: modernProtocolVersion, wantErr: "server/discover: json-rpc error -32601"},
+		{name: "pinned current version", mode: "modern", pinned: sessionlessProtocolVersion, want: sessionlessProtocolVersion, wantServer: "fake-modern"},
+		{name: "pinned current version on an older server", mode: "legacy", pinned: sessionlessProtocolVersion, wantErr: "server/discover: json-rpc error -32601"},
 		{name: "pinned older version on a current server", mode: "modern", pinned: latestProtocolVersion, wantErr: "initialize: json-rpc error -32601"},
 	}
 	for _, tt := range tests {
@@ -190,13 +190,13 @@ func TestNegotiateHTTP(t *testing.T) {
 		want     string // the negotiated version; "" when connect fails
 		wantErr  string
 	}{
-		{name: "current server", discover: func(int) (int, string) { return 200, discoverOK }, want: modernProtocolVersion},
+		{name: "current server", discover: func(int) (int, string) { return 200, discoverOK }, want: sessionlessProtocolVersion},
 		{name: "400 -32022 with a current version", discover: func(n int) (int, string) {
 			if n == 1 {
 				return 400, refusal(codeUnsupportedVersion, `{"supported":["2026-07-28"],"requested":"2026-07-28"}`)
 			}
 			return 200, discoverOK
-		}, want: modernProtocolVersion},
+		}, want: sessionlessProtocolVersion},
 		{name: "400 -32022 with older versions only", discover: func(int) (int, string) {
 			return 400, refusal(codeUnsupportedVersion, `{"supported":["2025-11-25"]}`)
 		}, want: latestProtocolVersion},
@@ -246,7 +246,7 @@ func TestNegotiateHTTP(t *testing.T) {
 			}
 			c.close()
 			methods := strings.Join(fake.methods(), " ")
-			if tt.want != modernProtocolVersion {
+			if tt.want != sessionlessProtocolVersion {
 				if !strings.Contains(methods, "initialize") {
 					t.Errorf("requests = %s, want an initialize after the probe", methods)
 				}
@@ -269,7 +269,7 @@ func TestNegotiateHTTP(t *testing.T) {
 					Meta map[string]json.RawMessage `json:"_meta"`
 				}
 				json.Unmarshal(r.body["params"], &params)
-				if r.header.Get(headerProtocolVersion) != modernProtocolVersion || r.header.Get(headerMethod) != method ||
+				if r.header.Get(headerProtocolVersion) != sessionlessProtocolVersion || r.header.Get(headerMethod) != method ||
 					r.header.Get(headerSessionID) != "" || string(params.Meta[metaProtocolVersion]) != `"2026-07-28"` ||
 					params.Meta[metaClientCapabilities] == nil || params.Meta[metaClientInfo] == nil {
 					t.Errorf("%s: headers %v, _meta %s: want the revision's headers and _meta, no session", method, r.header, r.body["params"])
@@ -519,7 +519,7 @@ func TestSchemaReachesModelVerbatim(t *testing.T) {
 }
 
 func TestRequestMetaAttach(t *testing.T) {
-	m := (&conn{}).newRequestMeta(modernProtocolVersion)
+	m := (&conn{}).newRequestMeta(sessionlessProtocolVersion)
 	meta := string(m.encoded)
 	tests := []struct {
 		name   string

@@ -31,13 +31,13 @@ func sdkFullPeers() []struct {
 	}{
 		{"stdio", func(t *testing.T) serverConfig {
 			return stdioPeerConfig("sdk", peerCommand{Command: buildEchoServer(t), Args: []string{"stdio", "-full", "-ttl", "1m"}})
-		}, modernProtocolVersion},
+		}, sessionlessProtocolVersion},
 		{"http", func(t *testing.T) serverConfig {
 			return httpPeerConfig("sdk", transportHTTP, startEchoServerHTTP(t, "http", "-full", "-ttl", "1m"))
 		}, "2025-11-25"},
 		{"http-stateless", func(t *testing.T) serverConfig {
 			return httpPeerConfig("sdk", transportHTTP, startEchoServerHTTP(t, "http-stateless", "-full", "-ttl", "1m"))
-		}, modernProtocolVersion},
+		}, sessionlessProtocolVersion},
 	}
 }
 
@@ -84,7 +84,7 @@ func TestGoSDKFullServer(t *testing.T) {
 			}
 			// Below 2026-07-28 the SDK asks by server requests and re-runs
 			// the tool once, so only one round of questions works there.
-			if peer.wantVersion >= modernProtocolVersion {
+			if peer.wantVersion >= sessionlessProtocolVersion {
 				calls = append(calls, struct{ tool, args, want string }{"survey", `{}`, "Ada likes green"})
 			}
 			for _, call := range calls {
@@ -97,7 +97,7 @@ func TestGoSDKFullServer(t *testing.T) {
 			if err != nil || len(read.Contents) != 1 || read.Contents[0].Text != "hello from echoserver" {
 				t.Errorf("readResource(echo://greeting) = %+v, %v, want its text", read, err)
 			}
-			if peer.wantVersion >= modernProtocolVersion {
+			if peer.wantVersion >= sessionlessProtocolVersion {
 				_, err := c.callTool(ctx, "nag", nil)
 				if err == nil || !strings.Contains(err.Error(), `server "sdk" still asks for input after 8 answered rounds`) {
 					t.Errorf("callTool(nag) error = %v, want the bound on rounds, naming the server", err)

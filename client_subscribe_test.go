@@ -65,8 +65,8 @@ func TestSubscriptionReopened(t *testing.T) {
 	t.Cleanup(hs.Close)
 	changes := make(chan struct{}, 8)
 	c := connectPeer(t, httpPeerConfig("listener", transportHTTP, hs.URL), clientOptions{OnToolsChanged: func() { changes <- struct{}{} }})
-	if got := c.protocolVersion(); got != modernProtocolVersion {
-		t.Fatalf("protocol version = %q, want %q", got, modernProtocolVersion)
+	if got := c.protocolVersion(); got != sessionlessProtocolVersion {
+		t.Fatalf("protocol version = %q, want %q", got, sessionlessProtocolVersion)
 	}
 	// The first subscription's list_changed; the re-list when it is opened
 	// again after the server ended it (changes may have gone unnoticed);

@@ -275,9 +275,9 @@ func TestClientRealPeers(t *testing.T) {
 			wantTools:  func(t *testing.T) []string { return recordedToolNames(t, "server-memory-2026.8.31.json") },
 			check:      checkMemory,
 		},
-		{name: "echoserver stdio", config: echoStdio, wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer, wantVersion: modernProtocolVersion},
+		{name: "echoserver stdio", config: echoStdio, wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer, wantVersion: sessionlessProtocolVersion},
 		{name: "echoserver http", config: echoHTTP("http", transportHTTP), wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer},
-		{name: "echoserver http-stateless", config: echoHTTP("http-stateless", transportHTTP), wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer, wantVersion: modernProtocolVersion},
+		{name: "echoserver http-stateless", config: echoHTTP("http-stateless", transportHTTP), wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer, wantVersion: sessionlessProtocolVersion},
 		{name: "echoserver http-json", config: echoHTTP("http-json", transportHTTP), wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer},
 		{name: "echoserver sse", config: echoHTTP("sse", transportSSE), wantServer: "echoserver", wantTools: echoTools, check: checkEchoServer},
 	}

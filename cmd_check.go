@@ -107,7 +107,7 @@ func checkProfiles(home string, cfg *config, getenv func(string) (string, bool))
 			continue
 		}
 		if cfg != nil {
-			if _, err := profileScope(cfg.Servers, servers); err != nil {
+			if err := checkProfileServers(cfg.Servers, servers); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -113,7 +113,7 @@ func (a *app) mcpAdd(_ context.Context, args []string) error {
 			*opt.field = &opt.value
 		}
 	}
-	if _, err := buildServer("mcp add", "command line", raw, anyVarSet); err != nil {
+	if _, err := buildServer("mcp add", originGlobal, "command line", raw, anyVarSet); err != nil {
 		return usageError("%v", err)
 	}
 	file, err := configFileForScope(f.scope, workspace, a.getenv)

@@ -142,9 +142,7 @@ func (opts loadOptions) resolve() (loadOptions, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.LookupEnv
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = orDiscard(opts.Logger)
 	if opts.Home == "" {
 		home, err := defaultHome(opts.Getenv)
 		if err != nil {
@@ -315,7 +313,7 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	if err != nil {
 		return layer, err
 	}
-	servers, err := tomlServers(file, file, md, doc.MCPServers, getenv)
+	servers, err := tomlServers(file, originGlobal, file, md, doc.MCPServers, getenv)
 	errs = append(errs, err)
 	layer.servers = servers
 
@@ -361,7 +359,7 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 
 // tomlServers validates the [mcp_servers] tables of one file, in file order
 // (md's key order). label prefixes errors; source becomes each Source.
-func tomlServers(label, source string, md toml.MetaData, tables map[string]rawServer, getenv func(string) (string, bool)) ([]serverConfig, error) {
+func tomlServers(label string, origin serverOrigin, source string, md toml.MetaData, tables map[string]rawServer, getenv func(string) (string, bool)) ([]serverConfig, error) {
 	var names []string
 	for _, k := range md.Keys() {
 		if len(k) >= 2 && k[0] == "mcp_servers" && !slices.Contains(names, k[1]) {
@@ -381,7 +379,7 @@ func tomlServers(label, source string, md toml.MetaData, tables map[string]rawSe
 			continue
 		}
 		raw.Name = n
-		s, err := buildServer(label, source, raw, getenv)
+		s, err := buildServer(label, origin, source, raw, getenv)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -399,7 +397,7 @@ func tomlServers(label, source string, md toml.MetaData, tables map[string]rawSe
 // must be unique, also once sanitized. It returns the valid servers and an
 // error joining every problem. Empty data means no servers.
 func parseServerJSON(source string, data []byte, getenv func(string) (string, bool)) ([]serverConfig, error) {
-	servers, err := decodeServers(source, source, data, true, getenv)
+	servers, err := decodeServers(source, originGlobal, source, data, true, getenv)
 	if err2 := validateServerNames(servers); err2 != nil {
 		err = errors.Join(err, err2)
 	}
@@ -409,7 +407,7 @@ func parseServerJSON(source string, data []byte, getenv func(string) (string, bo
 // decodeServers decodes each element of a JSON array (or, when objects,
 // of the object shape of serverEntries) on its own, so that one bad entry
 // does not hide the problems of the others. A nil getenv forbids ${VAR}.
-func decodeServers(label, source string, data []byte, objects bool, getenv func(string) (string, bool)) ([]serverConfig, error) {
+func decodeServers(label string, origin serverOrigin, source string, data []byte, objects bool, getenv func(string) (string, bool)) ([]serverConfig, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		return nil, nil
@@ -426,7 +424,7 @@ func decodeServers(label, source string, data []byte, objects bool, getenv func(
 			errs = append(errs, err)
 			continue
 		}
-		s, err := buildServer(entry.label, source, raw, getenv)
+		s, err := buildServer(entry.label, origin, source, raw, getenv)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -482,18 +480,17 @@ func loadProfile(home, name string, getenv func(string) (string, bool)) (servers
 	if err != nil {
 		return nil, true, err
 	}
-	servers, err = tomlServers(label, "profile "+name, md, doc.MCPServers, getenv)
+	servers, err = tomlServers(label, originProfile, "profile "+name, md, doc.MCPServers, getenv)
 	if err := errors.Join(append(errs, err)...); err != nil {
 		return nil, true, err
 	}
 	return servers, true, nil
 }
 
-// profileScope returns the servers of a run with the given profile servers:
-// the globals, each replaced by the profile server of the same name, then
-// the other profile servers. A profile server whose sanitized name equals
-// that of a global with another name is an error.
-func profileScope(globals, profile []serverConfig) ([]serverConfig, error) {
+// checkProfileServers refuses profile servers whose sanitized name equals
+// that of a global with another name. A profile server may shadow the
+// global of exactly its name (see shadow).
+func checkProfileServers(globals, profile []serverConfig) error {
 	var errs []error
 	for _, p := range profile {
 		if j := firstClash(p.Name, globals); j >= 0 && globals[j].Name != p.Name {
@@ -502,22 +499,20 @@ func profileScope(globals, profile []serverConfig) ([]serverConfig, error) {
 				p.Name, p.Source, g.Name, g.Source, mcpToolPrefix(p.Name)))
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return mergeByName(slices.Clone(globals), profile, func(s serverConfig) string { return s.Name }), nil
+	return errors.Join(errs...)
 }
 
 // parseRunServers parses the mcp_servers array of a run request (nil or
 // JSON null means none). Entries may not use ${VAR}, and none may share a
 // name or sanitized name with a global server (disabled ones included), a
 // server of the run's profile, or another entry. Every error is the
-// client's fault (400); servers is nil with it. Each Source is "run".
+// client's fault (400); servers is nil with it. Each Origin is
+// originPerRun, each Source "run".
 func parseRunServers(raw json.RawMessage, globals, profile []serverConfig) ([]serverConfig, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		return nil, nil
 	}
-	servers, err := decodeServers("mcp_servers", "run", raw, false, nil)
+	servers, err := decodeServers("mcp_servers", originPerRun, "run", raw, false, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -554,7 +549,7 @@ func adhocServer(name, rawURL string, command []string) (serverConfig, error) {
 			raw.Args = append(raw.Args, literal(a))
 		}
 	}
-	return buildServer("command line", "command line", raw, nil)
+	return buildServer("command line", originGlobal, "command line", raw, nil)
 }
 
 // connectServer returns the server the agent connects with connect_mcp:
@@ -565,7 +560,7 @@ func connectServer(name, rawURL string) (serverConfig, error) {
 		return serverConfig{}, fmt.Errorf("%s: server %q: %v", toolConnectMCP, name, err)
 	}
 	raw := rawServer{Name: name, URL: strings.ReplaceAll(rawURL, "$", "$$")}
-	cfg, err := buildServer(toolConnectMCP, toolConnectMCP, raw, nil)
+	cfg, err := buildServer(toolConnectMCP, originConnect, toolConnectMCP, raw, nil)
 	cfg.Untrusted = true
 	return cfg, err
 }

@@ -202,7 +202,7 @@ func appendServerTable(data []byte, table string) []byte {
 }
 
 // serverTOML returns the [mcp_servers.<name>] table of raw, with the
-// fields in the order of serverFields and env and headers as inline
+// fields in the order of rawServer's and env and headers as inline
 // tables. Values are written as given: ${VAR} stays a reference.
 func serverTOML(name string, raw rawServer) string {
 	var b strings.Builder

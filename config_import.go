@@ -75,7 +75,7 @@ func serverEntries(label string, data []byte, objects bool) ([]serverEntry, erro
 // decode decodes the entry into raw strictly, takes the name from the
 // object's key in the object shape, and maps "type" onto the transport.
 func (e serverEntry) decode(raw *rawServer) error {
-	if err := decodeEntry(e.raw, raw, serverFields); err != nil {
+	if err := decodeEntry(e.raw, raw); err != nil {
 		if e.name != "" {
 			return fmt.Errorf("%s: server %q: %v", e.label, e.name, err)
 		}
@@ -413,7 +413,7 @@ func convertServer(file, name string, fields map[string]any, keys map[string]key
 		imp.err = err
 		return imp
 	}
-	if _, err := buildServer(file, file, imp.raw, anyVarSet); err != nil {
+	if _, err := buildServer(file, originGlobal, file, imp.raw, anyVarSet); err != nil {
 		imp.err = err
 	}
 	return imp

@@ -16,12 +16,12 @@ import (
 // are refused with messages that say what to write instead.
 
 // decodeStrict decodes exactly one JSON value from r into v, refusing
-// unknown fields and trailing data. fields lists v's JSON fields for the
-// hint of an unknown one. A type error names the field and the kind of
+// unknown fields and trailing data. The hint of an unknown field lists
+// v's JSON fields (jsonFields). A type error names the field and the kind of
 // value it takes, never the value (it may be a secret). Other errors
 // (an empty input wraps io.EOF; a read error such as *http.MaxBytesError)
 // are returned unchanged for the caller to describe.
-func decodeStrict(r io.Reader, v any, fields string) error {
+func decodeStrict(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -42,7 +42,7 @@ func decodeStrict(r io.Reader, v any, fields string) error {
 	// encoding/json has no error type for an unknown field: its message is
 	// the only way to tell one.
 	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Errorf("unknown field %s; valid fields are %s", field, fields)
+		return fmt.Errorf("unknown field %s; valid fields are %s", field, jsonFields(v))
 	}
 	return err
 }
@@ -63,13 +63,51 @@ func decodeJSONArray(label, example string, data []byte) ([]json.RawMessage, err
 }
 
 // decodeEntry decodes one JSON object of an array into v with
-// decodeStrict; fields lists v's fields for the hint of an unknown one.
-func decodeEntry(data []byte, v any, fields string) error {
+// decodeStrict.
+func decodeEntry(data []byte, v any) error {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return errors.New("not a JSON object; each entry must be {...}")
 	}
-	return decodeStrict(bytes.NewReader(data), v, fields)
+	return decodeStrict(bytes.NewReader(data), v)
+}
+
+// jsonFields lists the JSON fields of the struct v is or points to, in
+// declaration order, for error hints: the names of their json tags (the
+// field name without one), without those tagged "-".
+func jsonFields(v any) string {
+	return strings.Join(taggedFields(reflect.TypeOf(v), "json"), ", ")
+}
+
+// taggedFields returns the names the tag gives the exported fields of the
+// struct t is or points to, in order; fields of embedded structs are
+// inlined. A field tagged "-" is left out; an untagged one goes by its Go
+// name. Any other type has no fields.
+func taggedFields(t reflect.Type, tag string) []string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get(tag), ",")
+		switch {
+		case name == "-":
+			continue
+		case f.Anonymous && name == "":
+			names = append(names, taggedFields(f.Type, tag)...)
+			continue
+		case !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // jsonKind describes the JSON value that decodes into t, for error messages.

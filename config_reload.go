@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"reflect"
 	"slices"
 	"sync"
@@ -13,7 +12,7 @@ import (
 // This file holds the reload of the configuration on SIGHUP: what a new
 // configuration changes in the global servers (diffServers), how the
 // registry swaps its set of servers without touching the unchanged ones or
-// the runs, and the reloader that checks a configuration and applies it
+// the runs, and the daemon's reload that checks a configuration and applies it
 // with the other settings that may change while harnessd runs.
 //
 // What a run sees when a reload removes or restarts a global server it
@@ -217,27 +216,6 @@ func (f serveFlags) overlay(cfg *config) {
 	}
 }
 
-// A reloader applies the configuration again when the daemon gets SIGHUP.
-// Only serve's goroutine calls reload; what it changes is safe for
-// concurrent use by the API and the runs.
-type reloader struct {
-	opts loadOptions
-	// started is the configuration serve started with, flags applied: the
-	// settings a reload does not apply are compared with it.
-	started *config
-	flags   serveFlags
-	// checkAuth refuses API keys serve would refuse to start with; nil
-	// accepts any.
-	checkAuth func([]authKey) error
-	reg       *registry
-	api       *api
-	runs      *runManager
-	metrics   *metrics
-	// secrets are those the daemon's logger hides.
-	secrets *liveRedactor
-	logger  *slog.Logger
-}
-
 // reload reads and checks every configuration source as harnessd check
 // does and, if all is well, applies what can change while harnessd runs:
 // the global servers (see registry.reload), the API keys, [connect_mcp]
@@ -246,45 +224,45 @@ type reloader struct {
 // running one stays; the error names each problem's file or variable and
 // field. It logs one line either way, and warns of changed settings that
 // need a restart.
-func (rl *reloader) reload() error {
+func (d *daemon) reload() error {
 	begun := time.Now()
-	cfg, _, err := checkConfig(rl.opts)
-	if err == nil && rl.checkAuth != nil {
-		err = rl.checkAuth(cfg.AuthKeys)
+	cfg, _, err := checkConfig(d.load)
+	if err == nil {
+		err = d.opts.checkAuth(cfg.AuthKeys)
 	}
 	if err != nil {
-		rl.metrics.reloaded(false, serverDiff{})
-		rl.logger.Error("configuration reload refused; the running configuration stays", "err", err)
+		d.metrics.reloaded(false, serverDiff{})
+		d.logger.Error("configuration reload refused; the running configuration stays", "err", err)
 		return err
 	}
-	rl.flags.overlay(cfg)
+	d.opts.flags.overlay(cfg)
 	// Secrets first: the new servers' lines and answers are hidden from
 	// their first byte.
 	secrets := serverSecrets(cfg.Servers)
-	rl.secrets.add(secrets...)
-	rl.runs.env.secrets.add(secrets...)
-	d, started, err := rl.reg.reload(cfg.Servers)
+	d.secrets.add(secrets...)
+	d.runs.env.secrets.add(secrets...)
+	diff, started, err := d.reg.reload(cfg.Servers)
 	if err != nil {
-		rl.metrics.reloaded(false, serverDiff{})
-		rl.logger.Error("configuration reload refused; the running configuration stays", "err", err)
+		d.metrics.reloaded(false, serverDiff{})
+		d.logger.Error("configuration reload refused; the running configuration stays", "err", err)
 		return err
 	}
-	rl.api.setAuthKeys(cfg.AuthKeys)
-	rl.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps, cfg.ConnectAllowHosts)
-	rl.metrics.reloaded(true, d)
-	attrs := append(d.summary(), "auth_keys", len(cfg.AuthKeys), "model", cfg.Model.spec().name(),
+	d.api.setAuthKeys(cfg.AuthKeys)
+	d.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps, cfg.ConnectAllowHosts)
+	d.metrics.reloaded(true, diff)
+	attrs := append(diff.summary(), "auth_keys", len(cfg.AuthKeys), "model", cfg.Model.spec().name(),
 		"config_files", cfg.Files, "took", time.Since(begun))
-	rl.logger.Info("configuration reloaded", attrs...)
-	if pending := restartSettings(rl.started, cfg); len(pending) > 0 {
-		rl.logger.Warn("settings changed that apply only after a restart; the running values stay", "settings", pending)
+	d.logger.Info("configuration reloaded", attrs...)
+	if pending := restartSettings(d.started, cfg); len(pending) > 0 {
+		d.logger.Warn("settings changed that apply only after a restart; the running values stay", "settings", pending)
 	}
-	if len(d.Added)+len(d.Restarted) > 0 {
+	if len(diff.Added)+len(diff.Restarted) > 0 {
 		// Owned by reload; exits once every started server made its first
 		// attempt (bounded by their startup timeouts and the registry's
 		// close).
 		go func() {
 			<-started
-			rl.logger.Info("servers started by the reload made their first attempt", "took", time.Since(begun))
+			d.logger.Info("servers started by the reload made their first attempt", "took", time.Since(begun))
 		}()
 	}
 	return nil

@@ -256,7 +256,7 @@ func TestRegistryReloadAfterClose(t *testing.T) {
 func TestRetireWaitsForCallsInFlight(t *testing.T) {
 	t.Parallel()
 	ms := newManagedServer(namedFake(t, "srv", "echo"), false, discardLogger())
-	if err := ms.open(t.Context(), clientOptions{Logger: discardLogger()}, func() {}); err != nil {
+	if _, err := ms.open(t.Context(), clientOptions{Logger: discardLogger()}, func() {}); err != nil {
 		t.Fatalf("open() = %v", err)
 	}
 	t.Cleanup(ms.stop)
@@ -326,14 +326,8 @@ func TestReloaderAppliesSettings(t *testing.T) {
 	runs := newRunsWith(t, opts)
 	a := newAPI(runs, reg, cfg.AuthKeys, runs.opts.Metrics, nil, nil)
 	logs := newLogRecorder()
-	rl := &reloader{opts: load, started: cfg, reg: reg, api: a, runs: runs, metrics: runs.opts.Metrics,
-		secrets: newLiveRedactor(nil), logger: logs.logger(),
-		checkAuth: func(keys []authKey) error {
-			if len(keys) == 0 {
-				return errors.New("--addr 0.0.0.0:8080 is not a loopback address and no API keys are configured")
-			}
-			return nil
-		}}
+	rl := &daemon{opts: serveOptions{addr: "0.0.0.0:8080"}, load: load, started: cfg, reg: reg, api: a, runs: runs, metrics: runs.opts.Metrics,
+		secrets: newLiveRedactor(nil), logger: logs.logger()}
 	keyNames := func() []string {
 		var names []string
 		for _, k := range a.authKeys() {

@@ -78,8 +78,8 @@ type serverConfig struct {
 	OAuth *oauthConfig
 	// Required says the server must start: a required global keeps
 	// /readyz at 503 while it is down, a required run-local server fails
-	// its run when it cannot start. Per-run servers ("run") are required
-	// unless they say "required": false; others only when they say true.
+	// its run when it cannot start. Per-run servers are required unless
+	// they say "required": false; others only when they say true.
 	Required bool
 	// Roots are the directories answered to roots/list; nil means the
 	// default (the run's roots, else the workspace), empty means none.
@@ -92,8 +92,12 @@ type serverConfig struct {
 	// ProtocolVersion, when set, pins the protocol revision: no probe, no
 	// fallback. Empty negotiates (see client_revision.go).
 	ProtocolVersion string
-	// Source says where the definition came from: a file path,
-	// "HARNESS_MCP_SERVERS", "profile <name>", "run", "connect_mcp" or "command line".
+	// Origin says where the definition came from; its defaults and run
+	// behaviour follow from it (config_origin.go).
+	Origin serverOrigin
+	// Source labels where the definition came from, for display only: a
+	// file path, "HARNESS_MCP_SERVERS", "profile <name>", "run",
+	// "connect_mcp" or "command line".
 	Source string
 }
 
@@ -155,14 +159,14 @@ type rawServer struct {
 }
 
 // serverFields lists the JSON fields of a server object, for error hints.
-const serverFields = "name, transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required, roots, sampling, log_level, protocol_version"
+var serverFields = jsonFields(rawServer{})
 
 // buildServer validates raw and resolves its defaults and transport. label
 // prefixes every error; the error joins all the entry's problems, sorted.
 // The steps: the name, ${VAR} expansion of every expanding field, the
 // transport (inferred or checked), what only one transport takes, the
 // limits and the tool filters.
-func buildServer(label, source string, raw rawServer, getenv func(string) (string, bool)) (serverConfig, error) {
+func buildServer(label string, origin serverOrigin, source string, raw rawServer, getenv func(string) (string, bool)) (serverConfig, error) {
 	b := &serverBuilder{label: label, raw: raw, getenv: getenv, unexpanded: make(map[string]bool), shapeOnly: isAnyVarSet(getenv)}
 	if err := checkServerName(raw.Name); err != nil {
 		b.bad("name", "%v", err)
@@ -173,11 +177,12 @@ func buildServer(label, source string, raw rawServer, getenv func(string) (strin
 		URL:             b.expand("url", raw.URL),
 		Cwd:             b.expand("cwd", raw.Cwd),
 		Enabled:         raw.Enabled == nil || *raw.Enabled,
-		Required:        (raw.Required == nil && source == "run") || (raw.Required != nil && *raw.Required),
+		Required:        (raw.Required == nil && origin.requiredByDefault()) || (raw.Required != nil && *raw.Required),
 		IncludeTools:    raw.IncludeTools,
 		ExcludeTools:    raw.ExcludeTools,
-		Sampling:        source != toolConnectMCP,
+		Sampling:        origin.samplingByDefault(),
 		LogLevel:        raw.LogLevel,
+		Origin:          origin,
 		Source:          source,
 		ProtocolVersion: raw.ProtocolVersion,
 	}

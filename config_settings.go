@@ -50,9 +50,6 @@ type rawAuthKey struct {
 	Scopes      []string `json:"scopes" toml:"scopes"`
 }
 
-// authKeyFields lists the JSON fields of an API key, for error hints.
-const authKeyFields = "name, token, token_sha256, scopes"
-
 // A tomlModel is the [model] table; nil fields were not set in that file.
 type tomlModel struct {
 	Name      *string `toml:"name"`
@@ -160,7 +157,7 @@ func parseAuthKeysJSON(data []byte) ([]authKey, error) {
 	for i, entry := range entries {
 		entryLabel := fmt.Sprintf("%s[%d]", label, i)
 		var raw rawAuthKey
-		if err := decodeEntry(entry, &raw, authKeyFields); err != nil {
+		if err := decodeEntry(entry, &raw); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %v", entryLabel, err))
 			continue
 		}

@@ -216,15 +216,15 @@ func TestPrecedence(t *testing.T) {
 			if err != nil || found != (tt.profile != "") {
 				t.Fatalf("loadProfile(p) = found %v, error %v, want found %v", found, err, tt.profile != "")
 			}
-			scope, err := profileScope(cfg.Servers, profile)
-			if err != nil {
+			if err := checkProfileServers(cfg.Servers, profile); err != nil {
 				if got := clean(err); got != tt.wantErr {
-					t.Fatalf("profileScope() error = %q, want %q", got, tt.wantErr)
+					t.Fatalf("checkProfileServers() error = %q, want %q", got, tt.wantErr)
 				}
 				return
 			}
+			scope := shadow(cfg.Servers, profile, func(s serverConfig) string { return s.Name })
 			if got := summary(scope); got != tt.wantScope {
-				t.Errorf("profileScope() = %q, want %q", got, tt.wantScope)
+				t.Errorf("shadow(globals, profile) = %q, want %q", got, tt.wantScope)
 			}
 			run, err := parseRunServers(json.RawMessage(tt.run), cfg.Servers, profile)
 			if got := clean(err); got != tt.wantErr {

@@ -56,7 +56,7 @@ func decodeTOML(label string, data []byte, v any, kind tomlFile) (md toml.MetaDa
 		case len(k) == 3 && k[0] == "auth" && k[2] == "token":
 			hint = "store the token's SHA-256 as token_sha256 (printf %s \"$TOKEN\" | sha256sum), never the token"
 		case len(k) == 3 && k[0] == "mcp_servers":
-			hint = "valid keys are " + strings.TrimPrefix(serverFields, "name, ")
+			hint = "valid keys are " + strings.Join(taggedFields(reflect.TypeFor[rawServer](), "toml"), ", ")
 		}
 		unknown = append(unknown, fmt.Errorf("%s: unknown key %q; %s", label, k.String(), hint))
 	}

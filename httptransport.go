@@ -111,8 +111,8 @@ type streamableTransport struct {
 	// the next successful POST (the initialized notification).
 	getWanted atomic.Bool
 
+	mu sync.Mutex
 	// guards closed, endCause, sessionID, expired, protocolVersion and stopGet
-	mu              sync.Mutex
 	closed          bool
 	endCause        error // why the transport ended by itself; see fail
 	sessionID       string
@@ -185,10 +185,14 @@ func (t *streamableTransport) fail(err error) {
 	}
 	t.endCause = fmt.Errorf("server unreachable: %w", err)
 	t.mu.Unlock()
-	t.logger.Warn("mcp http server unreachable; ending the session", "error", err)
+	t.logger.Warn("mcp http server unreachable; ending the session", "err", err)
 	// Owned by the transport; ends when close returns (bounded).
 	go t.close()
 }
+
+// sendsExchanges marks the transport as an exchangeTransport: one POST
+// per message.
+func (t *streamableTransport) sendsExchanges() {}
 
 // setProtocolVersion records the negotiated version, sent from now on as
 // MCP-Protocol-Version ("" forgets it). On an older revision it asks for the GET stream to
@@ -202,18 +206,18 @@ func (t *streamableTransport) setProtocolVersion(v string) {
 	switch {
 	case v == "":
 		// Forgotten before negotiating again: nothing is settled yet.
-	case isModernVersion(v):
+	case isSessionlessVersion(v):
 		t.getSettledOnce.Do(func() { close(t.getSettled) })
 	default:
 		t.getWanted.Store(true)
 	}
 }
 
-// isModern reports whether the transport speaks a current revision.
-func (t *streamableTransport) isModern() bool {
+// isSessionless reports whether the transport speaks a current revision.
+func (t *streamableTransport) isSessionless() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return isModernVersion(t.protocolVersion)
+	return isSessionlessVersion(t.protocolVersion)
 }
 
 // send POSTs msg. It returns once the answer's headers are processed: a
@@ -377,7 +381,7 @@ func (t *streamableTransport) deleteSession(sessionID, version string) {
 		return t.newRequest(ctx, http.MethodDelete, sessionID, version, nil)
 	})
 	if err != nil {
-		t.logger.Debug("mcp http delete session failed", "error", httpRequestError("delete session", ctx, ctx, err))
+		t.logger.Debug("mcp http delete session failed", "err", httpRequestError("delete session", ctx, ctx, err))
 		return
 	}
 	drainClose(resp.Body)

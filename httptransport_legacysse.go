@@ -32,8 +32,8 @@ type sseTransport struct {
 	readerDone chan struct{} // closed after recvCh
 	closeOnce  sync.Once
 
+	mu sync.Mutex
 	// guards endCause
-	mu       sync.Mutex
 	endCause error // why the stream ended; nil while it runs or after close
 }
 

@@ -72,8 +72,8 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 	t := a.t
 	// A request of a current revision carries its own headers, and no
 	// session.
-	modern := requestHeader(ctx)
-	if modern != nil {
+	revisionHeader := requestHeader(ctx)
+	if revisionHeader != nil {
 		sessionID = ""
 	}
 	resp, err := t.auth.do(ctx, t.client, func() (*http.Request, error) {
@@ -81,7 +81,7 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 		if err == nil {
 			req.Header[headerAccept] = acceptPost
 			req.Header[headerContentType] = contentTypeRPC
-			for k, v := range modern {
+			for k, v := range revisionHeader {
 				req.Header[k] = v
 			}
 		}
@@ -94,7 +94,7 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 		}
 		return nil, err
 	}
-	if modern == nil {
+	if revisionHeader == nil {
 		t.captureSession(resp)
 	}
 	if initializing && resp.StatusCode/100 == 2 {
@@ -123,7 +123,7 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 		drainClose(resp.Body)
 		t.expireSession(sessionID)
 		return nil, errSessionExpired
-	case modern != nil && (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound):
+	case revisionHeader != nil && (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound):
 		// A server of the current revision answers in JSON-RPC: with an
 		// error of its own at 400 (unsupported version, header mismatch,
 		// missing capability), with -32601 at 404 for a method it lacks.
@@ -136,7 +136,7 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 			Error *rpcError `json:"error"`
 		}
 		if json.Unmarshal(body, &answer) == nil && answer.Error != nil &&
-			(resp.StatusCode == http.StatusBadRequest && isModernError(answer.Error.Code) ||
+			(resp.StatusCode == http.StatusBadRequest && isSessionlessError(answer.Error.Code) ||
 				resp.StatusCode == http.StatusNotFound && answer.Error.Code == codeMethodNotFound) {
 			return nil, answer.Error
 		}
@@ -244,13 +244,13 @@ func (t *streamableTransport) runGetStream(ctx context.Context, settled chan str
 			t.logger.Debug("mcp http server offers no get stream")
 			return
 		case errors.As(err, &status) && status.StatusCode < 500 && status.StatusCode != http.StatusTooManyRequests:
-			t.logger.Warn("mcp http get stream refused; server-initiated messages arrive only with answers", "error", err)
+			t.logger.Warn("mcp http get stream refused; server-initiated messages arrive only with answers", "err", err)
 			return
 		case isUnreachable(err):
 			t.fail(err)
 			return
 		case err != nil:
-			t.logger.Debug("mcp http get stream failed; retrying", "error", err)
+			t.logger.Debug("mcp http get stream failed; retrying", "err", err)
 		default:
 			delivered := cur.delivered
 			err = t.pump(ctx, resp.Body, &cur, nil)
@@ -261,7 +261,7 @@ func (t *streamableTransport) runGetStream(ctx context.Context, settled chan str
 			if cur.delivered != delivered {
 				failures = 0
 			}
-			t.logger.Debug("mcp http get stream ended; reconnecting", "error", err)
+			t.logger.Debug("mcp http get stream ended; reconnecting", "err", err)
 		}
 		failures++
 		if !sleepContext(ctx, reconnectDelay(cur.retry, failures)) {
@@ -332,7 +332,7 @@ func (a *answerStream) read(resp *http.Response) {
 		if err != nil {
 			reason = err.Error()
 		}
-		if cur.lastID == "" || cur.tooLarge || t.isModern() {
+		if cur.lastID == "" || cur.tooLarge || t.isSessionless() {
 			t.failRequest(ctx, msg, reason, cur)
 			return
 		}

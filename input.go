@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 )
@@ -17,7 +15,9 @@ import (
 // middle of a call: elicitation (form and URL modes), sampling and roots.
 // An inputPolicy says how one run (or the process, outside runs) answers;
 // answerInput applies it to one request, whether the request came as a
-// server request or, later, inside an input-required result.
+// server request or, later, inside an input-required result. The roots
+// answered are in input_roots.go; a run's wiring to its policy is in
+// run_input.go.
 
 // Elicitation actions, as the specification and our API name them.
 const (
@@ -94,7 +94,8 @@ type inputPolicy struct {
 	// a terminal (mcp call); nil for none.
 	Progress func(server string, note progressParams)
 	// Emit records an event (the run's history); nil for none.
-	Emit   func(typ string, data any)
+	Emit func(typ string, data any)
+	// Logger receives what the policy decides; nil discards it.
 	Logger *slog.Logger
 }
 
@@ -104,11 +105,9 @@ func (p *inputPolicy) emit(typ string, data any) {
 	}
 }
 
+// logger returns the policy's logger (see orDiscard).
 func (p *inputPolicy) logger() *slog.Logger {
-	if p.Logger != nil {
-		return p.Logger
-	}
-	return slog.Default()
+	return orDiscard(p.Logger)
 }
 
 // answerInput answers one server request for input under policy p (nil
@@ -200,91 +199,6 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 	return elicitResult{Action: actionDecline}, nil
 }
 
-// A root is one entry of roots/list.
-type root struct {
-	URI  string `json:"uri"`
-	Name string `json:"name,omitempty"`
-}
-
-// rootsFor returns the roots answered to server: its own (possibly none;
-// a run-local server's carry its run's, see runScope.withRunRoots), else
-// defaultRoots. They depend on the session only, never on the run whose
-// call is in flight: a server that keeps its roots (server-filesystem
-// reads them once, and again on notifications/roots/list_changed) would
-// otherwise keep one run's directories for the next run's calls.
-func rootsFor(server serverConfig, defaultRoots []string) []root {
-	dirs := defaultRoots
-	if server.Roots != nil {
-		dirs = server.Roots
-	}
-	roots := make([]root, 0, len(dirs))
-	for _, dir := range dirs {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			continue
-		}
-		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
-		roots = append(roots, root{URI: u.String(), Name: filepath.Base(abs)})
-	}
-	return roots
-}
-
-// rootsConfig returns the session's configuration with the roots it
-// answers now: those setRoots gave, else the configured ones.
-func (c *conn) rootsConfig() serverConfig {
-	cfg := c.cfg
-	if dirs := c.roots.Load(); dirs != nil {
-		cfg.Roots = *dirs
-	}
-	return cfg
-}
-
-// setRoots changes the roots answered to the server (nil: the default
-// roots) and, on the older revisions, tells it with
-// notifications/roots/list_changed, so a server that keeps its roots
-// (server-filesystem) asks for them again. The current revision has no
-// notification for it: a server asks for roots with each request that
-// needs them.
-func (c *client) setRoots(ctx context.Context, dirs []string) error {
-	c.roots.Store(&dirs)
-	if isModernVersion(c.protocolVersion()) {
-		return nil
-	}
-	return c.notify(ctx, "notifications/roots/list_changed", nil)
-}
-
-// withRunRoots returns cfg with the roots it gets as a server of the
-// scope's run: the run's roots, when the run request names any, replace
-// what its profile or connect_mcp server configures; a per-run server
-// that names its own roots in the same request keeps them.
-func (s *runScope) withRunRoots(cfg serverConfig, kind localKind) serverConfig {
-	if s.roots == nil || (kind == perRunServer && cfg.Roots != nil) {
-		return cfg
-	}
-	cfg.Roots = s.roots
-	return cfg
-}
-
-// validateRoots checks the roots of a run request: each the absolute path
-// of an existing directory. field names the list in errors; every bad
-// entry is reported.
-func validateRoots(field string, dirs []string) error {
-	var errs []error
-	for i, dir := range dirs {
-		if dir == "" || !filepath.IsAbs(dir) {
-			errs = append(errs, fmt.Errorf("%s[%d]: %q is not an absolute directory path; write the full path", field, i, dir))
-			continue
-		}
-		switch info, err := os.Stat(dir); {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s[%d]: %q does not exist on the daemon's host; roots must be existing directories", field, i, dir))
-		case !info.IsDir():
-			errs = append(errs, fmt.Errorf("%s[%d]: %q is a file; roots must be directories", field, i, dir))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // An inputCallers tracks which policies have calls in flight on one
 // session, so that a server request is answered for the run whose call
 // caused it. The zero value is ready; safe for concurrent use.
@@ -345,25 +259,6 @@ func (t *inputCallers) current() (p *inputPolicy, ctx context.Context, ambiguous
 		}
 	}
 	return p, ctx, false
-}
-
-// mcpLogLevels are the levels of logging/setLevel, most verbose first.
-var mcpLogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-
-// applyLogLevel sends logging/setLevel with the configured log_level, when
-// there is one and the server offers logging. A refusal is logged, not
-// fatal: the server keeps its own level.
-func (c *client) applyLogLevel(ctx context.Context) {
-	if c.cfg.LogLevel == "" {
-		return
-	}
-	if c.capabilities().Logging == nil {
-		c.logger.Warn("log_level is set but the server does not offer logging; ignoring it", "log_level", c.cfg.LogLevel)
-		return
-	}
-	if _, err := c.roundTrip(ctx, request{method: "logging/setLevel", params: map[string]string{"level": c.cfg.LogLevel}}); err != nil {
-		c.logger.Warn("logging/setLevel failed; the server keeps its own level", "log_level", c.cfg.LogLevel, "err", err)
-	}
 }
 
 // serveInput answers a server request for input: for the one run whose
@@ -452,83 +347,6 @@ func (c *client) urlElicitationAnswered(ctx context.Context, err error) bool {
 		}
 	}
 	return true
-}
-
-// setupInput validates the run request's input fields (input_timeout,
-// roots) and gives the run its policy: an interactive run queues
-// elicitations for the API's caller, any other declines them; sampling is
-// served by the run's own model, or one of models a request's hints pick,
-// within the run's caps (limits' sampling fields, zero for the defaults).
-// newProvider builds a picked model's provider. The scope's servers
-// answer by it too. Errors are *requestError.
-func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(modelSpec) (modelProvider, error)) error {
-	timeout := defaultInputTimeout
-	if r.req.InputTimeout != "" {
-		d, err := time.ParseDuration(r.req.InputTimeout)
-		if err != nil || d <= 0 || d > maxInputTimeout {
-			return badRequest("input_timeout", "%q: want a duration from 1s to %s, like \"10m\"", r.req.InputTimeout, maxInputTimeout)
-		}
-		timeout = d
-	}
-	if err := validateRoots("roots", r.req.Roots); err != nil {
-		return invalidRequest(err)
-	}
-	r.scope.roots = r.req.Roots
-	p := &inputPolicy{
-		Timeout: timeout,
-		Sampler: &sampler{
-			Provider:    r.provider,
-			Spec:        r.model,
-			Models:      models,
-			NewProvider: newProvider,
-			Budget:      newSamplingBudget(limits.MaxSamplingRequests, limits.MaxSamplingTokens),
-			MaxTokens:   r.model.MaxTokens,
-			OnUsage: func(u modelUsage) {
-				r.mu.Lock()
-				r.usage.add(u)
-				r.mu.Unlock()
-			},
-		},
-		Emit:   r.emit,
-		Logger: r.logger,
-	}
-	if r.req.Interactive {
-		p.Queue = &inputQueue{onChange: r.setWaiting}
-	} else {
-		p.DeclineReason = "the run is not interactive (start it with \"interactive\": true to answer)"
-	}
-	r.input = p
-	r.scope.opts.Input = p
-	return nil
-}
-
-// closeInput cancels the run's open input requests as it ends.
-func (r *run) closeInput() {
-	if r.input != nil && r.input.Queue != nil {
-		r.input.Queue.closeAll()
-	}
-}
-
-// setWaiting moves a running run to waiting_input while it has open input
-// requests, and back.
-func (r *run) setWaiting(open int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case open > 0 && r.status == runRunning:
-		r.status = runWaitingInput
-	case open == 0 && r.status == runWaitingInput:
-		r.status = runRunning
-	}
-}
-
-// openInputs returns the run's open input requests, oldest first (none
-// for a run that is not interactive).
-func (r *run) openInputs() []inputRequest {
-	if r.input == nil || r.input.Queue == nil {
-		return []inputRequest{}
-	}
-	return r.input.Queue.list()
 }
 
 // outsideRunInput is the policy of servers' requests outside any run (a

@@ -18,8 +18,8 @@ import (
 // by field; without a terminal every elicitation is declined. mcp call
 // also shows its call's progress notifications on a terminal.
 
-// isTerminalReader reports whether r is a character device (a terminal).
-func isTerminalReader(r io.Reader) bool { return isCharDevice(r) }
+// isTTY reports whether r is a character device (a terminal).
+func isTTY(r io.Reader) bool { return isCharDevice(r) }
 
 // isTerminalWriter reports whether w is a character device (a terminal).
 func isTerminalWriter(w io.Writer) bool { return isCharDevice(w) }
@@ -39,7 +39,7 @@ func isCharDevice(v any) bool {
 // default model.
 func commandInput(stdin io.Reader, prompts io.Writer, model modelSettings, getenv func(string) (string, bool), logger *slog.Logger) *inputPolicy {
 	p := outsideRunInput(model, getenv, logger)
-	if isTerminalReader(stdin) {
+	if isTTY(stdin) {
 		tp := &terminalPrompter{in: bufio.NewReader(stdin), out: prompts}
 		p.Prompt = tp.prompt
 	} else {

@@ -49,23 +49,23 @@ func TestWithRunRoots(t *testing.T) {
 	tests := []struct {
 		name     string
 		runRoots []string
-		kind     localKind
+		origin   serverOrigin
 		server   []string
 		want     []string
 	}{
-		{"no run roots", nil, profileServer, []string{"/srv"}, []string{"/srv"}},
-		{"run roots replace a profile server's", []string{"/run"}, profileServer, []string{"/srv"}, []string{"/run"}},
-		{"run roots for a connect_mcp server", []string{"/run"}, agentServer, nil, []string{"/run"}},
-		{"run roots for a per-run server naming none", []string{"/run"}, perRunServer, nil, []string{"/run"}},
-		{"a per-run server's own roots win", []string{"/run"}, perRunServer, []string{"/own"}, []string{"/own"}},
-		{"run declares none", []string{}, profileServer, []string{"/srv"}, []string{}},
+		{"no run roots", nil, originProfile, []string{"/srv"}, []string{"/srv"}},
+		{"run roots replace a profile server's", []string{"/run"}, originProfile, []string{"/srv"}, []string{"/run"}},
+		{"run roots for a connect_mcp server", []string{"/run"}, originConnect, nil, []string{"/run"}},
+		{"run roots for a per-run server naming none", []string{"/run"}, originPerRun, nil, []string{"/run"}},
+		{"a per-run server's own roots win", []string{"/run"}, originPerRun, []string{"/own"}, []string{"/own"}},
+		{"run declares none", []string{}, originProfile, []string{"/srv"}, []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &runScope{roots: tt.runRoots}
-			got := s.withRunRoots(serverConfig{Roots: tt.server}, tt.kind).Roots
+			got := s.withRunRoots(serverConfig{Roots: tt.server, Origin: tt.origin}).Roots
 			if !slices.Equal(got, tt.want) || (got == nil) != (tt.want == nil) {
-				t.Errorf("withRunRoots(%v, %v) with run roots %v = %#v, want %#v", tt.server, tt.kind, tt.runRoots, got, tt.want)
+				t.Errorf("withRunRoots(%v, %v) with run roots %v = %#v, want %#v", tt.server, tt.origin, tt.runRoots, got, tt.want)
 			}
 		})
 	}

@@ -402,7 +402,7 @@ func TestServerInputConfigFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := buildServer("test", "test", tt.raw, env)
+			cfg, err := buildServer("test", originGlobal, "test", tt.raw, env)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("buildServer(%+v) = %v, want an error naming %s", tt.raw, err, tt.err)

@@ -195,6 +195,16 @@ func (c *commonFlags) register(fs *flag.FlagSet, getenv func(string) (string, bo
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 }
 
+// orDiscard returns logger, or one that discards when it is nil. It is
+// the one rule for a logger left out: code below the constructors that
+// call it never sees a nil logger.
+func orDiscard(logger *slog.Logger) *slog.Logger {
+	if logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return logger
+}
+
 // logger builds the logger the flags ask for.
 func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level

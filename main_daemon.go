@@ -33,15 +33,43 @@ const (
 	serverCloseBound = 3 * stopGrace
 )
 
-// serve implements "harnessd serve".
+// serve implements "harnessd serve": it parses the flags, starts the
+// daemon and runs it until ctx ends or the API server fails.
 func (a *app) serve(ctx context.Context, args []string) error {
+	o, err := a.parseServe(args)
+	if err != nil {
+		return err
+	}
+	// From here SIGHUP reloads the configuration instead of ending the
+	// process; it is taken once the daemon serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	d, err := a.startDaemon(o)
+	if err != nil {
+		return err
+	}
+	defer d.store.close()
+	return d.run(ctx, hup)
+}
+
+// serveOptions are the flags of harnessd serve, parsed and checked.
+type serveOptions struct {
+	addr     string
+	insecure bool
+	// flags are the flags that override configuration settings.
+	flags       serveFlags
+	workspace   string
+	logPayloads bool
+	logger      *slog.Logger
+}
+
+// parseServe parses and checks the flags of harnessd serve. Errors are
+// usage errors.
+func (a *app) parseServe(args []string) (serveOptions, error) {
 	var (
-		f        commonFlags
-		addr     string
-		insecure bool
-		maxConns int
-		keepRuns keptRunsSettings
-		limits   runLimits
+		o serveOptions
+		f commonFlags
 	)
 	fs := newFlagSet("serve", a.stderr, serveUsage)
 	f.register(fs, a.getenv)
@@ -49,148 +77,190 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if !ok || defaultAddr == "" {
 		defaultAddr = "127.0.0.1:8080"
 	}
-	fs.StringVar(&addr, "addr", defaultAddr, "address to listen on (env HARNESS_ADDR)")
-	fs.BoolVar(&insecure, "insecure", false, "allow a non-loopback --addr without API keys")
-	fs.IntVar(&maxConns, "max-connections", 0, fmt.Sprintf("cap on open API connections (env HARNESS_MAX_CONNECTIONS, max_connections; default %d)", defaultMaxConnections))
+	fs.StringVar(&o.addr, "addr", defaultAddr, "address to listen on (env HARNESS_ADDR)")
+	fs.BoolVar(&o.insecure, "insecure", false, "allow a non-loopback --addr without API keys")
+	fs.IntVar(&o.flags.maxConns, "max-connections", 0, fmt.Sprintf("cap on open API connections (env HARNESS_MAX_CONNECTIONS, max_connections; default %d)", defaultMaxConnections))
 	for _, k := range []struct {
 		set        *keptRunsSetting
 		name, help string
 	}{
-		{&keepRuns.runs, "max-kept-runs", fmt.Sprintf("finished runs kept, newest first; 0 for no bound (env HARNESS_MAX_KEPT_RUNS, max_kept_runs; default %d)", defaultMaxKeptRuns)},
-		{&keepRuns.age, "max-kept-run-age", fmt.Sprintf("finished runs older than this are dropped; 0 for no bound (env HARNESS_MAX_KEPT_RUN_AGE, max_kept_run_age; default %s)", defaultMaxKeptRunAge)},
-		{&keepRuns.bytes, "max-kept-run-bytes", fmt.Sprintf("bytes the kept runs take on disk; 0 for no bound (env HARNESS_MAX_KEPT_RUN_BYTES, max_kept_run_bytes; default %d)", defaultMaxKeptRunBytes)},
+		{&o.flags.keepRuns.runs, "max-kept-runs", fmt.Sprintf("finished runs kept, newest first; 0 for no bound (env HARNESS_MAX_KEPT_RUNS, max_kept_runs; default %d)", defaultMaxKeptRuns)},
+		{&o.flags.keepRuns.age, "max-kept-run-age", fmt.Sprintf("finished runs older than this are dropped; 0 for no bound (env HARNESS_MAX_KEPT_RUN_AGE, max_kept_run_age; default %s)", defaultMaxKeptRunAge)},
+		{&o.flags.keepRuns.bytes, "max-kept-run-bytes", fmt.Sprintf("bytes the kept runs take on disk; 0 for no bound (env HARNESS_MAX_KEPT_RUN_BYTES, max_kept_run_bytes; default %d)", defaultMaxKeptRunBytes)},
 	} {
 		k.set.source = "--" + k.name
 		fs.StringVar(&k.set.value, k.name, "", k.help)
 	}
-	registerLimitFlags(fs, &limits)
+	registerLimitFlags(fs, &o.flags.limits)
 	logPayloads, payloadsErr := registerLogPayloadsFlag(fs, a.getenv)
 	logger, workspace, err := f.parse(fs, args, a.stderr)
 	if err != nil {
-		return err
+		return o, err
 	}
 	if payloadsErr != nil {
-		return usageError("%v", payloadsErr)
+		return o, usageError("%v", payloadsErr)
 	}
 	if fs.NArg() > 0 {
-		return usageError("serve: unexpected argument %q", fs.Arg(0))
+		return o, usageError("serve: unexpected argument %q", fs.Arg(0))
 	}
-	// From here SIGHUP reloads the configuration instead of ending the
-	// process; it is taken once the daemon serves.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	o.workspace, o.logPayloads, o.logger = workspace, *logPayloads, logger
+	return o, nil
+}
+
+// checkAuth refuses API keys serve would refuse to start with: none on an
+// address that is not loopback, unless --insecure.
+func (o serveOptions) checkAuth(keys []authKey) error {
+	if len(keys) == 0 && !o.insecure && !isLoopbackAddr(o.addr) {
+		return fmt.Errorf("--addr %s is not a loopback address and no API keys are configured: add [[auth.keys]] or HARNESS_API_KEYS, or pass --insecure", o.addr)
+	}
+	return nil
+}
+
+// A daemon is harnessd serve once started: the API server on its
+// listener, the registry of global servers, the runs and their store.
+// Only serve's goroutine calls its methods; what reload changes is safe
+// for concurrent use by the API and the runs.
+type daemon struct {
+	opts serveOptions
+	// load reads the configuration again on reload.
+	load loadOptions
+	// started is the configuration serve started with, flags applied: the
+	// settings a reload does not apply are compared with it.
+	started *config
+	reg     *registry
+	api     *api
+	runs    *runManager
+	metrics *metrics
+	store   *runStore
+	// secrets are those the daemon's logger hides.
+	secrets *liveRedactor
+	logger  *slog.Logger
+	srv     *http.Server
+	// serveErr gets the API server's error when it stops serving.
+	serveErr chan error
+	// stopping is closed at shutdown, once the runs ended: it ends the
+	// event streams that are left.
+	stopping chan struct{}
+}
+
+// startDaemon loads the configuration, listens, stops what a previous
+// instance left, opens the run store, starts the global servers (in the
+// background) and serves the API. Errors in the configuration or the
+// flags it checks are usage errors. The caller closes d.store.
+func (a *app) startDaemon(o serveOptions) (*daemon, error) {
+	d := &daemon{opts: o, logger: o.logger}
 	home, err := defaultHome(a.getenv)
 	if err != nil {
-		return usageError("%v", err)
+		return nil, usageError("%v", err)
 	}
-	load := loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger}
-	cfg, err := loadConfig(load)
+	d.load = loadOptions{Home: home, Workspace: o.workspace, Getenv: a.getenv, Logger: d.logger}
+	cfg, err := loadConfig(d.load)
 	if err != nil {
-		return usageError("%v", err)
+		return nil, usageError("%v", err)
 	}
 	// Every line the daemon logs passes here; servers' loggers add their
 	// own values (serverLogger), a reload the new servers' values.
-	logSecrets := newLiveRedactor(baseSecrets(cfg.Servers, a.getenv))
-	logger = redactLoggerLive(logger, logSecrets)
-	load.Logger = logger
-	checkAuth := func(keys []authKey) error {
-		if len(keys) == 0 && !insecure && !isLoopbackAddr(addr) {
-			return fmt.Errorf("--addr %s is not a loopback address and no API keys are configured: add [[auth.keys]] or HARNESS_API_KEYS, or pass --insecure", addr)
-		}
-		return nil
+	d.secrets = newLiveRedactor(baseSecrets(cfg.Servers, a.getenv))
+	d.logger = redactLoggerLive(d.logger, d.secrets)
+	d.load.Logger = d.logger
+	if err := o.checkAuth(cfg.AuthKeys); err != nil {
+		return nil, usageError("%v", err)
 	}
-	if err := checkAuth(cfg.AuthKeys); err != nil {
-		return usageError("%v", err)
+	if o.flags.maxConns < 0 {
+		return nil, usageError("--max-connections %d: not positive; give a positive number", o.flags.maxConns)
 	}
-	if maxConns < 0 {
-		return usageError("--max-connections %d: not positive; give a positive number", maxConns)
+	if err := errors.Join(o.flags.limits.checkFlags()...); err != nil {
+		return nil, usageError("%v", err)
 	}
-	if err := errors.Join(limits.checkFlags()...); err != nil {
-		return usageError("%v", err)
-	}
-	flags := serveFlags{limits: limits, keepRuns: keepRuns, maxConns: maxConns}
-	flags.overlay(cfg)
-	maxConns = cmp.Or(cfg.MaxConnections, defaultMaxConnections)
+	o.flags.overlay(cfg)
+	d.started = cfg
 	keep, err := cfg.KeptRuns.retention()
 	if err != nil {
-		return usageError("%v", err)
+		return nil, usageError("%v", err)
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("listen on %s: %w", o.addr, err)
 	}
-	ln = newLimitListener(ln, maxConns)
+	ln = newLimitListener(ln, cmp.Or(cfg.MaxConnections, defaultMaxConnections))
 	// Before any server starts: stop what a previous instance left.
-	groups, err := openProcGroups(filepath.Join(home, "servers"), logger)
+	groups, err := openProcGroups(filepath.Join(home, "servers"), d.logger)
 	if err != nil {
 		ln.Close()
-		return err
+		return nil, err
 	}
 	groups.stopLeftovers()
-	store, err := openRunStore(filepath.Join(home, "runs"), logger)
-	if err != nil {
+	if d.store, err = openRunStore(filepath.Join(home, "runs"), d.logger); err != nil {
 		ln.Close()
-		return err
+		return nil, err
 	}
-	defer store.close()
+	d.startServing(a, cfg, groups, &keep, ln)
+	return d, nil
+}
 
-	reg := newRegistry(cfg.Servers, registryOptions{
+// startServing builds the registry, the runs and the API over cfg and
+// serves the API on ln.
+func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *retention, ln net.Listener) {
+	logger := d.logger
+	d.reg = newRegistry(cfg.Servers, registryOptions{
 		Logger: logger,
-		Client: clientOptions{Roots: []string{workspace}, Getenv: a.getenv, ProcessGroups: groups,
-			OAuth: newOAuthClients(newTokenStore(oauthDir(home)), logger),
+		Client: clientOptions{Roots: []string{d.opts.workspace}, Getenv: a.getenv, ProcessGroups: groups,
+			OAuth: newOAuthClients(newTokenStore(oauthDir(d.load.Home)), logger),
 			Input: outsideRunInput(cfg.Model, a.getenv, logger), Cache: newResponseCache(),
-			LogPayloads: *logPayloads},
+			LogPayloads: d.opts.logPayloads},
 		Restart: true,
 	})
-	m := newMetrics()
+	d.metrics = newMetrics()
 	model := cfg.Model.spec()
-	runs := newRunManager(runManagerOptions{
-		Registry:   reg,
+	d.runs = newRunManager(runManagerOptions{
+		Registry:   d.reg,
 		Logger:     logger,
-		Home:       home,
+		Home:       d.load.Home,
 		Getenv:     a.getenv,
 		Model:      model,
 		MaxSteps:   cfg.Model.MaxSteps,
 		AllowHosts: cfg.ConnectAllowHosts,
-		Metrics:    m,
-		Store:      store,
-		Retention:  &keep,
+		Metrics:    d.metrics,
+		Store:      d.store,
+		Retention:  keep,
 		Limits:     cfg.Limits,
 
 		SamplingModels: cfg.Model.SamplingModels,
 	})
-	stopping := make(chan struct{})
-	api := newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping)
-	api.hosts = newHostPolicy(addr, cfg.AllowedHosts)
-	srv := newHTTPServer(api, logger, readHeaderTimeout)
-	serveErr := make(chan error, 1)
-	// Owned by serve; exits when the server is shut down below.
-	go func() { serveErr <- srv.Serve(ln) }()
+	d.stopping = make(chan struct{})
+	d.api = newAPI(d.runs, d.reg, cfg.AuthKeys, d.metrics, logger, d.stopping)
+	d.api.hosts = newHostPolicy(d.opts.addr, cfg.AllowedHosts)
+	d.srv = newHTTPServer(d.api, logger, readHeaderTimeout)
+	d.serveErr = make(chan error, 1)
+	// Owned by the daemon; exits when the server is shut down.
+	go func() { d.serveErr <- d.srv.Serve(ln) }()
 	logger.Info("harnessd listening", "addr", ln.Addr().String(), "version", buildVersion, "servers", len(cfg.Servers),
 		"auth", len(cfg.AuthKeys) > 0, "config_files", cfg.Files, "model", model.name())
+}
 
-	rl := &reloader{opts: load, started: cfg, flags: flags,
-		checkAuth: checkAuth, reg: reg, api: api, runs: runs, metrics: m, secrets: logSecrets, logger: logger}
+// run serves until ctx ends or the API server fails, reloading the
+// configuration on each value of hup, then shuts the daemon down. It
+// returns the API server's failure, if that ended it.
+func (d *daemon) run(ctx context.Context, hup <-chan os.Signal) error {
 	var serveFailed error
 wait:
 	for {
 		select {
 		case <-ctx.Done():
-			logger.Info("shutting down")
+			d.logger.Info("shutting down")
 			break wait
-		case err := <-serveErr:
+		case err := <-d.serveErr:
 			serveFailed = fmt.Errorf("serve: %w", err)
 			break wait
 		case <-hup:
-			rl.reload() // it logs its outcome
+			d.reload() // it logs its outcome
 		}
 	}
-	shutdown(logger, srv, runs, reg, stopping)
+	d.shutdown()
 	if serveFailed != nil {
 		return serveFailed
 	}
-	logger.Info("stopped")
+	d.logger.Info("stopped")
 	return nil
 }
 
@@ -198,7 +268,7 @@ wait:
 // once, but cancels the runs while their event streams are still open, so
 // followers see each run end; then it ends the streams that are left and
 // closes the servers. It blocks until then.
-func shutdown(logger *slog.Logger, srv *http.Server, runs *runManager, reg *registry, stopping chan<- struct{}) {
+func (d *daemon) shutdown() {
 	budget, cancel := context.WithTimeout(context.Background(), shutdownBudget)
 	defer cancel()
 	runsCtx, cancelRuns := context.WithTimeout(budget, shutdownBudget-serverCloseBound)
@@ -206,25 +276,25 @@ func shutdown(logger *slog.Logger, srv *http.Server, runs *runManager, reg *regi
 	httpDone := make(chan error, 1)
 	// Owned by shutdown; exits when every connection is closed or runsCtx
 	// is done.
-	go func() { httpDone <- srv.Shutdown(runsCtx) }()
-	if err := runs.shutdown(runsCtx); err != nil {
-		logger.Warn("runs still ending at shutdown", "err", err)
+	go func() { httpDone <- d.srv.Shutdown(runsCtx) }()
+	if err := d.runs.shutdown(runsCtx); err != nil {
+		d.logger.Warn("runs still ending at shutdown", "err", err)
 	}
-	close(stopping)
+	close(d.stopping)
 	if err := <-httpDone; err != nil {
-		srv.Close()
+		d.srv.Close()
 	}
 	closed := make(chan struct{})
 	// Owned by shutdown; exits when every server is closed (bounded by the
 	// stop ladder).
 	go func() {
-		reg.close()
+		d.reg.close()
 		close(closed)
 	}()
 	select {
 	case <-closed:
 	case <-budget.Done():
-		logger.Warn("servers still closing at the shutdown deadline")
+		d.logger.Warn("servers still closing at the shutdown deadline")
 	}
 }
 

@@ -314,13 +314,9 @@ func (e *modelEndpoint) call(ctx context.Context, body []byte, decode func([]byt
 			return nil, fail.err
 		}
 		delay := e.retry.delay(attempt, fail.retryAfter, fail.hasRetryAfter)
-		e.logger.Warn("model call failed, retrying", "attempt", attempt, "delay", delay, "error", fail.err)
-		timer := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		e.logger.Warn("model call failed, retrying", "attempt", attempt, "delay", delay, "err", fail.err)
+		if !sleepContext(ctx, delay) {
 			return nil, fmt.Errorf("model %s: %w", e.provider, ctx.Err())
-		case <-timer.C:
 		}
 	}
 }

@@ -525,8 +525,10 @@ type oauthClients struct {
 	logger *slog.Logger
 	// authorize is given to every client; nil in the daemon.
 	authorize authorizeFunc
-	mu        sync.Mutex
-	byName    map[string]*oauthClient
+
+	mu sync.Mutex
+	// guards byName
+	byName map[string]*oauthClient
 }
 
 // newOAuthClients returns the OAuth clients of a daemon storing tokens in
@@ -545,7 +547,7 @@ func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
 	if m == nil || cfg.Transport != transportHTTP || cfg.Untrusted {
 		return nil
 	}
-	if cfg.Source == perRunSource {
+	if cfg.Origin.ownsTokens() {
 		return m.newClient(cfg, nil)
 	}
 	key := cfg.Source + "\x00" + cfg.Name
@@ -566,6 +568,3 @@ func (m *oauthClients) newClient(cfg serverConfig, store *tokenStore) *oauthClie
 	c.authorize = m.authorize
 	return c
 }
-
-// perRunSource is the Source of servers given in a run request.
-const perRunSource = "run"

@@ -401,20 +401,20 @@ func TestAPILogin(t *testing.T) {
 // server of the same name, and an untrusted server gets none.
 func TestOAuthClientsPerServer(t *testing.T) {
 	clients := newOAuthClients(newTokenStore(t.TempDir()), discardLogger())
-	server := func(source string, untrusted bool) serverConfig {
-		return serverConfig{Name: "docs", Source: source, URL: "http://127.0.0.1:1/mcp", Transport: transportHTTP, Untrusted: untrusted}
+	server := func(origin serverOrigin, untrusted bool) serverConfig {
+		return serverConfig{Name: "docs", Origin: origin, Source: "config", URL: "http://127.0.0.1:1/mcp", Transport: transportHTTP, Untrusted: untrusted}
 	}
-	if a, b := clients.forServer(server("config", false)), clients.forServer(server("config", false)); a == nil || a != b {
+	if a, b := clients.forServer(server(originGlobal, false)), clients.forServer(server(originGlobal, false)); a == nil || a != b {
 		t.Errorf("forServer(configured) = %p then %p, want one client", a, b)
 	}
-	a, b := clients.forServer(server(perRunSource, false)), clients.forServer(server(perRunSource, false))
+	a, b := clients.forServer(server(originPerRun, false)), clients.forServer(server(originPerRun, false))
 	if a == nil || b == nil || a == b {
 		t.Errorf("forServer(per-run) = %p then %p, want two clients", a, b)
 	}
 	if a != nil && a.store != nil {
 		t.Error("a per-run server's client keeps its tokens in the token store, want memory only")
 	}
-	if c := clients.forServer(server(perRunSource, true)); c != nil {
+	if c := clients.forServer(server(originPerRun, true)); c != nil {
 		t.Errorf("forServer(untrusted) = %p, want nil", c)
 	}
 	if n := len(clients.byName); n != 1 {

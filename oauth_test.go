@@ -351,7 +351,7 @@ func TestOAuthConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.raw.Name = "docs"
-			s, err := buildServer("F", "F", tt.raw, getenv)
+			s, err := buildServer("F", originGlobal, "F", tt.raw, getenv)
 			if tt.wantErr == "" {
 				if err != nil || s.OAuth == nil {
 					t.Fatalf("buildServer() = %+v, %v", s.OAuth, err)

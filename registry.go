@@ -17,6 +17,7 @@ import (
 
 // registryOptions configure a registry.
 type registryOptions struct {
+	// Logger receives the registry's logs; nil discards them.
 	Logger *slog.Logger
 	// Client is the base of every session's options (roots, environment).
 	Client clientOptions
@@ -82,9 +83,7 @@ type supervisor struct {
 // newRegistry starts connecting every enabled server in parallel and
 // returns at once; ready is closed when each has made its first attempt.
 func newRegistry(servers []serverConfig, opts registryOptions) *registry {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = orDiscard(opts.Logger)
 	if opts.BackoffMin <= 0 {
 		opts.BackoffMin = backoffMin
 	}
@@ -292,35 +291,10 @@ type scopeEvent struct {
 	Tools  int
 }
 
-// A localKind says how a run-local server joined its run, which decides how
-// the run treats it.
-type localKind int
-
-const (
-	// A profileServer comes from the run's profile. It may shadow the
-	// global server of exactly its name, and stays when it fails to
-	// connect, so calls fail with its error instead of reaching the global.
-	profileServer localKind = iota
-	// A perRunServer comes from the run request's mcp_servers: its tools
-	// are dynamic, and it stays, failed, when it fails to connect.
-	perRunServer
-	// An agentServer is connected by the agent with connect_mcp: its tools
-	// are dynamic, and it is dropped when it fails to connect, so the agent
-	// may try the name again.
-	agentServer
-)
-
-// dynamic reports whether the kind's tools carry the "dynamic" tag.
-func (k localKind) dynamic() bool { return k != profileServer }
-
-// keepFailed reports whether a server of the kind stays in its run when it
-// fails to connect.
-func (k localKind) keepFailed() bool { return k != agentServer }
-
-// open connects run-local servers of one kind in parallel. Each outcome is
-// reported to onEvent (from the connecting goroutine); a server that fails
-// is left out of the scope unless its kind keeps failed servers.
-func (s *runScope) open(ctx context.Context, servers []serverConfig, kind localKind, onEvent func(scopeEvent)) {
+// open connects run-local servers in parallel. Each outcome is reported
+// to onEvent (from the connecting goroutine); a server that fails is left
+// out of the scope unless its origin keeps failed servers.
+func (s *runScope) open(ctx context.Context, servers []serverConfig, onEvent func(scopeEvent)) {
 	var wg sync.WaitGroup
 	for _, cfg := range servers {
 		if !cfg.Enabled {
@@ -330,7 +304,7 @@ func (s *runScope) open(ctx context.Context, servers []serverConfig, kind localK
 		// Owned by open; ends when the server connected or failed.
 		go func() {
 			defer wg.Done()
-			err := s.add(ctx, cfg, kind)
+			err := s.add(ctx, cfg)
 			ev := scopeEvent{Server: cfg.Name, Source: cfg.Source, Err: err}
 			if err == nil {
 				if ms := s.lookupLocal(cfg.Name); ms != nil {
@@ -343,13 +317,13 @@ func (s *runScope) open(ctx context.Context, servers []serverConfig, kind localK
 	wg.Wait()
 }
 
-// add connects one run-local server of the given kind and adds it to the
-// scope. The name is reserved under the lock before connecting, so two
-// concurrent adds of colliding names cannot both succeed. It fails if the
-// scope is closed or already has a local server whose name collides (see
-// sameToolPrefix). A server that fails to connect stays in the scope,
-// failed, when its kind keeps failed servers; otherwise it is dropped.
-func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) error {
+// add connects one run-local server and adds it to the scope. The name
+// is reserved under the lock before connecting, so two concurrent adds of
+// colliding names cannot both succeed: this is the one reservation of a
+// run-local name. It fails if the scope is closed, or with a
+// *nameTakenError if the name is taken (see takenBy). A server that fails to connect stays in the scope,
+// failed, when its origin keeps failed servers; otherwise it is dropped.
+func (s *runScope) add(ctx context.Context, cfg serverConfig) error {
 	if cfg.Untrusted {
 		// The dial-time guard does not see the server's address behind
 		// an HTTP proxy: check it here too.
@@ -357,27 +331,28 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 			return fmt.Errorf("server %q: %v", cfg.Name, err)
 		}
 	}
-	cfg = s.withRunRoots(cfg, kind)
+	cfg = s.withRunRoots(cfg)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return fmt.Errorf("server %q: run has ended", cfg.Name)
 	}
-	for name := range s.local {
-		if sameToolPrefix(name, cfg.Name) {
-			s.mu.Unlock()
-			return fmt.Errorf("server %q: a server of that name is already connected in this run", cfg.Name)
-		}
+	if existing, taken := s.takenBy(cfg); taken {
+		s.mu.Unlock()
+		return &nameTakenError{name: cfg.Name, existing: existing}
 	}
-	ms := newManagedServer(cfg, kind.dynamic(), s.logger)
+	ms := newManagedServer(cfg, cfg.Origin.dynamic(), s.logger)
 	s.local[cfg.Name] = ms
 	s.order = append(s.order, cfg.Name)
 	s.mu.Unlock()
 
 	relist := newDebouncer(listDebounce, func() { ms.refresh(context.Background(), nil) })
-	err := s.starts.run(ctx, func() error { return ms.open(ctx, s.opts, relist.trigger) })
+	err := s.starts.run(ctx, func() error {
+		_, err := ms.open(ctx, s.opts, relist.trigger)
+		return err
+	})
 	s.mu.Lock()
-	if err != nil && kind.keepFailed() && !s.closed {
+	if err != nil && cfg.Origin.keepFailed() && !s.closed {
 		// The failed server keeps its name in the run: calls to it fail
 		// with its error instead of reaching a global server it shadows.
 		s.mu.Unlock()
@@ -398,6 +373,37 @@ func (s *runScope) add(ctx context.Context, cfg serverConfig, kind localKind) er
 	s.mu.Unlock()
 	warnToolClashes(ms.logger, ms.toolSet(), s.toolSets())
 	return nil
+}
+
+// A nameTakenError refuses a run-local server whose name makes the same
+// tool prefix (sameToolPrefix) as that of a server already in the run.
+type nameTakenError struct {
+	name, existing string
+}
+
+func (e *nameTakenError) Error() string {
+	return fmt.Sprintf("server %q: a server named %q is already in this run; choose another name", e.name, e.existing)
+}
+
+// takenBy returns the name of a server of the scope whose name makes the
+// same tool prefix as cfg's: a local server (connected, failed or still
+// connecting) or, unless cfg's origin may shadow a global, a global one.
+// s.mu must be held.
+func (s *runScope) takenBy(cfg serverConfig) (existing string, taken bool) {
+	for name := range s.local {
+		if sameToolPrefix(name, cfg.Name) {
+			return name, true
+		}
+	}
+	if cfg.Origin.mayShadow() {
+		return "", false
+	}
+	for name := range s.globals.byName {
+		if sameToolPrefix(name, cfg.Name) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // warnToolClashes logs every tool of ts whose mcp_ name a tool of another
@@ -443,9 +449,23 @@ func (s *runScope) lookupLocal(name string) *managedServer {
 }
 
 // Shadowing has one rule, by exact name: a local server hides the global
-// server of its name, both from server and from toolSets. Names that only
-// collide once sanitized never meet in a run: profileScope,
-// parseRunServers and connect_mcp refuse them.
+// server of its name, both from server and from toolSets (see shadow).
+// Names that only collide once sanitized never meet in a run:
+// checkProfileServers and parseRunServers refuse them, and add refuses
+// them for a server that may not shadow (connect_mcp).
+
+// shadow returns what a run sees of its servers, by name: the globals
+// that no local server of the same name hides, in their order, then the
+// locals.
+func shadow[T any](globals, locals []T, name func(T) string) []T {
+	seen := make([]T, 0, len(globals)+len(locals))
+	for _, g := range globals {
+		if !slices.ContainsFunc(locals, func(l T) bool { return name(l) == name(g) }) {
+			seen = append(seen, g)
+		}
+	}
+	return append(seen, locals...)
+}
 
 // server returns the server a name means in this run: a local server
 // shadows the global one of its name. It returns nil when there is none.
@@ -482,22 +502,17 @@ func (s *runScope) toolSets() []*serverTools {
 	s.mu.Unlock()
 	now := s.reg.current()
 	sets := make([]*serverTools, 0, len(s.globals.servers)+len(local))
-	for _, g := range s.globals.servers {
-		if slices.ContainsFunc(local, func(l *managedServer) bool { return l.cfg.Name == g.cfg.Name }) {
-			continue
-		}
-		ts := s.resolve(g, now).toolSet()
-		if ts == nil {
-			// A replacement that has not listed its tools yet: the run
-			// keeps seeing the old ones, and calls say it is connecting.
-			ts = g.toolSet()
+	for _, ms := range shadow(s.globals.servers, local, func(ms *managedServer) string { return ms.cfg.Name }) {
+		ts := ms.toolSet()
+		if !slices.Contains(local, ms) {
+			// A global: the registry's current server of its name. A
+			// replacement that has not listed its tools yet leaves the
+			// run seeing the old ones, and calls say it is connecting.
+			if current := s.resolve(ms, now).toolSet(); current != nil {
+				ts = current
+			}
 		}
 		if ts != nil {
-			sets = append(sets, ts)
-		}
-	}
-	for _, l := range local {
-		if ts := l.toolSet(); ts != nil {
 			sets = append(sets, ts)
 		}
 	}

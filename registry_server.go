@@ -5,13 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // This file holds one managed server: its state machine (status, session,
 // tools) and the supervise loop that keeps a global server connected,
 // restarting it with backoff.
+
+// A stderrTailer is a transport that keeps the end of its server's
+// stderr (stdio), for the status of a server that is not ready.
+type stderrTailer interface {
+	stderrTail(n int) string
+}
 
 // Server statuses as the API reports them.
 const (
@@ -68,14 +76,8 @@ type statusTool struct {
 
 // A managedServer is one server of the registry or of a run scope: its
 // session, its tools and its status. It owns its state machine: status
-// changes only through move, and stateLocked is the one reading of it that
-// callers see. It is safe for concurrent use.
-//
-//	connecting ─► ready ─► restarting ─► ready …     (supervised: global servers)
-//	     │          │           │
-//	     └─► failed ◄┘ ◄────────┘ (no restart, or a session that ended unsupervised)
-//	any ─► closed (stop; a server that never connected stays failed)
-//	disabled (never connected; stop makes it closed)
+// changes only through move, along serverTransitions, and stateLocked is
+// the one reading of it that callers see. It is safe for concurrent use.
 type managedServer struct {
 	cfg     serverConfig
 	dynamic bool
@@ -112,9 +114,48 @@ func newManagedServer(cfg serverConfig, dynamic bool, logger *slog.Logger) *mana
 	return &managedServer{cfg: cfg, dynamic: dynamic, logger: serverLogger(logger, cfg), status: status}
 }
 
+// serverTransitions are the status changes move allows, from each status
+// to the statuses listed:
+//
+//	connecting ─► ready ─► restarting ─► ready …     (supervised: global servers)
+//	     │          │           │
+//	     └─► failed ◄┘ ◄────────┘ (no restart, or a session that ended unsupervised)
+//	any ─► closed (stop; a server that never connected stays failed)
+//	disabled (never connected; stop makes it closed)
+//
+// needs_auth is reached like failed and left by the next attempt. A run's
+// server stopped while it connects still records how the attempt ended
+// (its scope then stops it again), so closed is left that way.
+var serverTransitions = map[string][]string{
+	statusConnecting: {statusReady, statusFailed, statusNeedsAuth, statusClosed},
+	statusReady:      {statusRestarting, statusClosed},
+	statusRestarting: {statusReady, statusFailed, statusNeedsAuth, statusClosed},
+	statusFailed:     {statusRestarting, statusFailed, statusClosed},
+	statusNeedsAuth:  {statusReady, statusFailed, statusNeedsAuth, statusClosed},
+	statusClosed:     {statusReady, statusFailed, statusNeedsAuth, statusClosed},
+	statusDisabled:   {statusClosed},
+}
+
+// canMove reports whether serverTransitions allows from → to.
+func canMove(from, to string) bool {
+	return slices.Contains(serverTransitions[from], to)
+}
+
+// illegalMove, when set (by the tests), is told of every status change
+// that serverTransitions does not allow.
+var illegalMove atomic.Pointer[func(from, to string)]
+
 // move is the one place a status changes: the server is now in status to,
-// for cause (nil when ready). The caller holds s.mu.
+// for cause (nil when ready). A change serverTransitions does not allow is
+// a bug: it is logged (and reported to illegalMove) but made, so the
+// status stays what the server is. The caller holds s.mu.
 func (s *managedServer) move(to string, cause error) {
+	if !canMove(s.status, to) {
+		s.logger.Error("server status change not in the transition table", "from", s.status, "to", to)
+		if report := illegalMove.Load(); report != nil {
+			(*report)(s.status, to)
+		}
+	}
 	s.status, s.lastErr = to, cause
 	if to == statusReady {
 		s.nextRetry = time.Time{}
@@ -157,7 +198,7 @@ func (s *managedServer) snapshot() serverStatus {
 		st.Error = fmt.Sprintf("server %q: %v", s.cfg.Name, cause)
 	}
 	if status != statusReady && s.client != nil {
-		if t, ok := s.client.t.(*stdioTransport); ok {
+		if t, ok := s.client.t.(stderrTailer); ok {
 			st.StderrTail = t.stderrTail(statusStderrTail)
 		}
 	}
@@ -252,9 +293,10 @@ func (s *managedServer) toolSet() *serverTools {
 }
 
 // open connects the server once and lists its tools: the server is then
-// ready, or failed with the error open returns. Errors recorded here do
-// not name the server: snapshot and current name it once.
-func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange func()) error {
+// ready with the session it returns, or failed with the error open
+// returns. Errors recorded here do not name the server: snapshot and
+// current name it once.
+func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange func()) (*client, error) {
 	opts.OnToolsChanged = onChange // opts.Logger is the owner's: dial adds the server's name
 	cfg, gen := s.configGen()
 	c, err := dial(ctx, cfg, opts)
@@ -272,7 +314,7 @@ func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange f
 			status = statusNeedsAuth
 		}
 		s.move(status, err)
-		return err
+		return nil, err
 	}
 	s.client = c
 	s.move(statusReady, nil)
@@ -290,7 +332,7 @@ func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange f
 			}
 		}()
 	}
-	return nil
+	return c, nil
 }
 
 // config returns the server's configuration with the roots a reload gave
@@ -391,79 +433,98 @@ type supervision struct {
 
 // supervise keeps the server connected: connect, wait for the session to
 // end, back off, connect again, until ctx is done (or, without restart,
-// once the first attempt is over). It blocks until then.
+// once the first attempt is over). It blocks until then. Each round has
+// three steps: a session (session), its outcome recorded (settle), and,
+// after the backoff, the next attempt announced (retry).
 func (s *managedServer) supervise(ctx context.Context, sv supervision) {
 	once := sync.OnceFunc(sv.firstDone)
 	defer once()
 	failures := 0
-	// ended is the session that ended last. Its transport may still run (a
-	// server that closed its stdout and lives on): it is closed before the
-	// next attempt, after the backoff, so calls that were in flight still
-	// report why it ended; stop closes it otherwise.
-	var ended *client
 	for {
 		started := time.Now()
-		relist := newDebouncer(listDebounce, func() { s.refresh(ctx, sv.peers) })
-		err := s.open(ctx, sv.client, relist.trigger)
-		once()
-		if err == nil {
-			s.logger.Info("server ready", "tools", len(s.toolSet().entries))
-			warnToolClashes(s.logger, s.toolSet(), sv.peers())
-			s.mu.Lock()
-			c := s.client // set by open; current() would refuse one that already ended
-			s.mu.Unlock()
-			select {
-			case <-ctx.Done():
-				relist.stop()
-				return
-			case <-c.ended:
-			}
-			relist.stop()
-			err = c.endErr()
-			ended = c
-			s.mu.Lock()
-			s.move(statusRestarting, err)
-			s.restarts++
-			s.mu.Unlock()
-			s.logger.Warn("server connection lost", "err", err)
-			if time.Since(started) > backoffReset {
-				failures = 0
-			}
-		} else {
-			relist.stop()
-			if ctx.Err() != nil {
-				return
-			}
-			level := slog.LevelError
-			if !sv.restart {
-				level = slog.LevelWarn // the mcp commands report it themselves
-			}
-			s.logger.Log(ctx, level, "server failed to start", "err", err)
-		}
-		s.mu.Lock()
-		if !sv.restart {
-			if s.status != statusNeedsAuth {
-				s.move(statusFailed, s.lastErr)
-			}
-			s.mu.Unlock()
+		// ended is the session that ended, if one did. Its transport may
+		// still run (a server that closed its stdout and lives on): it is
+		// closed after the backoff, so calls that were in flight still
+		// report why it ended; stop closes it otherwise.
+		ended, cancelled, err := s.session(ctx, sv, once)
+		if cancelled {
 			return
+		}
+		if ended != nil && time.Since(started) > backoffReset {
+			failures = 0
 		}
 		failures++
 		delay := backoffDelay(sv.backoffMin, sv.backoffMax, failures)
-		s.nextRetry = time.Now().Add(delay)
-		s.mu.Unlock()
-		if !sleepContext(ctx, delay) {
+		if !s.settle(ended != nil, err, sv.restart, delay) || !sleepContext(ctx, delay) {
 			return
 		}
 		if ended != nil {
 			ended.close()
-			ended = nil
 		}
-		s.mu.Lock()
-		if s.status == statusFailed {
-			s.move(statusRestarting, s.lastErr)
+		s.retry()
+	}
+}
+
+// session makes one attempt: it opens the server and, once it is ready,
+// waits for its session to end. It returns the session that ended (nil
+// when open failed) and why, or cancelled when ctx ended first. opened is
+// called once open is over.
+func (s *managedServer) session(ctx context.Context, sv supervision, opened func()) (ended *client, cancelled bool, err error) {
+	relist := newDebouncer(listDebounce, func() { s.refresh(ctx, sv.peers) })
+	defer relist.stop()
+	c, err := s.open(ctx, sv.client, relist.trigger)
+	opened()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, true, err
 		}
-		s.mu.Unlock()
+		level := slog.LevelError
+		if !sv.restart {
+			level = slog.LevelWarn // the mcp commands report it themselves
+		}
+		s.logger.Log(ctx, level, "server failed to start", "err", err)
+		return nil, false, err
+	}
+	s.logger.Info("server ready", "tools", len(s.toolSet().entries))
+	warnToolClashes(s.logger, s.toolSet(), sv.peers())
+	select {
+	case <-ctx.Done():
+		return nil, true, nil
+	case <-c.ended:
+	}
+	return c, false, c.endErr()
+}
+
+// settle records how an attempt ended, under one lock: a lost session
+// makes the server restarting, one restart more. Without restart the
+// server then ends failed (or stays needs_auth) and settle returns false;
+// otherwise the next attempt is due delay from now.
+func (s *managedServer) settle(lost bool, cause error, restart bool, delay time.Duration) (retry bool) {
+	s.mu.Lock()
+	if lost {
+		s.move(statusRestarting, cause)
+		s.restarts++
+	}
+	switch {
+	case !restart && s.status != statusNeedsAuth:
+		s.move(statusFailed, s.lastErr)
+	case restart:
+		s.nextRetry = time.Now().Add(delay)
+	}
+	s.mu.Unlock()
+	if lost {
+		s.logger.Warn("server connection lost", "err", cause)
+	}
+	return restart
+}
+
+// retry marks a failed server restarting as its next attempt begins (a
+// server that needs a login stays needs_auth).
+func (s *managedServer) retry() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.status == statusFailed {
+		s.move(statusRestarting, s.lastErr)
 	}
 }
 

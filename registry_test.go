@@ -318,7 +318,10 @@ func TestRunScopes(t *testing.T) {
 
 	open := func(s *runScope, servers ...serverConfig) {
 		t.Helper()
-		s.open(t.Context(), servers, profileServer, func(ev scopeEvent) {
+		for i := range servers {
+			servers[i].Origin = originProfile
+		}
+		s.open(t.Context(), servers, func(ev scopeEvent) {
 			if ev.Err != nil {
 				t.Errorf("open %q in a scope: %v", ev.Server, ev.Err)
 			}
@@ -394,7 +397,9 @@ func TestScopeServerCrash(t *testing.T) {
 	reg := startRegistry(t, nil, registryOptions{})
 	scope := reg.newScope(discardLogger())
 	t.Cleanup(scope.close)
-	if err := scope.add(t.Context(), namedFake(t, "mine", "normal"), perRunServer); err != nil {
+	mine := namedFake(t, "mine", "normal")
+	mine.Origin = originPerRun
+	if err := scope.add(t.Context(), mine); err != nil {
 		t.Fatalf("add(mine) = %v", err)
 	}
 	if _, err := scope.callTool(t.Context(), "mine", "crash", nil); err == nil {
@@ -565,7 +570,7 @@ func TestServerUnavailableKeepsCause(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ms := newManagedServer(serverConfig{Name: "x", Enabled: true}, false, discardLogger())
 			ms.mu.Lock()
-			ms.move(tt.status, tt.cause)
+			ms.status, ms.lastErr = tt.status, tt.cause // set as a past of moves would leave it
 			ms.mu.Unlock()
 			_, err := ms.current()
 			if !errors.Is(err, errServerUnavailable) || !errors.Is(err, tt.cause) {
@@ -583,7 +588,9 @@ func TestServerUnavailableKeepsCause(t *testing.T) {
 	reg := startRegistry(t, nil, registryOptions{})
 	scope := reg.newScope(discardLogger())
 	t.Cleanup(scope.close)
-	addErr := scope.add(t.Context(), namedFake(t, "dies", "exit-in-initialize"), perRunServer)
+	dies := namedFake(t, "dies", "exit-in-initialize")
+	dies.Origin = originPerRun
+	addErr := scope.add(t.Context(), dies)
 	_, err := scope.callTool(t.Context(), "dies", "echo", nil)
 	for _, e := range []error{addErr, err} {
 		if e == nil || strings.Count(e.Error(), `server "dies"`) != 1 || !strings.Contains(e.Error(), "status 7") {

@@ -82,8 +82,6 @@ type run struct {
 	catalog   *catalog
 	cancel    context.CancelFunc
 	done      chan struct{} // closed when the run reached a terminal status
-	// connecting holds the connect_mcp names still connecting.
-	connecting nameReservations
 	// disk is the run's files; nil without a store (run_history.go).
 	disk *runDisk
 	// input answers the servers' questions during the run.
@@ -321,16 +319,28 @@ func (r *run) duration() time.Duration {
 	return r.endedAt.Sub(r.startedAt)
 }
 
-// execute runs the agent loop until a terminal status.
+// execute runs the agent loop until a terminal status: completed with
+// the model's answer, cancelled when ctx ended before the answer, else
+// failed saying why.
 func (r *run) execute(ctx context.Context) {
 	ctx = withInputPolicy(ctx, r.input)
-	if err := r.begin(ctx); err != nil {
-		if ctx.Err() != nil {
-			r.finish(runCancelled, "", "run cancelled")
-			return
-		}
+	answer, err := r.loop(ctx)
+	switch {
+	case err == nil:
+		r.finish(runCompleted, answer, "")
+	case ctx.Err() != nil:
+		r.finish(runCancelled, "", "run cancelled")
+	default:
 		r.finish(runFailed, "", err.Error())
-		return
+	}
+}
+
+// loop begins the run and runs its steps: each asks the model and runs
+// the tool calls it makes, until it answers without one. It returns the
+// answer, or why there is none (ctx's error when it ended between steps).
+func (r *run) loop(ctx context.Context) (string, error) {
+	if err := r.begin(ctx); err != nil {
+		return "", err
 	}
 	messages := []chatMessage{{Role: roleUser, Content: r.req.Prompt}}
 	if r.req.SystemPrompt != "" {
@@ -338,35 +348,27 @@ func (r *run) execute(ctx context.Context) {
 	}
 	r.record(0, messages, nil)
 	for step := 1; step <= r.maxSteps; step++ {
-		if ctx.Err() != nil {
-			r.finish(runCancelled, "", "run cancelled")
-			return
+		if err := ctx.Err(); err != nil {
+			return "", err
 		}
 		resp, err := r.callModel(ctx, step, messages)
 		if err != nil {
-			if ctx.Err() != nil {
-				r.finish(runCancelled, "", "run cancelled")
-				return
-			}
-			r.finish(runFailed, "", fmt.Sprintf("step %d: %v", step, err))
-			return
+			return "", fmt.Errorf("step %d: %v", step, err)
 		}
 		answer := chatMessage{Role: roleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls}
 		messages = append(messages, answer)
 		r.record(step, []chatMessage{answer}, nil)
 		if len(resp.ToolCalls) == 0 {
-			r.finish(runCompleted, resp.Content, "")
-			return
+			return resp.Content, nil
 		}
 		results := r.runToolCalls(ctx, step, resp.ToolCalls)
 		r.record(step, results, resp.ToolCalls)
-		if ctx.Err() != nil {
-			r.finish(runCancelled, "", "run cancelled")
-			return
+		if err := ctx.Err(); err != nil {
+			return "", err
 		}
 		messages = append(messages, results...)
 	}
-	r.finish(runFailed, "", fmt.Sprintf("max_steps (%d) reached without a final answer: raise max_steps or narrow the prompt", r.maxSteps))
+	return "", fmt.Errorf("max_steps (%d) reached without a final answer: raise max_steps or narrow the prompt", r.maxSteps)
 }
 
 // begin marks the run running and connects its profile and per-run
@@ -401,8 +403,8 @@ func (r *run) begin(ctx context.Context) error {
 		}
 		r.emit(evServerConnected, serverConnectedEvent(ev.Server, ev.Source, ev.Tools))
 	}
-	r.scope.open(ctx, r.profile, profileServer, onServer)
-	r.scope.open(ctx, r.perRun, perRunServer, onServer)
+	r.scope.open(ctx, r.profile, onServer)
+	r.scope.open(ctx, r.perRun, onServer)
 	return errors.Join(failed...)
 }
 

@@ -16,7 +16,8 @@ import (
 
 // This file holds the run manager: validating run requests, admission
 // (a bounded number of runs at once, a bounded queue, then 429), starting
-// runs, listing and retention, and shutdown.
+// runs, listing, and shutdown. Retention (prune) and the runs' history on
+// disk are in run_history.go.
 
 // Run statuses.
 const (
@@ -56,9 +57,10 @@ type runRequest struct {
 // runManagerOptions configure a runManager.
 type runManagerOptions struct {
 	Registry *registry
-	Logger   *slog.Logger
-	Home     string
-	Getenv   func(string) (string, bool)
+	// Logger receives the runs' logs; nil discards them.
+	Logger *slog.Logger
+	Home   string
+	Getenv func(string) (string, bool)
 	// Model is the default model, from HARNESS_MODEL or [model]; an empty
 	// Provider means every run must name one. Its BaseURL and MaxTokens
 	// apply to every run, also one that names its own model.
@@ -94,7 +96,7 @@ type runManager struct {
 	wg     sync.WaitGroup
 
 	mu sync.Mutex
-	// guards runs and order
+	// guards runs, order, running, queue and runTime
 	runs    map[string]*run
 	order   []string // creation order
 	running int      // runs admitted and not queued that have not ended
@@ -145,11 +147,9 @@ type queuedRun struct {
 }
 
 // newRunManager returns a manager with no runs; zero options take their
-// defaults (slog.Default, newModelProvider, defaultMaxSteps).
+// defaults (a discarding logger, newModelProvider, defaultMaxSteps).
 func newRunManager(opts runManagerOptions) *runManager {
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = orDiscard(opts.Logger)
 	if opts.newProvider == nil {
 		opts.newProvider = newModelProvider
 	}
@@ -309,7 +309,7 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 		}
 		// A profile server may shadow a global of its own name, never take
 		// the tool names of a global with another name.
-		if _, err := profileScope(r.scope.globals.configs(), servers); err != nil {
+		if err := checkProfileServers(r.scope.globals.configs(), servers); err != nil {
 			return invalidRequest(err)
 		}
 		r.profile = servers

@@ -43,12 +43,13 @@ type stdioTransport struct {
 	secrets    *redactor // the server's env values, redacted from its stderr
 	groups     *procGroups
 
-	// writeMu guards writes to stdin, so messages never interleave. close
-	// does not take it: closing stdin unblocks a write stuck on a full pipe.
+	stdout *os.File
+	stderr *os.File
+
 	writeMu sync.Mutex
-	stdin   *os.File
-	stdout  *os.File
-	stderr  *os.File
+	// guards writes to stdin, so messages never interleave; close does
+	// not take it: closing stdin unblocks a write stuck on a full pipe.
+	stdin *os.File
 
 	msgs      chan []byte   // closed by the stdout reader when it ends
 	quit      chan struct{} // closed by close: producers stop sending
@@ -434,7 +435,7 @@ func (t *stdioTransport) recordEnd() {
 		default:
 			t.endCause = errors.New("server closed its stdout")
 		}
-		if tail := t.stderrTail(2048); tail != "" {
+		if tail := t.stderrTail(statusStderrTail); tail != "" {
 			t.endCause = fmt.Errorf("%w; stderr: %s", t.endCause, tail)
 		}
 	})

@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
-	"sync"
 )
 
 // This file holds the built-in tools, each as one entry of builtinTools:
@@ -124,11 +121,6 @@ func connectMCP(ctx context.Context, r *run, args json.RawMessage) (string, erro
 	if err := checkAgentServerName(name); err != nil {
 		return "", fmt.Errorf("connect_mcp: server_name: %v", err)
 	}
-	release, err := r.connecting.reserve(r.scope, name)
-	if err != nil {
-		return "", fmt.Errorf("connect_mcp: %v", err)
-	}
-	defer release()
 	if err := checkConnectHost(ctx, u.Hostname(), r.env.allowHosts()); err != nil {
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
@@ -136,7 +128,11 @@ func connectMCP(ctx context.Context, r *run, args json.RawMessage) (string, erro
 	if err != nil {
 		return "", err
 	}
-	if err := r.scope.add(ctx, cfg, agentServer); err != nil {
+	if err := r.scope.add(ctx, cfg); err != nil {
+		var taken *nameTakenError
+		if errors.As(err, &taken) {
+			return "", fmt.Errorf("connect_mcp: server_name %q: a server named %q is already in this run; choose another name", name, taken.existing)
+		}
 		r.emit(evServerFailed, serverFailedEvent(name, toolConnectMCP, err))
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}
@@ -153,37 +149,6 @@ func connectMCP(ctx context.Context, r *run, args json.RawMessage) (string, erro
 		return fmt.Sprintf("Connected to %q; it offers no tools.", name), nil
 	}
 	return fmt.Sprintf("Connected to %q. These tools are now callable: %s", name, strings.Join(names, ", ")), nil
-}
-
-// A nameReservations holds the connect_mcp server names of one run that
-// are still connecting. The zero value is ready; safe for concurrent use;
-// never blocks.
-type nameReservations struct {
-	mu sync.Mutex
-	// guards pending
-	pending map[string]bool
-}
-
-// reserve claims name unless a server of the scope, or one still
-// connecting, takes the same tool prefix (sameToolPrefix). The caller must
-// call release once the server is in the scope or has failed.
-func (n *nameReservations) reserve(scope *runScope, name string) (release func(), err error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, existing := range slices.Concat(slices.Collect(maps.Keys(n.pending)), scope.serverNames()) {
-		if sameToolPrefix(existing, name) {
-			return nil, fmt.Errorf("server_name %q: a server named %q is already in this run; choose another name", name, existing)
-		}
-	}
-	if n.pending == nil {
-		n.pending = map[string]bool{}
-	}
-	n.pending[name] = true
-	return func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		delete(n.pending, name)
-	}, nil
 }
 
 // listResourcesTool implements list_mcp_resources.

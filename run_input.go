@@ -1,0 +1,84 @@
+package main
+
+import "time"
+
+// This file holds a run's wiring to the input layer: its input policy
+// (interactive or declining, its sampler), its open input requests and the
+// waiting_input status they bring.
+
+// setupInput validates the run request's input fields (input_timeout,
+// roots) and gives the run its policy: an interactive run queues
+// elicitations for the API's caller, any other declines them; sampling is
+// served by the run's own model, or one of models a request's hints pick,
+// within the run's caps (limits' sampling fields, zero for the defaults).
+// newProvider builds a picked model's provider. The scope's servers
+// answer by it too. Errors are *requestError.
+func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(modelSpec) (modelProvider, error)) error {
+	timeout := defaultInputTimeout
+	if r.req.InputTimeout != "" {
+		d, err := time.ParseDuration(r.req.InputTimeout)
+		if err != nil || d <= 0 || d > maxInputTimeout {
+			return badRequest("input_timeout", "%q: want a duration from 1s to %s, like \"10m\"", r.req.InputTimeout, maxInputTimeout)
+		}
+		timeout = d
+	}
+	if err := validateRoots("roots", r.req.Roots); err != nil {
+		return invalidRequest(err)
+	}
+	r.scope.roots = r.req.Roots
+	p := &inputPolicy{
+		Timeout: timeout,
+		Sampler: &sampler{
+			Provider:    r.provider,
+			Spec:        r.model,
+			Models:      models,
+			NewProvider: newProvider,
+			Budget:      newSamplingBudget(limits.MaxSamplingRequests, limits.MaxSamplingTokens),
+			MaxTokens:   r.model.MaxTokens,
+			OnUsage: func(u modelUsage) {
+				r.mu.Lock()
+				r.usage.add(u)
+				r.mu.Unlock()
+			},
+		},
+		Emit:   r.emit,
+		Logger: r.logger,
+	}
+	if r.req.Interactive {
+		p.Queue = &inputQueue{onChange: r.setWaiting}
+	} else {
+		p.DeclineReason = "the run is not interactive (start it with \"interactive\": true to answer)"
+	}
+	r.input = p
+	r.scope.opts.Input = p
+	return nil
+}
+
+// closeInput cancels the run's open input requests as it ends.
+func (r *run) closeInput() {
+	if r.input != nil && r.input.Queue != nil {
+		r.input.Queue.closeAll()
+	}
+}
+
+// setWaiting moves a running run to waiting_input while it has open input
+// requests, and back.
+func (r *run) setWaiting(open int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case open > 0 && r.status == runRunning:
+		r.status = runWaitingInput
+	case open == 0 && r.status == runWaitingInput:
+		r.status = runRunning
+	}
+}
+
+// openInputs returns the run's open input requests, oldest first (none
+// for a run that is not interactive).
+func (r *run) openInputs() []inputRequest {
+	if r.input == nil || r.input.Queue == nil {
+		return []inputRequest{}
+	}
+	return r.input.Queue.list()
+}
