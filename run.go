@@ -25,6 +25,7 @@ type runEvent struct {
 // A runView is a run as GET /v1/runs/{id} shows it.
 type runView struct {
 	ID             string         `json:"id"`
+	ConversationID string         `json:"conversation_id,omitempty"`
 	Status         string         `json:"status"`
 	QueuePosition  int            `json:"queue_position,omitempty"` // 1 for the next queued run to start
 	Prompt         string         `json:"prompt"`
@@ -86,6 +87,9 @@ type run struct {
 	connecting nameReservations
 	// disk is the run's files; nil without a store (run_history.go).
 	disk *runDisk
+	// conv is the run's conversation (run_conversation.go); set before
+	// the run is kept.
+	conv *runConversation
 	// input answers the servers' questions during the run.
 	input *inputPolicy
 	// transcript is what the run kept of its conversation (run_transcript.go);
@@ -200,6 +204,7 @@ func (r *run) view() runView {
 func (r *run) viewLocked() runView {
 	v := runView{
 		ID:             r.id,
+		ConversationID: r.conversationID(),
 		Status:         r.status,
 		Prompt:         r.req.Prompt,
 		Profile:        r.req.Profile,
@@ -246,6 +251,7 @@ func (r *run) viewLocked() runView {
 // max_output_bytes; the servers' statuses are kept without their stderr
 // tails, and the scope is let go.
 func (r *run) finish(status, output, errMsg string) {
+	r.closeOpenToolCalls(status, errMsg)
 	r.closeInput()
 	fullOutput := len(output)
 	output = truncate(output, r.env.limits.MaxOutputBytes)
@@ -332,11 +338,16 @@ func (r *run) execute(ctx context.Context) {
 		r.finish(runFailed, "", err.Error())
 		return
 	}
-	messages := []chatMessage{{Role: roleUser, Content: r.req.Prompt}}
+	history, err := r.continueConversation()
+	if err != nil {
+		r.finish(runFailed, "", err.Error())
+		return
+	}
+	messages := append(history, chatMessage{Role: roleUser, Content: r.req.Prompt})
 	if r.req.SystemPrompt != "" {
 		r.record(0, []chatMessage{{Role: roleSystem, Content: r.req.SystemPrompt}}, nil)
 	}
-	r.record(0, messages, nil)
+	r.record(0, messages[len(history):], nil)
 	for step := 1; step <= r.maxSteps; step++ {
 		if ctx.Err() != nil {
 			r.finish(runCancelled, "", "run cancelled")
@@ -348,7 +359,7 @@ func (r *run) execute(ctx context.Context) {
 				r.finish(runCancelled, "", "run cancelled")
 				return
 			}
-			r.finish(runFailed, "", fmt.Sprintf("step %d: %v", step, err))
+			r.finish(runFailed, "", r.modelFailure(step, err))
 			return
 		}
 		answer := chatMessage{Role: roleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls}
