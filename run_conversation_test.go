@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -416,5 +418,77 @@ func TestConversationRetentionKeepsWhole(t *testing.T) {
 	}
 	if m.conversation(alone.conversationID()) != nil {
 		t.Errorf("the dropped run's conversation is still listed")
+	}
+}
+
+// TestConversationKill9 kills the real harnessd with SIGKILL while a run
+// of a conversation waits on a tool call, restarts it on the same home,
+// and continues the conversation: the interrupted call is closed with a
+// result saying so, and the tool result of the first run is still there.
+func TestConversationKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the harnessd binary")
+	}
+	skipUnlessLinux(t)
+	const code = "the vault code is 4711"
+	f := newFakeModel(t, providerOpenAI,
+		fakeTurn{ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"`+code+`"}`)}},
+		fakeTurn{Text: "looked it up"},
+		fakeTurn{ToolCalls: []toolCall{call("mcp_fake_hang", `{}`)}},
+		fakeTurn{Check: checks(conversationIs([]string{u, as, tl, as, u, as, tl, u}, "look it up", "now wait", "what was it?"), func(req fakeRequest) error {
+			if got := req.Messages[2].Content; got != code {
+				return fmt.Errorf("run 1's tool result = %q, want %q", got, code)
+			}
+			if res := req.Messages[6]; res.ToolCallID != "call_mcp_fake_hang" || !res.IsError || res.Content != closedInterrupted {
+				return fmt.Errorf("result of the interrupted call = %+v, want %q", res, closedInterrupted)
+			}
+			return nil
+		}), Text: "it was 4711"},
+	)
+	bin := buildHarnessd(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("conv-kill9-%d", os.Getpid())
+	home, workspace := t.TempDir(), t.TempDir()
+	config := fmt.Sprintf("[mcp_servers.fake]\ncommand = %q\nenv = { %s = \"normal\", %s = %q }\n", exe, fakeServerEnv, e2eMarkerEnv, marker)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, pid := range markedProcesses(t, marker) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	env := fakeModelEnv(f, home, "HARNESS_MODEL=openai/fake-model")
+	first, at := serveHarnessd(t, bin, env, workspace)
+	waitUntil(t, "the fake server is ready", func() bool { return len(markedProcesses(t, marker)) == 1 })
+
+	r1, conv := postInConversation(t, at, "", `{"prompt":"look it up"}`)
+	waitUntil(t, "run 1 completes", func() bool { return runStatus(t, at, r1) == runCompleted })
+	r2, _ := postInConversation(t, at, "", `{"prompt":"now wait","conversation_id":"`+conv+`"}`)
+	waitUntil(t, "run 2 calls the hanging tool", func() bool {
+		msgs, _ := getMessages(t, at, r2)
+		return len(msgs.Messages) > 0 && len(msgs.Messages[len(msgs.Messages)-1].ToolCalls) > 0
+	})
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.exited
+
+	_, at = serveHarnessd(t, bin, env, workspace)
+	var v runView
+	if err := json.Unmarshal(getOK(t, at, "/v1/runs/"+r2), &v); err != nil || v.Status != runFailed || v.Error != interruptedError || v.ConversationID != conv {
+		t.Fatalf("run 2 after the restart = %+v (%v), want failed %q in %s", v, err, interruptedError, conv)
+	}
+	r3, _ := postInConversation(t, at, "", `{"prompt":"what was it?","conversation_id":"`+conv+`"}`)
+	waitUntil(t, "run 3 ends", func() bool { return isTerminal(runStatus(t, at, r3)) })
+	if err := json.Unmarshal(getOK(t, at, "/v1/runs/"+r3), &v); err != nil || v.Status != runCompleted || v.Output != "it was 4711" {
+		t.Fatalf("run 3 after the restart = %s %q %q, want completed", v.Status, v.Error, v.Output)
+	}
+	var got conversationView
+	if err := json.Unmarshal(getOK(t, at, "/v1/conversations/"+conv), &got); err != nil || !slices.Equal(got.Runs, []string{r1, r2, r3}) {
+		t.Errorf("conversation after the restart = %+v (%v), want runs %v", got, err, []string{r1, r2, r3})
 	}
 }
