@@ -370,6 +370,9 @@ func (r *run) execute(ctx context.Context) {
 			return
 		}
 		results := r.runToolCalls(ctx, step, resp.ToolCalls)
+		if ctx.Err() != nil {
+			results = cancelledResults(results)
+		}
 		r.record(step, results, resp.ToolCalls)
 		if ctx.Err() != nil {
 			r.finish(runCancelled, "", "run cancelled")

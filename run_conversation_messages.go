@@ -84,6 +84,18 @@ func (r *run) closeOpenToolCalls(status, errMsg string) {
 	r.record(step, closingResults(open, text), open)
 }
 
+// cancelledResults returns the results of a step whose run was cancelled
+// while its tool calls ran, each failed one saying so: the cancellation
+// is what most likely cut it short.
+func cancelledResults(results []chatMessage) []chatMessage {
+	for i := range results {
+		if results[i].IsError {
+			results[i].Content = closedCancelled + " (" + results[i].Content + ")"
+		}
+	}
+	return results
+}
+
 // validTranscript returns msgs with every tool call answered: a call
 // without a result gets one saying it was not kept, a result answering no
 // open call is dropped. Both providers refuse a transcript otherwise.

@@ -195,7 +195,7 @@ func TestConversationAfterCancelledToolCall(t *testing.T) {
 			f := newFakeModel(t, wire,
 				fakeTurn{ToolCalls: []toolCall{call("mcp_fake_hang", `{}`)}},
 				fakeTurn{Check: checks(conversationIs([]string{u, as, tl, u}, "wait for it", "go on"), func(req fakeRequest) error {
-					if res := req.Messages[2]; res.ToolCallID != "call_mcp_fake_hang" || !res.IsError {
+					if res := req.Messages[2]; res.ToolCallID != "call_mcp_fake_hang" || !res.IsError || !strings.HasPrefix(res.Content, closedCancelled) {
 						return fmt.Errorf("result of the cancelled call = %+v, want an error answering call_mcp_fake_hang", res)
 					}
 					return nil
