@@ -67,6 +67,7 @@ func TestRunCommandAgainstDaemon(t *testing.T) {
 	})
 	keys := `HARNESS_API_KEYS=[{"name":"cli","token":"tok-cli-0123456789abcdef","scopes":["runs:write"]}]`
 	_, at := serveHarnessd(t, bin, fakeModelEnv(f, home, "HARNESS_MODEL=openai/fake-model", keys), workspace)
+	waitReadyz(t, at)
 	addr := strings.TrimPrefix(at.url, "http://")
 	client := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "HARNESS_ADDR=" + addr, "HARNESS_TOKEN=tok-cli-0123456789abcdef"}
 

@@ -32,6 +32,16 @@ func postInConversation(t *testing.T, at *apiTest, auth, body string) (string, s
 	return out.RunID, out.ConversationID
 }
 
+// waitReadyz waits until the API at at answers GET /readyz with 200:
+// every global server is ready.
+func waitReadyz(t *testing.T, at *apiTest) {
+	t.Helper()
+	waitUntil(t, "GET /readyz answers 200", func() bool {
+		resp, _ := at.do(t, http.MethodGet, "/readyz", "", "")
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
 // waitRunID waits for run id of at's manager to end and returns its view.
 func waitRunID(t *testing.T, at *apiTest, id string) runView {
 	t.Helper()
@@ -463,7 +473,7 @@ func TestConversationKill9(t *testing.T) {
 	})
 	env := fakeModelEnv(f, home, "HARNESS_MODEL=openai/fake-model")
 	first, at := serveHarnessd(t, bin, env, workspace)
-	waitUntil(t, "the fake server is ready", func() bool { return len(markedProcesses(t, marker)) == 1 })
+	waitReadyz(t, at)
 
 	r1, conv := postInConversation(t, at, "", `{"prompt":"look it up"}`)
 	waitUntil(t, "run 1 completes", func() bool { return runStatus(t, at, r1) == runCompleted })
