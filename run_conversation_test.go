@@ -502,3 +502,45 @@ func TestConversationKill9(t *testing.T) {
 		t.Errorf("conversation after the restart = %+v (%v), want runs %v", got, err, []string{r1, r2, r3})
 	}
 }
+
+// TestRunEndClosesOpenToolCalls ends runs whose last answer's tool calls
+// have no result: the end records one for each, saying how the run ended.
+func TestRunEndClosesOpenToolCalls(t *testing.T) {
+	for _, tc := range []struct {
+		status, errMsg, want string
+	}{
+		{runCancelled, "run cancelled", closedCancelled},
+		{runFailed, "budget exceeded", fmt.Sprintf(closedFailed, "budget exceeded")},
+	} {
+		t.Run(tc.status, func(t *testing.T) {
+			m := newTestRuns(t, newFakeModel(t, providerAnthropic))
+			r, err := m.prepare(runRequest{Prompt: "p"}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answered, open := call("answered", `{}`), call("open", `{}`)
+			r.record(0, []chatMessage{{Role: roleUser, Content: "p"}}, nil)
+			r.record(1, []chatMessage{{Role: roleAssistant, ToolCalls: []toolCall{answered, open}}}, nil)
+			r.record(1, []chatMessage{{Role: roleTool, ToolCallID: answered.ID, Content: "ok"}}, []toolCall{answered})
+			r.finish(tc.status, "", tc.errMsg)
+			raw, _, err := r.messages()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var msgs []chatMessage
+			var last transcriptMessage
+			for _, line := range raw {
+				if err := json.Unmarshal(line, &last); err != nil {
+					t.Fatal(err)
+				}
+				msgs = append(msgs, last.chat())
+			}
+			if last.ToolCallID != open.ID || last.Name != "open" || !last.IsError || last.Content != tc.want || len(msgs) != 4 {
+				t.Errorf("last of %d messages = %+v, want the open call closed with %q", len(msgs), last, tc.want)
+			}
+			if msg := unansweredToolCalls(providerAnthropic, modelRequest{Messages: msgs}); msg != "" {
+				t.Errorf("transcript refused: %s", msg)
+			}
+		})
+	}
+}
