@@ -76,13 +76,18 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/v1/runs/{id}/messages", map[string]route{http.MethodGet: {scopeRunsRead, a.runMessages}})
 	a.route("/v1/runs/{id}/cancel", map[string]route{http.MethodPost: {scopeRunsWrite, a.cancelRun}})
 	a.route("/v1/runs/{id}/input/{request_id}", map[string]route{http.MethodPost: {scopeRunsWrite, a.answerRunInput}})
+	a.route("/v1/conversations", map[string]route{http.MethodGet: {scopeRunsRead, a.listConversations}})
+	a.route("/v1/conversations/{id}", map[string]route{
+		http.MethodGet:    {scopeRunsRead, a.getConversation},
+		http.MethodDelete: {scopeRunsWrite, a.deleteConversation},
+	})
 	a.route("/v1/mcp/servers", map[string]route{http.MethodGet: {scopeRunsRead, a.listServers}})
 	a.route("/v1/mcp/servers/{name}/login", map[string]route{http.MethodPost: {scopeAdmin, a.loginServer}})
 	a.route("/healthz", map[string]route{http.MethodGet: {"", a.healthz}})
 	a.route("/readyz", map[string]route{http.MethodGet: {"", a.readyz}})
 	a.route("/metrics", map[string]route{http.MethodGet: {scopeRunsRead, a.serveMetrics}})
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s: the API lives under /v1/runs and /v1/mcp/servers", r.Method, r.URL.Path))
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s: the API lives under /v1/runs, /v1/conversations and /v1/mcp/servers", r.Method, r.URL.Path))
 	})
 	return a
 }
@@ -214,11 +219,15 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	run, err := a.runs.start(req, info.has(scopeAdmin))
+	if req.ConversationID != "" && a.findConversation(w, req.ConversationID, info) == nil {
+		return
+	}
+	run, err := a.runs.startFor(req, info.has(scopeAdmin), info.owner())
 	if err != nil {
 		var reqErr *requestError
 		var busy *busyError
 		switch {
+		case writeConversationError(w, err):
 		case errors.As(err, &reqErr) && reqErr.forbidden:
 			writeError(w, http.StatusForbidden, "forbidden", err.Error())
 		case errors.As(err, &reqErr):
@@ -236,7 +245,7 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	}
 	a.logger.Info("run started", "run", run.id, "key", info.key)
 	w.Header().Set("Location", "/v1/runs/"+run.id)
-	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.id, "status": run.view().Status})
+	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.id, "status": run.view().Status, "conversation_id": run.conversationID()})
 }
 
 // runSummary is a run in GET /v1/runs.

@@ -32,6 +32,9 @@ type runLimits struct {
 	// MaxTranscriptBytes bounds the transcript a run keeps
 	// (run_transcript.go).
 	MaxTranscriptBytes int `toml:"max_transcript_bytes"`
+	// MaxConversationBytes bounds what the model is sent of a
+	// conversation's earlier runs (run_conversation.go).
+	MaxConversationBytes int `toml:"max_conversation_bytes"`
 }
 
 // A limitSetting describes one field of runLimits: its TOML key (the env
@@ -64,6 +67,8 @@ var limitSettings = []limitSetting{
 		func(l *runLimits) *int { return &l.MaxToolEventBytes }},
 	{"max_transcript_bytes", "bytes of the transcript a run keeps (GET /v1/runs/{id}/messages); later messages are dropped", func() int { return 8 << 20 },
 		func(l *runLimits) *int { return &l.MaxTranscriptBytes }},
+	{"max_conversation_bytes", "bytes of a conversation the model is sent; past it older tool results, then older turns, are dropped", func() int { return 4 << 20 },
+		func(l *runLimits) *int { return &l.MaxConversationBytes }},
 }
 
 // envName returns the environment variable of a limit.

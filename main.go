@@ -9,6 +9,7 @@
 //	harnessd mcp get|add|remove NAME [flags]
 //	harnessd mcp import [flags] FILE
 //	harnessd check [flags]
+//	harnessd run [flags] PROMPT         start a run on a running harnessd and follow it
 //	harnessd version
 //
 // Run any command with --help for its flags.
@@ -142,6 +143,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 		return nil
 	case "check":
 		return a.check(ctx, args[1:])
+	case "run":
+		return a.runPrompt(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(a.stdout, usageText)
 		return nil
@@ -175,6 +178,8 @@ Usage:
                                            suite (a test aid; see ./test.sh)
   harnessd check [flags]                   validate every configuration source, start nothing
                                            (exit 0 or 2)
+  harnessd run [flags] PROMPT              start a run on a running harnessd and follow it;
+                                           --conversation ID continues a conversation
   harnessd version                         version, VCS revision and Go version
 
 Run "harnessd COMMAND --help" for a command's flags.

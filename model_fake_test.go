@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,6 +199,13 @@ func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		f.t.Errorf("fake %s model: decode request %s: %v", f.wire, raw, err)
+	}
+	// As the real APIs do, refuse a conversation whose tool calls are not
+	// each answered right after, without taking a turn.
+	if msg := unansweredToolCalls(f.wire, req.modelRequest); msg != "" {
+		f.t.Logf("fake %s model: refused a request: %s", f.wire, msg)
+		f.writeError(w, http.StatusBadRequest, "", msg)
+		return
 	}
 
 	f.mu.Lock()
@@ -417,4 +425,41 @@ func decodeFakeAnthropicRequest(raw []byte) (modelRequest, error) {
 		out.Tools = append(out.Tools, toolDef{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
 	}
 	return out, nil
+}
+
+// unansweredToolCalls returns the error the wire's real API gives for a
+// conversation in which a model answer's tool calls are not each answered
+// by the tool results right after it, or a tool result answers no such
+// call; "" for a valid conversation.
+func unansweredToolCalls(wire string, req modelRequest) string {
+	var open []string
+	check := func(i int) string {
+		if len(open) == 0 {
+			return ""
+		}
+		if wire == providerAnthropic {
+			return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(open, ", "))
+		}
+		return fmt.Sprintf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(open, ", "))
+	}
+	for i, m := range req.Messages {
+		if m.Role == roleTool {
+			at := slices.Index(open, m.ToolCallID)
+			if at < 0 {
+				if wire == providerAnthropic {
+					return fmt.Sprintf("messages.%d.content: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, m.ToolCallID)
+				}
+				return fmt.Sprintf("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (tool_call_id %s).", m.ToolCallID)
+			}
+			open = slices.Delete(open, at, at+1)
+			continue
+		}
+		if msg := check(i); msg != "" {
+			return msg
+		}
+		for _, tc := range m.ToolCalls {
+			open = append(open, tc.ID)
+		}
+	}
+	return check(len(req.Messages))
 }

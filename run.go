@@ -25,6 +25,7 @@ type runEvent struct {
 // A runView is a run as GET /v1/runs/{id} shows it.
 type runView struct {
 	ID             string         `json:"id"`
+	ConversationID string         `json:"conversation_id,omitempty"`
 	Status         string         `json:"status"`
 	QueuePosition  int            `json:"queue_position,omitempty"` // 1 for the next queued run to start
 	Prompt         string         `json:"prompt"`
@@ -84,6 +85,9 @@ type run struct {
 	done      chan struct{} // closed when the run reached a terminal status
 	// disk is the run's files; nil without a store (run_history.go).
 	disk *runDisk
+	// conv is the run's conversation (run_conversation.go); set before
+	// the run is kept.
+	conv *runConversation
 	// input answers the servers' questions during the run.
 	input *inputPolicy
 	// transcript is what the run kept of its conversation (run_transcript.go);
@@ -198,6 +202,7 @@ func (r *run) view() runView {
 func (r *run) viewLocked() runView {
 	v := runView{
 		ID:             r.id,
+		ConversationID: r.conversationID(),
 		Status:         r.status,
 		Prompt:         r.req.Prompt,
 		Profile:        r.req.Profile,
@@ -244,6 +249,7 @@ func (r *run) viewLocked() runView {
 // max_output_bytes; the servers' statuses are kept without their stderr
 // tails, and the scope is let go.
 func (r *run) finish(status, output, errMsg string) {
+	r.closeOpenToolCalls(status, errMsg)
 	r.closeInput()
 	fullOutput := len(output)
 	output = truncate(output, r.env.limits.MaxOutputBytes)
@@ -342,18 +348,22 @@ func (r *run) loop(ctx context.Context) (string, error) {
 	if err := r.begin(ctx); err != nil {
 		return "", err
 	}
-	messages := []chatMessage{{Role: roleUser, Content: r.req.Prompt}}
+	history, err := r.continueConversation()
+	if err != nil {
+		return "", err
+	}
+	messages := append(history, chatMessage{Role: roleUser, Content: r.req.Prompt})
 	if r.req.SystemPrompt != "" {
 		r.record(0, []chatMessage{{Role: roleSystem, Content: r.req.SystemPrompt}}, nil)
 	}
-	r.record(0, messages, nil)
+	r.record(0, messages[len(history):], nil)
 	for step := 1; step <= r.maxSteps; step++ {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
 		resp, err := r.callModel(ctx, step, messages)
 		if err != nil {
-			return "", fmt.Errorf("step %d: %v", step, err)
+			return "", errors.New(r.modelFailure(step, err))
 		}
 		answer := chatMessage{Role: roleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls}
 		messages = append(messages, answer)
@@ -362,6 +372,9 @@ func (r *run) loop(ctx context.Context) (string, error) {
 			return resp.Content, nil
 		}
 		results := r.runToolCalls(ctx, step, resp.ToolCalls)
+		if ctx.Err() != nil {
+			results = cancelledResults(results)
+		}
 		r.record(step, results, resp.ToolCalls)
 		if err := ctx.Err(); err != nil {
 			return "", err

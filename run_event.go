@@ -23,6 +23,12 @@ const (
 	evSamplingRequested = "sampling.requested"
 	evSamplingRefused   = "sampling.refused"
 	evSamplingCompleted = "sampling.completed"
+	// evConversationTrimmed: the conversation's earlier messages were cut
+	// to fit max_conversation_bytes before the run's first model call.
+	evConversationTrimmed = "conversation.trimmed"
+	// evModelDelta carries a piece of the model's text as it is written
+	// {step, text}; live only, never kept nor replayed.
+	evModelDelta = "model.delta"
 )
 
 // terminalEventPrefix starts the type of the event that ends a run.
@@ -49,4 +55,18 @@ func serverConnectedEvent(server, source string, tools int) map[string]any {
 // run's scope (from source) could not be started or connected.
 func serverFailedEvent(server, source string, err error) map[string]any {
 	return map[string]any{"server": server, "source": source, "error": err.Error()}
+}
+
+// conversationTrimmedEvent is the payload of conversation.trimmed: what
+// was left out of conversation's earlier messages to fit limit bytes.
+func conversationTrimmedEvent(conversation string, t conversationTrim, limit int) map[string]any {
+	return map[string]any{
+		"conversation_id":        conversation,
+		"tool_results_trimmed":   t.ToolResults,
+		"turns_dropped":          t.Turns,
+		"messages_dropped":       t.Messages,
+		"bytes_before":           t.BytesBefore,
+		"bytes_after":            t.BytesAfter,
+		"max_conversation_bytes": limit,
+	}
 }

@@ -244,10 +244,11 @@ func (m *runManager) pruneLocked() []string {
 		}
 		kept = append(kept, k)
 	}
-	ids := m.opts.Retention.expired(kept, time.Now())
+	ids := m.opts.Retention.expired(m.groupConversationsLocked(kept), time.Now())
 	if len(ids) == 0 {
 		return nil
 	}
+	ids = m.expandConversationsLocked(ids)
 	for _, id := range ids {
 		delete(m.runs, id)
 	}

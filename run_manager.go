@@ -52,6 +52,9 @@ type runRequest struct {
 	InputTimeout string `json:"input_timeout,omitempty"`
 	// Roots are the roots of the run's own servers (see withRunRoots).
 	Roots []string `json:"roots,omitempty"`
+	// ConversationID continues that conversation; empty starts a new one
+	// (run_conversation.go).
+	ConversationID string `json:"conversation_id,omitempty"`
 }
 
 // runManagerOptions configure a runManager.
@@ -103,6 +106,8 @@ type runManager struct {
 	queue   []queuedRun
 	// runTime is a moving average of how long runs take, for Retry-After.
 	runTime time.Duration
+	// conversations are the kept conversations by id.
+	conversations map[string]*conversation
 
 	defaultsMu sync.Mutex
 	// guards opts.Model, opts.MaxSteps and opts.AllowHosts, the settings a
@@ -162,12 +167,13 @@ func newRunManager(opts runManagerOptions) *runManager {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	opts.Limits = opts.Limits.resolve()
-	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}}
+	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}, conversations: map[string]*conversation{}}
 	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: m.connectAllowHosts,
 		secrets: newLiveRedactor(baseSecrets(opts.Registry.globals(), opts.Getenv)),
 		limits:  opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
 	if opts.Store != nil {
 		m.loadHistory()
+		m.loadConversations()
 		m.prune()
 	}
 	return m
@@ -209,12 +215,18 @@ func (e *busyError) Error() string {
 		e.running, e.queued, e.retryAfter)
 }
 
-// start validates req synchronously and starts the run in the background,
-// or queues it when max_concurrent_runs are running. allowCommand says
-// whether the caller may start per-run stdio servers. Errors are
-// *requestError for what the caller got wrong, *busyError when the queue
-// is full, or errShuttingDown.
+// start is startFor with no owner (auth off).
 func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
+	return m.startFor(req, allowCommand, "")
+}
+
+// startFor validates req synchronously and starts the run in the
+// background, or queues it when max_concurrent_runs are running; a new
+// conversation it starts belongs to owner. allowCommand says whether the
+// caller may start per-run stdio servers. Errors are *requestError for
+// what the caller got wrong, *busyError when the queue is full,
+// *conversationNotFoundError, *conversationBusyError, or errShuttingDown.
+func (m *runManager) startFor(req runRequest, allowCommand bool, owner string) (*run, error) {
 	r, err := m.prepare(req, allowCommand)
 	if err != nil {
 		return nil, err
@@ -223,7 +235,11 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	if err := m.checkRoom(); err != nil {
 		return nil, err
 	}
+	if err := m.joinConversation(r, owner); err != nil {
+		return nil, err
+	}
 	if err := m.persistNew(r); err != nil {
+		m.leaveConversation(r)
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(m.ctx)
@@ -233,6 +249,7 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 		if r.disk != nil {
 			r.disk.discard(r.id)
 		}
+		m.leaveConversation(r)
 		return nil, err
 	}
 	m.opts.Metrics.runStarted()

@@ -401,6 +401,9 @@ func (s *runStore) recover(v runView, now time.Time) (runView, error) {
 		if err := s.appendAfterCrash(v.ID, whole, ev); err != nil {
 			return v, err
 		}
+		if err := s.closeTranscript(v.ID, now); err != nil {
+			s.logger.Error("closing the tool calls of an interrupted run failed", "run", v.ID, "err", err)
+		}
 	}
 	_, err = s.writeRecord(v, nil)
 	return v, err
@@ -434,11 +437,11 @@ func (s *runStore) appendAfterCrash(id string, whole int, ev runEvent) error {
 	return f.Sync()
 }
 
-// remove deletes run id's files, the record last (a missing file is no
-// error).
+// remove deletes run id's files, the record last, or the record of
+// conversation id (a missing file is no error).
 func (s *runStore) remove(id string) error {
 	var errs []error
-	for _, p := range s.files(id) {
+	for _, p := range append(s.files(id), s.conversationPath(id)) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -474,6 +477,7 @@ type keptRun struct {
 	ended   bool
 	endedAt time.Time // when ended
 	bytes   int64
+	runs    int // the runs it stands for (a conversation's); 0 counts as 1
 }
 
 // expired returns the ids of the runs to drop from runs (oldest first, as
@@ -483,7 +487,7 @@ func (k retention) expired(runs []keptRun, now time.Time) []string {
 	var total int64
 	for _, r := range runs {
 		if r.ended {
-			count++
+			count += max(r.runs, 1)
 			total += r.bytes
 		}
 	}
@@ -499,7 +503,7 @@ func (k retention) expired(runs []keptRun, now time.Time) []string {
 			continue
 		}
 		out = append(out, r.id)
-		count--
+		count -= max(r.runs, 1)
 		total -= r.bytes
 	}
 	return out

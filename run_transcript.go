@@ -65,6 +65,9 @@ type transcriptToolCall struct {
 type transcript struct {
 	size int64 // bytes kept, newlines included
 	cut  bool  // max_transcript_bytes was reached: nothing more is kept
+	// open are the tool calls of the last model answer without a result
+	// yet (run_conversation_messages.go).
+	open []toolCall
 	// lines are the messages of a run without a store; with one they are
 	// in its messages log only.
 	lines [][]byte
@@ -95,6 +98,7 @@ func (r *run) record(step int, msgs []chatMessage, calls []toolCall) {
 	limit := int64(r.env.limits.MaxTranscriptBytes)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.transcript.open = openToolCalls(r.transcript.open, msgs)
 	for _, line := range lines {
 		if r.transcript.cut {
 			return

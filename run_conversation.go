@@ -1,0 +1,411 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// This file holds conversations: chains of runs in which each run
+// continues the messages of the ones before it. A conversation is its runs
+// (each run's record names it, each run's transcript holds its messages)
+// plus one small record, <id>.conversation in the runs directory, with its
+// owner. Here: joining a run to its conversation (one active run at a
+// time), the record on disk, loading at start-up, deletion, listing, and
+// retention, which keeps or drops a conversation's runs together.
+
+// conversationExt is the extension of a conversation's record in the runs
+// directory.
+const conversationExt = ".conversation"
+
+// A conversation is a chain of runs. Its fields are fixed but runs, which
+// the run manager's mu guards.
+type conversation struct {
+	id        string
+	owner     string // the key that started it; "" with auth off
+	createdAt time.Time
+	// runs are its runs in order; only the last may be active.
+	runs []*run
+}
+
+// A runConversation is what a run knows of its conversation, fixed when
+// the run joins it.
+type runConversation struct {
+	id string
+	// earlier are the conversation's runs before this one, all ended when
+	// it joined.
+	earlier []*run
+}
+
+// A conversationRecord is a conversation's record on disk.
+type conversationRecord struct {
+	ID        string    `json:"id"`
+	Owner     string    `json:"owner"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// A conversationBusyError refuses a run for a conversation whose run is
+// still active; the API answers 409 conversation_busy.
+type conversationBusyError struct {
+	conversation, run, status string
+}
+
+func (e *conversationBusyError) Error() string {
+	return fmt.Sprintf("conversation %q: run %s is still %s; a conversation takes one run at a time: wait for it to end (GET /v1/runs/%s/events) or cancel it (POST /v1/runs/%s/cancel)",
+		e.conversation, e.run, e.status, e.run, e.run)
+}
+
+// A conversationNotFoundError names a conversation that is not kept; the
+// API answers 404.
+type conversationNotFoundError struct{ id string }
+
+func (e *conversationNotFoundError) Error() string {
+	return fmt.Sprintf("conversation %q: not found (conversations are listed at GET /v1/conversations; leave conversation_id out to start a new one)", e.id)
+}
+
+// newConversationID returns a random, unguessable conversation id.
+func newConversationID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "conv_" + hex.EncodeToString(b[:])
+}
+
+// conversationID returns the id of r's conversation, "" for a run kept by
+// an older harnessd.
+func (r *run) conversationID() string {
+	if r.conv == nil {
+		return ""
+	}
+	return r.conv.id
+}
+
+// joinConversation makes r the next run of the conversation its request
+// names, or the first of a new one owned by owner, whose record it writes.
+// It returns a *conversationNotFoundError, a *conversationBusyError while
+// the conversation's last run is active, or the error of writing the
+// record. A run that joined and is then refused must leave.
+func (m *runManager) joinConversation(r *run, owner string) error {
+	m.mu.Lock()
+	id := r.req.ConversationID
+	if id == "" {
+		c := &conversation{id: newConversationID(), owner: owner, createdAt: r.createdAt, runs: []*run{r}}
+		m.conversations[c.id] = c
+		r.conv = &runConversation{id: c.id}
+		m.mu.Unlock()
+		if m.opts.Store == nil {
+			return nil
+		}
+		if err := m.opts.Store.writeConversation(conversationRecord{ID: c.id, Owner: c.owner, CreatedAt: c.createdAt}); err != nil {
+			m.leaveConversation(r)
+			return err
+		}
+		return nil
+	}
+	defer m.mu.Unlock()
+	c := m.conversations[id]
+	if c == nil {
+		return &conversationNotFoundError{id: id}
+	}
+	last := c.runs[len(c.runs)-1]
+	if status := last.summary().Status; !isTerminal(status) {
+		return &conversationBusyError{conversation: id, run: last.id, status: status}
+	}
+	r.conv = &runConversation{id: id, earlier: slices.Clone(c.runs)}
+	c.runs = append(c.runs, r)
+	return nil
+}
+
+// leaveConversation takes r, refused after it joined, out of its
+// conversation, and drops a conversation it alone was in.
+func (m *runManager) leaveConversation(r *run) {
+	m.mu.Lock()
+	c := m.conversations[r.conversationID()]
+	if c == nil {
+		m.mu.Unlock()
+		return
+	}
+	c.runs = slices.DeleteFunc(c.runs, func(o *run) bool { return o == r })
+	empty := len(c.runs) == 0
+	if empty {
+		delete(m.conversations, c.id)
+	}
+	m.mu.Unlock()
+	if empty && m.opts.Store != nil {
+		m.opts.Store.remove(c.id)
+	}
+}
+
+// conversation returns the conversation with id, or nil. Its runs field
+// must only be read under m.mu: use conversationView.
+func (m *runManager) conversation(id string) *conversation {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.conversations[id]
+}
+
+// A conversationView is a conversation as the API shows it.
+type conversationView struct {
+	ID        string    `json:"id"`
+	Owner     string    `json:"owner"`
+	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is when its last run ended, or started (or was created)
+	// while it runs.
+	UpdatedAt time.Time `json:"updated_at"`
+	// Status is its last run's status.
+	Status string   `json:"status"`
+	Runs   []string `json:"runs"`
+	// Messages are its runs' transcripts in order (GET
+	// /v1/conversations/{id} only).
+	Messages []json.RawMessage `json:"messages,omitempty"`
+}
+
+// conversationRuns returns c's runs, in order.
+func (m *runManager) conversationRuns(c *conversation) []*run {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(c.runs)
+}
+
+// view returns c without its messages.
+func (m *runManager) conversationView(c *conversation) conversationView {
+	v := conversationView{ID: c.id, Owner: c.owner, CreatedAt: c.createdAt, UpdatedAt: c.createdAt, Runs: []string{}}
+	for _, r := range m.conversationRuns(c) {
+		s := r.summary()
+		v.Runs = append(v.Runs, r.id)
+		v.Status = s.Status
+		for _, t := range []*time.Time{&s.CreatedAt, s.StartedAt, s.EndedAt} {
+			if t != nil && t.After(v.UpdatedAt) {
+				v.UpdatedAt = *t
+			}
+		}
+	}
+	return v
+}
+
+// listConversations returns every kept conversation, newest first.
+func (m *runManager) listConversations() []*conversation {
+	m.mu.Lock()
+	out := make([]*conversation, 0, len(m.conversations))
+	for _, c := range m.conversations {
+		out = append(out, c)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(out, func(a, b *conversation) int {
+		if c := b.createdAt.Compare(a.createdAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.id, a.id)
+	})
+	return out
+}
+
+// conversationMessages returns the messages of c's runs in order, each
+// with the id of its run added as run_id.
+func (m *runManager) conversationMessages(c *conversation) ([]json.RawMessage, error) {
+	out := []json.RawMessage{}
+	for _, r := range m.conversationRuns(c) {
+		msgs, _, err := r.messages()
+		if err != nil {
+			return nil, fmt.Errorf("conversation %s: run %s: read transcript: %w", c.id, r.id, err)
+		}
+		prefix := `{"run_id":` + string(mustMarshal(r.id)) + ","
+		for _, msg := range msgs {
+			if len(msg) < 2 || msg[0] != '{' {
+				continue
+			}
+			out = append(out, json.RawMessage(prefix+string(msg[1:])))
+		}
+	}
+	return out, nil
+}
+
+// mustMarshal returns the JSON of a string.
+func mustMarshal(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// deleteConversation forgets conversation id and removes its runs' files
+// and its record. It returns a *conversationNotFoundError, or a
+// *conversationBusyError while a run of it is active.
+func (m *runManager) deleteConversation(id string) error {
+	m.mu.Lock()
+	c := m.conversations[id]
+	if c == nil {
+		m.mu.Unlock()
+		return &conversationNotFoundError{id: id}
+	}
+	last := c.runs[len(c.runs)-1]
+	if status := last.summary().Status; !isTerminal(status) {
+		m.mu.Unlock()
+		return &conversationBusyError{conversation: id, run: last.id, status: status}
+	}
+	ids := make([]string, 0, len(c.runs)+1)
+	for _, r := range c.runs {
+		ids = append(ids, r.id)
+		delete(m.runs, r.id)
+	}
+	delete(m.conversations, id)
+	m.order = slices.DeleteFunc(m.order, func(id string) bool { _, ok := m.runs[id]; return !ok })
+	m.mu.Unlock()
+	if m.opts.Store != nil {
+		m.opts.Store.removeAll(append(ids, id))
+	}
+	m.logger.Info("conversation deleted", "conversation", id, "runs", len(ids))
+	return nil
+}
+
+// loadConversations rebuilds the conversations of the runs loadHistory
+// kept, from their records and the conversation records on disk. A
+// record without runs (its runs expired, or a crash came before its first
+// run's record) is removed; runs whose conversation lost its record are
+// kept in a conversation without owner (only admins see it). Called once,
+// by newRunManager.
+func (m *runManager) loadConversations() {
+	records, err := m.opts.Store.readConversations()
+	if err != nil {
+		m.logger.Error("reading the conversations on disk failed", "err", err)
+	}
+	for _, id := range m.order {
+		r := m.runs[id]
+		cid := r.final.ConversationID
+		if cid == "" {
+			continue
+		}
+		c := m.conversations[cid]
+		if c == nil {
+			rec, ok := records[cid]
+			if !ok {
+				m.logger.Warn("conversation record missing; only admins see it", "conversation", cid)
+				rec = conversationRecord{ID: cid, CreatedAt: r.createdAt}
+			}
+			c = &conversation{id: cid, owner: rec.Owner, createdAt: rec.CreatedAt}
+			m.conversations[cid] = c
+		}
+		r.conv = &runConversation{id: cid}
+		c.runs = append(c.runs, r)
+	}
+	for id := range records {
+		if m.conversations[id] == nil {
+			m.opts.Store.remove(id)
+		}
+	}
+}
+
+// conversationPath returns where conversation id's record is kept.
+func (s *runStore) conversationPath(id string) string {
+	return filepath.Join(s.dir, id+conversationExt)
+}
+
+// writeConversation writes a new conversation's record, fsynced; the
+// record of its first run, written next, makes its name durable.
+func (s *runStore) writeConversation(rec conversationRecord) error {
+	f, err := os.OpenFile(s.conversationPath(rec.ID), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("conversation %s: create record: %w; check the free space and permissions of %s", rec.ID, err, s.dir)
+	}
+	_, err = f.Write(append(encodeCompact(rec), '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(s.conversationPath(rec.ID))
+		return fmt.Errorf("conversation %s: write record: %w; check the free space and permissions of %s", rec.ID, err, s.dir)
+	}
+	return nil
+}
+
+// readConversations returns the conversation records on disk by id. A
+// record that does not decode (a crash while it was written, before any
+// run of it was) is removed.
+func (s *runStore) readConversations() (map[string]conversationRecord, error) {
+	paths, err := filepath.Glob(filepath.Join(s.dir, "*"+conversationExt))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]conversationRecord{}
+	for _, p := range paths {
+		id := strings.TrimSuffix(filepath.Base(p), conversationExt)
+		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		var rec conversationRecord
+		if err == nil {
+			err = json.Unmarshal(b, &rec)
+		}
+		if err != nil || rec.ID != id {
+			s.logger.Warn("removing an unreadable conversation record", "conversation", id, "err", err)
+			os.Remove(p)
+			continue
+		}
+		out[id] = rec
+	}
+	return out, nil
+}
+
+// groupConversationsLocked returns kept with the runs of each conversation
+// replaced by one entry under the conversation's id, at its last run's
+// place: ended when all of them are, at the last end, with their bytes
+// and count. So retention keeps or drops a conversation whole, by its
+// last activity. Called under m.mu.
+func (m *runManager) groupConversationsLocked(kept []keptRun) []keptRun {
+	groups := map[string]*keptRun{}
+	last := map[string]int{}
+	for i, k := range kept {
+		cid := m.runs[k.id].conversationID()
+		if cid == "" || m.conversations[cid] == nil {
+			continue
+		}
+		g := groups[cid]
+		if g == nil {
+			g = &keptRun{id: cid, ended: true}
+			groups[cid] = g
+		}
+		g.ended = g.ended && k.ended
+		if k.endedAt.After(g.endedAt) {
+			g.endedAt = k.endedAt
+		}
+		g.bytes += k.bytes
+		g.runs++
+		last[cid] = i
+	}
+	out := make([]keptRun, 0, len(kept))
+	for i, k := range kept {
+		cid := m.runs[k.id].conversationID()
+		if g := groups[cid]; g == nil {
+			out = append(out, k)
+		} else if last[cid] == i {
+			out = append(out, *g)
+		}
+	}
+	return out
+}
+
+// expandConversationsLocked returns ids with each conversation's id
+// replaced by the ids of its runs followed by its own (its record is
+// removed last), and forgets those conversations. Called under m.mu.
+func (m *runManager) expandConversationsLocked(ids []string) []string {
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if c := m.conversations[id]; c != nil {
+			for _, r := range c.runs {
+				out = append(out, r.id)
+			}
+			delete(m.conversations, id)
+		}
+		out = append(out, id)
+	}
+	return out
+}
