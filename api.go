@@ -179,7 +179,7 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 }
 
 // runRequestFields lists the fields of POST /v1/runs, for error hints.
-const runRequestFields = "prompt, profile, model, system_prompt, max_steps, mcp_servers"
+const runRequestFields = "prompt, profile, model, system_prompt, max_steps, mcp_servers, webhook_url"
 
 // decodeBody decodes a JSON body strictly into v: at most maxRequestBody
 // bytes, no unknown fields, exactly one value. Its errors are for the
@@ -298,7 +298,9 @@ func (a *api) runSecrets(run *run) *redactor {
 // getRun answers GET /v1/runs/{id} with the run as one flat object.
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	if run := a.findRun(w, r); run != nil {
-		writeBody(w, http.StatusOK, a.runSecrets(run).marshal(run.view(), true))
+		v := run.view()
+		v.Webhook = run.webhook.status()
+		writeBody(w, http.StatusOK, a.runSecrets(run).marshal(v, true))
 	}
 }
 

@@ -241,8 +241,8 @@ type reloader struct {
 // reload reads and checks every configuration source as harnessd check
 // does and, if all is well, applies what can change while harnessd runs:
 // the global servers (see registry.reload), the API keys, [connect_mcp]
-// allow_hosts, and the default model and max_steps of runs started from
-// then on. A configuration with any problem is refused whole and the
+// allow_hosts, the default model and max_steps of runs started from
+// then on, and [webhooks]. A configuration with any problem is refused whole and the
 // running one stays; the error names each problem's file or variable and
 // field. It logs one line either way, and warns of changed settings that
 // need a restart.
@@ -260,7 +260,7 @@ func (rl *reloader) reload() error {
 	rl.flags.overlay(cfg)
 	// Secrets first: the new servers' lines and answers are hidden from
 	// their first byte.
-	secrets := serverSecrets(cfg.Servers)
+	secrets := append(serverSecrets(cfg.Servers), cfg.Webhooks.Secret)
 	rl.secrets.add(secrets...)
 	rl.runs.env.secrets.add(secrets...)
 	d, started, err := rl.reg.reload(cfg.Servers)
@@ -271,6 +271,7 @@ func (rl *reloader) reload() error {
 	}
 	rl.api.setAuthKeys(cfg.AuthKeys)
 	rl.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps, cfg.ConnectAllowHosts)
+	rl.runs.setWebhooks(cfg.Webhooks)
 	rl.metrics.reloaded(true, d)
 	attrs := append(d.summary(), "auth_keys", len(cfg.AuthKeys), "model", cfg.Model.spec().name(),
 		"config_files", cfg.Files, "took", time.Since(begun))

@@ -91,7 +91,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	}
 	// Every line the daemon logs passes here; servers' loggers add their
 	// own values (serverLogger), a reload the new servers' values.
-	logSecrets := newLiveRedactor(baseSecrets(cfg.Servers, a.getenv))
+	logSecrets := newLiveRedactor(baseSecrets(cfg.Servers, a.getenv).with(cfg.Webhooks.Secret))
 	logger = redactLoggerLive(logger, logSecrets)
 	load.Logger = logger
 	checkAuth := func(keys []authKey) error {
@@ -157,6 +157,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Store:      store,
 		Retention:  &keep,
 		Limits:     cfg.Limits,
+		Webhooks:   cfg.Webhooks,
 
 		SamplingModels: cfg.Model.SamplingModels,
 	})

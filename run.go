@@ -40,7 +40,10 @@ type runView struct {
 	ActivatedTools []string       `json:"activated_tools"`
 	// InputRequests are the servers' questions waiting for an answer.
 	InputRequests []inputRequest `json:"input_requests"`
-	CreatedAt     time.Time      `json:"created_at"`
+	// Webhook is the delivery of the run's end, when it has one; set by
+	// the API, never kept in the run's record.
+	Webhook   *webhookStatus `json:"webhook,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
 	StartedAt     *time.Time     `json:"started_at,omitempty"`
 	EndedAt       *time.Time     `json:"ended_at,omitempty"`
 }
@@ -59,6 +62,8 @@ type runEnv struct {
 	// queuePosition returns a run's place in the manager's queue, 0 when
 	// it is not queued.
 	queuePosition func(*run) int
+	// webhooks delivers the runs' ends (run_webhook.go).
+	webhooks *webhookSender
 }
 
 // A run is one agent run. The fields above mu are fixed when the run is
@@ -86,6 +91,8 @@ type run struct {
 	connecting nameReservations
 	// disk is the run's files; nil without a store (run_history.go).
 	disk *runDisk
+	// webhook is the delivery of the run's end; nil without one.
+	webhook *runWebhook
 	// input answers the servers' questions during the run.
 	input *inputPolicy
 	// transcript is what the run kept of its conversation (run_transcript.go);
@@ -298,6 +305,7 @@ func (r *run) finish(status, output, errMsg string) {
 	r.mu.Unlock()
 	r.env.metrics.runEnded(status)
 	r.logger.Info("run ended", "status", status, "steps", steps)
+	r.env.webhooks.start(r)
 	close(r.done)
 }
 

@@ -51,6 +51,12 @@ type runRequest struct {
 	InputTimeout string `json:"input_timeout,omitempty"`
 	// Roots are the roots of the run's own servers (see withRunRoots).
 	Roots []string `json:"roots,omitempty"`
+	// WebhookURL receives the run's end (run_webhook.go); empty means
+	// [webhooks] url, if set.
+	WebhookURL string `json:"webhook_url,omitempty"`
+	// Owner is who the run belongs to: the key's name (authInfo.owner),
+	// or schedule:<name> for a scheduled run. Never read from a request.
+	Owner string `json:"-"`
 }
 
 // runManagerOptions configure a runManager.
@@ -78,6 +84,10 @@ type runManagerOptions struct {
 	// Limits bound admission and what runs keep; unset ones take their
 	// defaults.
 	Limits runLimits
+	// Webhooks are the [webhooks] settings; WebhookTiming the retry
+	// schedule of deliveries (zero takes the defaults).
+	Webhooks      webhookSettings
+	WebhookTiming webhookTiming
 	// newProvider builds providers; tests replace it. Nil means
 	// newModelProvider.
 	newProvider func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error)
@@ -164,8 +174,10 @@ func newRunManager(opts runManagerOptions) *runManager {
 	opts.Limits = opts.Limits.resolve()
 	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}}
 	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: m.connectAllowHosts,
-		secrets: newLiveRedactor(baseSecrets(opts.Registry.globals(), opts.Getenv)),
+		secrets: newLiveRedactor(baseSecrets(opts.Registry.globals(), opts.Getenv).with(opts.Webhooks.Secret)),
 		limits:  opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
+	m.env.webhooks = &webhookSender{ctx: ctx, logger: opts.Logger, metrics: opts.Metrics, timing: opts.WebhookTiming.resolve(),
+		secret: func() string { return m.webhookSettings().Secret }}
 	if opts.Store != nil {
 		m.loadHistory()
 		m.prune()
@@ -264,6 +276,9 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 		r.maxSteps = defaultSteps
 	}
 	if err := m.resolveServers(r, allowCommand); err != nil {
+		return nil, err
+	}
+	if r.webhook, err = m.webhookFor(req, allowCommand); err != nil {
 		return nil, err
 	}
 	own := serverSecrets(r.profile, r.perRun)
@@ -485,6 +500,7 @@ func (m *runManager) shutdown(ctx context.Context) error {
 	// Owned by shutdown; exits when every run goroutine has.
 	go func() {
 		m.wg.Wait()
+		m.env.webhooks.wait()
 		close(done)
 	}()
 	select {
