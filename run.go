@@ -40,12 +40,13 @@ type runView struct {
 	ActivatedTools []string       `json:"activated_tools"`
 	// InputRequests are the servers' questions waiting for an answer.
 	InputRequests []inputRequest `json:"input_requests"`
+	CreatedAt     time.Time      `json:"created_at"`
+	StartedAt     *time.Time     `json:"started_at,omitempty"`
+	EndedAt       *time.Time     `json:"ended_at,omitempty"`
+
 	// Webhook is the delivery of the run's end, when it has one; set by
 	// the API, never kept in the run's record.
-	Webhook   *webhookStatus `json:"webhook,omitempty"`
-	CreatedAt time.Time      `json:"created_at"`
-	StartedAt *time.Time     `json:"started_at,omitempty"`
-	EndedAt   *time.Time     `json:"ended_at,omitempty"`
+	Webhook *webhookStatus `json:"webhook,omitempty"`
 }
 
 // A runEnv is what every run of one manager shares. Read-only.
