@@ -232,6 +232,8 @@ type reloader struct {
 	reg       *registry
 	api       *api
 	runs      *runManager
+	// schedules is nil when the daemon runs none (tests).
+	schedules *scheduler
 	metrics   *metrics
 	// secrets are those the daemon's logger hides.
 	secrets *liveRedactor
@@ -242,7 +244,7 @@ type reloader struct {
 // does and, if all is well, applies what can change while harnessd runs:
 // the global servers (see registry.reload), the API keys, [connect_mcp]
 // allow_hosts, the default model and max_steps of runs started from
-// then on, and [webhooks]. A configuration with any problem is refused whole and the
+// then on, [webhooks] and [[schedules]] (see scheduler.replace). A configuration with any problem is refused whole and the
 // running one stays; the error names each problem's file or variable and
 // field. It logs one line either way, and warns of changed settings that
 // need a restart.
@@ -272,6 +274,9 @@ func (rl *reloader) reload() error {
 	rl.api.setAuthKeys(cfg.AuthKeys)
 	rl.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps, cfg.ConnectAllowHosts)
 	rl.runs.setWebhooks(cfg.Webhooks)
+	if rl.schedules != nil {
+		rl.schedules.reload(cfg.Schedules)
+	}
 	rl.metrics.reloaded(true, d)
 	attrs := append(d.summary(), "auth_keys", len(cfg.AuthKeys), "model", cfg.Model.spec().name(),
 		"config_files", cfg.Files, "took", time.Since(begun))

@@ -164,15 +164,18 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	stopping := make(chan struct{})
 	api := newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping)
 	api.hosts = newHostPolicy(addr, cfg.AllowedHosts)
+	schedules := newScheduler(runs, cfg.Schedules, nil, logger)
+	api.schedules = schedules
 	srv := newHTTPServer(api, logger, readHeaderTimeout)
 	serveErr := make(chan error, 1)
 	// Owned by serve; exits when the server is shut down below.
 	go func() { serveErr <- srv.Serve(ln) }()
 	logger.Info("harnessd listening", "addr", ln.Addr().String(), "version", buildVersion, "servers", len(cfg.Servers),
 		"auth", len(cfg.AuthKeys) > 0, "config_files", cfg.Files, "model", model.name())
+	schedules.start()
 
 	rl := &reloader{opts: load, started: cfg, flags: flags,
-		checkAuth: checkAuth, reg: reg, api: api, runs: runs, metrics: m, secrets: logSecrets, logger: logger}
+		checkAuth: checkAuth, reg: reg, api: api, runs: runs, schedules: schedules, metrics: m, secrets: logSecrets, logger: logger}
 	var serveFailed error
 wait:
 	for {
@@ -187,6 +190,7 @@ wait:
 			rl.reload() // it logs its outcome
 		}
 	}
+	schedules.close()
 	shutdown(logger, srv, runs, reg, stopping)
 	if serveFailed != nil {
 		return serveFailed
