@@ -412,3 +412,25 @@ func TestWebhookURLRedacted(t *testing.T) {
 		}
 	}
 }
+
+func TestWebhookPendingRunsAreKept(t *testing.T) {
+	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "one"}, fakeTurn{Text: "two"})
+	// Both deliveries hang until the manager shuts down.
+	rcv := newWebhookReceiver(t, 0, 0)
+	m := newWebhookRuns(t, f, "", webhookTiming{})
+	m.opts.Retention = &retention{MaxRuns: 1}
+	var runs []*run
+	for _, prompt := range []string{"one", "two"} {
+		r, err := m.start(runRequest{Prompt: prompt, WebhookURL: rcv.srv.URL}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitRun(t, r)
+		runs = append(runs, r)
+	}
+	waitUntil(t, "both deliveries are in flight", func() bool { return len(rcv.received()) == 2 })
+	m.prune()
+	if n := len(m.list()); n != 2 {
+		t.Errorf("%d runs kept with max_kept_runs 1 and both webhooks pending, want 2", n)
+	}
+}
