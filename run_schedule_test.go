@@ -315,3 +315,57 @@ func TestPrintSchedules(t *testing.T) {
 		t.Errorf("harnessd check of a bad cron = %d %s, want 2 naming the field", code, stderr)
 	}
 }
+
+func TestReloadAppliesSchedulesAndWebhooks(t *testing.T) {
+	home := t.TempDir()
+	write := func(config string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[[schedules]]\nname = \"a\"\ncron = \"0 13 * * *\"\nprompt = \"p\"\n")
+	load := loadOptions{Home: home, Getenv: fakeEnv(nil)}
+	cfg, _, err := checkConfig(load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newGateRuns(t, newGateModel(), runLimits{})
+	clock := &fakeSchedClock{t: utcAt(12, 0, 0)}
+	s := newTestScheduler(t, m, clock, cfg.Schedules...)
+	rl := &reloader{opts: load, started: cfg, reg: m.opts.Registry, api: newAPI(m, m.opts.Registry, nil, m.opts.Metrics, nil, nil),
+		runs: m, schedules: s, metrics: m.opts.Metrics, secrets: newLiveRedactor(nil), logger: discardLogger()}
+	names := func() []string {
+		var out []string
+		for _, v := range s.list() {
+			out = append(out, v.Name+" "+v.NextRunAt.UTC().Format("15:04"))
+		}
+		return out
+	}
+
+	const secret = "reloaded-secret-0123456789"
+	write("[webhooks]\nurl = \"https://hooks.example/new\"\nsecret = \"" + secret + "\"\n\n" +
+		"[[schedules]]\nname = \"a\"\ncron = \"30 12 * * *\"\nprompt = \"p\"\n\n[[schedules]]\nname = \"b\"\ncron = \"@hourly\"\nprompt = \"q\"\n")
+	if err := rl.reload(); err != nil {
+		t.Fatalf("reload() = %v", err)
+	}
+	if got, want := names(), []string{"a 12:30", "b 13:00"}; !slices.Equal(got, want) {
+		t.Errorf("schedules after the reload = %q, want %q", got, want)
+	}
+	if got := m.webhookSettings(); got.URL != "https://hooks.example/new" || got.Secret != secret {
+		t.Errorf("[webhooks] after the reload = %q, want the new url and secret", got.URL)
+	}
+	for name, rd := range map[string]*redactor{"runs": m.env.secrets.load(), "logs": rl.secrets.load()} {
+		if got := rd.redact("sig " + secret); got != "sig [redacted]" {
+			t.Errorf("the %s' redactor after the reload shows the webhook secret: %q", name, got)
+		}
+	}
+
+	write("[[schedules]]\nname = \"a\"\ncron = \"61 * * * *\"\nprompt = \"p\"\n")
+	if err := rl.reload(); err == nil || !strings.Contains(err.Error(), "field 1 (minute)") {
+		t.Errorf("reload of a bad cron = %v, want a refusal naming the field", err)
+	}
+	if got, want := names(), []string{"a 12:30", "b 13:00"}; !slices.Equal(got, want) {
+		t.Errorf("schedules after a refused reload = %q, want %q kept", got, want)
+	}
+}

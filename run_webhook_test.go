@@ -434,3 +434,31 @@ func TestWebhookPendingRunsAreKept(t *testing.T) {
 		t.Errorf("%d runs kept with max_kept_runs 1 and both webhooks pending, want 2", n)
 	}
 }
+
+func TestWebhookURLThroughAPI(t *testing.T) {
+	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "done"})
+	rcv := newWebhookReceiver(t)
+	m := newWebhookRuns(t, f, "", webhookTiming{})
+	keys := []authKey{testKey("app", "writer-token-0123", scopeRunsWrite)}
+	srv := httptest.NewServer(newAPI(m, m.opts.Registry, keys, m.opts.Metrics, nil, nil))
+	t.Cleanup(srv.Close)
+	at := &apiTest{url: srv.URL, client: srv.Client()}
+	const writer = "Bearer writer-token-0123"
+	tests := []struct {
+		name, body string
+		wantStatus int
+		want       string
+	}{
+		{"metadata address", `{"prompt":"p","webhook_url":"http://169.254.169.254/latest"}`, http.StatusForbidden, `webhook_url: host \"169.254.169.254\" resolves to`},
+		{"not a URL", `{"prompt":"p","webhook_url":"hooks"}`, http.StatusBadRequest, "webhook_url: no scheme"},
+		{"owner is not the caller's to set", `{"prompt":"p","owner":"schedule:x"}`, http.StatusBadRequest, `unknown field \"owner\"`},
+		{"a loopback receiver", `{"prompt":"p","webhook_url":"` + rcv.srv.URL + `"}`, http.StatusAccepted, "run_id"},
+	}
+	for _, tt := range tests {
+		resp, body := at.do(t, http.MethodPost, "/v1/runs", writer, tt.body)
+		if resp.StatusCode != tt.wantStatus || !strings.Contains(string(body), tt.want) {
+			t.Errorf("%s: POST /v1/runs = %d %s, want %d with %q", tt.name, resp.StatusCode, body, tt.wantStatus, tt.want)
+		}
+	}
+	waitUntil(t, "the delivery", func() bool { return len(rcv.received()) == 1 })
+}
