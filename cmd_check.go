@@ -73,6 +73,7 @@ func checkConfig(opts loadOptions) (*config, []string, error) {
 		if _, err := cfg.KeptRuns.retention(); err != nil {
 			errs = append(errs, err)
 		}
+		errs = append(errs, checkScheduleModels(cfg))
 	}
 	getenv := opts.Getenv
 	if getenv == nil {

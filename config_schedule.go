@@ -150,6 +150,22 @@ func checkSchedule(raw rawSchedule) (scheduleConfig, []string) {
 	return s, problems
 }
 
+// checkScheduleModels returns an error naming each schedule that names no
+// model when no default model is configured either: its runs could not
+// start.
+func checkScheduleModels(cfg *config) error {
+	if cfg.Model.Provider != "" {
+		return nil
+	}
+	var errs []error
+	for _, s := range cfg.Schedules {
+		if s.Model == "" {
+			errs = append(errs, fmt.Errorf("%s: [[schedules]] %q: model: none configured for its runs; set model in the schedule, [model] name or HARNESS_MODEL", s.Source, s.Name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // nextFires returns the next n fire times of s after after, in its time
 // zone; fewer when it stops firing within the cron search bound.
 func (s scheduleConfig) nextFires(after time.Time, n int) []time.Time {

@@ -303,7 +303,8 @@ func TestPrintSchedules(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runHarnessd(t, map[string]string{"HARNESS_HOME": home}, "check")
+	env := map[string]string{"HARNESS_HOME": home, "HARNESS_MODEL": "openai/gpt-4o"}
+	code, stdout, stderr := runHarnessd(t, env, "check")
 	if code != 0 || !strings.Contains(stdout, `schedule "nightly": @daily (UTC, overlap skip): next `) || strings.Count(stdout, "T00:00:00Z") != 3 {
 		t.Errorf("harnessd check = %d\n%s%s, want the schedule's next three midnights", code, stdout, stderr)
 	}
@@ -311,8 +312,14 @@ func TestPrintSchedules(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := runHarnessd(t, map[string]string{"HARNESS_HOME": home}, "check"); code != 2 || !strings.Contains(stderr, "field 5 (day of week)") {
+	if code, _, stderr := runHarnessd(t, env, "check"); code != 2 || !strings.Contains(stderr, "field 5 (day of week)") {
 		t.Errorf("harnessd check of a bad cron = %d %s, want 2 naming the field", code, stderr)
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runHarnessd(t, map[string]string{"HARNESS_HOME": home}, "check"); code != 2 || !strings.Contains(stderr, `[[schedules]] "nightly": model: none configured`) {
+		t.Errorf("harnessd check of a schedule without a model = %d %s, want 2 saying so", code, stderr)
 	}
 }
 
@@ -325,7 +332,7 @@ func TestReloadAppliesSchedulesAndWebhooks(t *testing.T) {
 		}
 	}
 	write("[[schedules]]\nname = \"a\"\ncron = \"0 13 * * *\"\nprompt = \"p\"\n")
-	load := loadOptions{Home: home, Getenv: fakeEnv(nil)}
+	load := loadOptions{Home: home, Getenv: fakeEnv(map[string]string{"HARNESS_MODEL": "openai/gpt-4o"})}
 	cfg, _, err := checkConfig(load)
 	if err != nil {
 		t.Fatal(err)
