@@ -376,3 +376,23 @@ func TestReloadAppliesSchedulesAndWebhooks(t *testing.T) {
 		t.Errorf("schedules after a refused reload = %q, want %q kept", got, want)
 	}
 }
+
+func TestScheduleAcrossSpringForward(t *testing.T) {
+	g := newGateModel()
+	g.release("p")
+	m := newGateRuns(t, g, runLimits{})
+	berlin := mustZone(t, "Europe/Berlin")
+	clock := &fakeSchedClock{t: time.Date(2026, 3, 28, 12, 0, 0, 0, berlin)}
+	s := newTestScheduler(t, m, clock, testSchedule(t, rawSchedule{Name: "night", Cron: "*/30 2 * * *", Timezone: "Europe/Berlin", Prompt: "p"}))
+	// 02:00 and 02:30 do not exist on 2026-03-29: one run at 03:00 CEST.
+	jump := time.Date(2026, 3, 29, 3, 0, 0, 0, berlin)
+	if v := scheduleNamed(t, s, "night"); !v.NextRunAt.Equal(jump) {
+		t.Fatalf("next fire = %v, want %v", v.NextRunAt, jump)
+	}
+	clock.set(jump)
+	next := time.Date(2026, 3, 30, 2, 0, 0, 0, berlin)
+	waitUntil(t, "the fire at the jump", func() bool { return scheduleNamed(t, s, "night").NextRunAt.Equal(next) })
+	if n := len(m.list()); n != 1 {
+		t.Errorf("%d runs for the skipped hour, want 1", n)
+	}
+}
