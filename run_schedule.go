@@ -175,24 +175,22 @@ func (s scheduleConfig) nextFire(after time.Time) time.Time {
 	return t
 }
 
-// fireLocked is one fire of st (why says what made it: cron, catch_up,
-// api): it starts the schedule's run unless its previous run is active,
-// then skips or queues it as the schedule's overlap says. It returns the
-// run started, or nil.
-func (s *scheduler) fireLocked(st *scheduleState, why string) *run {
+// fireLocked is one fire of st (why says what made it: cron, catch_up):
+// it starts the schedule's run unless its previous run is active, then
+// skips or queues it as the schedule's overlap says.
+func (s *scheduler) fireLocked(st *scheduleState, why string) {
 	st.lastFire = s.clock.now()
 	if st.last != nil && !isTerminal(st.last.summary().Status) {
 		if st.cfg.Overlap == overlapQueue {
 			st.queued = true
 			s.logger.Info("schedule fired while its previous run is active; queued", "schedule", st.cfg.Name, "run", st.last.id, "fire", why)
-			return nil
+			return
 		}
 		st.skipped++
 		s.logger.Info("schedule fired while its previous run is active; skipped", "schedule", st.cfg.Name, "run", st.last.id, "fire", why)
-		return nil
+		return
 	}
-	r, _ := s.startLocked(st, why) // logged and kept as lastErr
-	return r
+	s.startLocked(st, why) // logged and kept as lastErr
 }
 
 // startLocked starts st's run and watches for its end (which may start a
