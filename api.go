@@ -49,6 +49,10 @@ type api struct {
 	globalSecrets *liveRedactor
 	mux           *http.ServeMux
 
+	// schedules starts the runs of [[schedules]]; nil when harnessd runs
+	// none (tests), which lists none.
+	schedules *scheduler
+
 	keysMu sync.Mutex
 	// guards keys, which a reload replaces; empty means auth is off
 	keys []authKey
@@ -82,6 +86,8 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 		http.MethodDelete: {scopeRunsWrite, a.deleteConversation},
 	})
 	a.route("/v1/mcp/servers", map[string]route{http.MethodGet: {scopeRunsRead, a.listServers}})
+	a.route("/v1/schedules", map[string]route{http.MethodGet: {scopeAdmin, a.listSchedules}})
+	a.route("/v1/schedules/{name}/run", map[string]route{http.MethodPost: {scopeAdmin, a.runSchedule}})
 	a.route("/v1/mcp/servers/{name}/login", map[string]route{http.MethodPost: {scopeAdmin, a.loginServer}})
 	a.route("/healthz", map[string]route{http.MethodGet: {"", a.healthz}})
 	a.route("/readyz", map[string]route{http.MethodGet: {"", a.readyz}})
@@ -222,30 +228,38 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if req.ConversationID != "" && a.findConversation(w, req.ConversationID, info) == nil {
 		return
 	}
-	run, err := a.runs.startFor(req, info.has(scopeAdmin), info.owner())
+	req.Owner = info.owner()
+	run, err := a.runs.start(req, info.has(scopeAdmin))
 	if err != nil {
-		var reqErr *requestError
-		var busy *busyError
-		switch {
-		case writeConversationError(w, err):
-		case errors.As(err, &reqErr) && reqErr.forbidden:
-			writeError(w, http.StatusForbidden, "forbidden", err.Error())
-		case errors.As(err, &reqErr):
-			writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
-		case errors.As(err, &busy):
-			w.Header().Set("Retry-After", strconv.Itoa(int(busy.retryAfter.Seconds())))
-			writeError(w, http.StatusTooManyRequests, "too_many_runs", err.Error())
-		case errors.Is(err, errShuttingDown):
-			writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
-		default:
-			a.logger.Error("starting a run failed", "err", err)
-			writeError(w, http.StatusInternalServerError, "internal", "start run: "+err.Error())
-		}
+		a.writeStartError(w, err)
 		return
 	}
 	a.logger.Info("run started", "run", run.id, "key", info.key)
 	w.Header().Set("Location", "/v1/runs/"+run.id)
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.id, "status": run.view().Status, "conversation_id": run.conversationID()})
+}
+
+// writeStartError answers err, runManager.start's: 400 for what the caller
+// got wrong, 403 for what it may not do, 429 with Retry-After when the
+// queue is full, 503 once shutdown has begun, else 500.
+func (a *api) writeStartError(w http.ResponseWriter, err error) {
+	var reqErr *requestError
+	var busy *busyError
+	switch {
+	case writeConversationError(w, err):
+	case errors.As(err, &reqErr) && reqErr.forbidden:
+		writeError(w, http.StatusForbidden, "forbidden", err.Error())
+	case errors.As(err, &reqErr):
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+	case errors.As(err, &busy):
+		w.Header().Set("Retry-After", strconv.Itoa(int(busy.retryAfter.Seconds())))
+		writeError(w, http.StatusTooManyRequests, "too_many_runs", err.Error())
+	case errors.Is(err, errShuttingDown):
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
+	default:
+		a.logger.Error("starting a run failed", "err", err)
+		writeError(w, http.StatusInternalServerError, "internal", "start run: "+err.Error())
+	}
 }
 
 // runSummary is a run in GET /v1/runs.
@@ -303,7 +317,9 @@ func (a *api) runSecrets(run *run) *redactor {
 // getRun answers GET /v1/runs/{id} with the run as one flat object.
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	if run := a.findRun(w, r); run != nil {
-		writeBody(w, http.StatusOK, a.runSecrets(run).marshal(run.view(), true))
+		v := run.view()
+		v.Webhook = run.webhook.status()
+		writeBody(w, http.StatusOK, a.runSecrets(run).marshal(v, true))
 	}
 }
 

@@ -32,6 +32,9 @@ type metrics struct {
 	reloads          map[string]uint64
 	reloadServers    map[string]uint64
 	lastReloadFailed bool
+	// webhooks counts webhook attempts by outcome: "delivered",
+	// "retried", "failed" (gave up).
+	webhooks map[string]uint64
 }
 
 // A histogram is one server's tool-call latencies; guarded by metrics.mu.
@@ -44,7 +47,7 @@ type histogram struct {
 // newMetrics returns empty metrics.
 func newMetrics() *metrics {
 	return &metrics{toolCalls: map[[2]string]uint64{}, histograms: map[string]*histogram{}, runsEnded: map[string]uint64{},
-		reloads: map[string]uint64{}, reloadServers: map[string]uint64{}}
+		reloads: map[string]uint64{}, reloadServers: map[string]uint64{}, webhooks: map[string]uint64{}}
 }
 
 // toolCall counts one tool call of server ("" for built-in tools) with
@@ -111,6 +114,17 @@ func (m *metrics) reloaded(applied bool, d serverDiff) {
 	m.reloadServers["removed"] += uint64(len(d.Removed))
 	m.reloadServers["restarted"] += uint64(len(d.Restarted))
 	m.reloadServers["rerooted"] += uint64(len(d.Rerooted))
+}
+
+// webhookDelivery counts one webhook attempt by outcome: "delivered",
+// "retried" (failed, another follows) or "failed" (the last failed).
+func (m *metrics) webhookDelivery(outcome string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.webhooks[outcome]++
 }
 
 // write renders the Prometheus text exposition format.
@@ -184,6 +198,10 @@ func (m *metrics) write(w io.Writer, servers []serverStatus) {
 	b.WriteString("# HELP harnessd_config_reload_servers_total Global MCP servers reloads added, removed, restarted or gave new roots.\n# TYPE harnessd_config_reload_servers_total counter\n")
 	for _, change := range []string{"added", "removed", "restarted", "rerooted"} {
 		fmt.Fprintf(&b, "harnessd_config_reload_servers_total{change=%q} %d\n", change, m.reloadServers[change])
+	}
+	b.WriteString("# HELP harnessd_webhook_deliveries_total Webhook attempts, by outcome: delivered, retried (another attempt follows), failed (the last).\n# TYPE harnessd_webhook_deliveries_total counter\n")
+	for _, outcome := range []string{webhookDelivered, "retried", webhookFailed} {
+		fmt.Fprintf(&b, "harnessd_webhook_deliveries_total{outcome=%q} %d\n", outcome, m.webhooks[outcome])
 	}
 	io.WriteString(w, b.String())
 }

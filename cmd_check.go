@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // This file holds "harnessd check": every configuration source validated
@@ -17,9 +18,10 @@ const checkUsage = `Usage: harnessd check [flags]
 
 Validates every configuration source as harnessd serve would read it: the
 home and workspace config.toml, HARNESS_MCP_SERVERS, HARNESS_MODEL,
-HARNESS_API_KEYS and the other settings, and every profile in
-$HARNESS_HOME/profiles. Starts no server. Prints every problem at once and
-exits 2 if there is any, 0 otherwise.
+HARNESS_API_KEYS and the other settings, [[schedules]] (printing each one's
+next three fire times), and every profile in $HARNESS_HOME/profiles.
+Starts no server. Prints every problem at once and exits 2 if there is
+any, 0 otherwise.
 
 `
 
@@ -51,6 +53,7 @@ func (a *app) check(_ context.Context, args []string) error {
 	}
 	fmt.Fprintf(a.stdout, "configuration ok: %d %s (%s), %d %s\n", len(cfg.Servers), plural(len(cfg.Servers), "server"),
 		files, len(profiles), plural(len(profiles), "profile"))
+	printSchedules(a.stdout, cfg.Schedules, time.Now())
 	return nil
 }
 
@@ -70,6 +73,7 @@ func checkConfig(opts loadOptions) (*config, []string, error) {
 		if _, err := cfg.KeptRuns.retention(); err != nil {
 			errs = append(errs, err)
 		}
+		errs = append(errs, checkScheduleModels(cfg))
 	}
 	getenv := opts.Getenv
 	if getenv == nil {

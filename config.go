@@ -44,6 +44,10 @@ type config struct {
 	// Limits are the run limits the files and environment set (see
 	// config_limits.go); unset ones are 0.
 	Limits runLimits
+	// Webhooks is the [webhooks] table, HARNESS_WEBHOOK_SECRET applied.
+	Webhooks webhookSettings
+	// Schedules are the [[schedules]] of every file, merged by name.
+	Schedules []scheduleConfig
 	// Files lists the TOML files that existed and were read, in order.
 	Files []string
 }
@@ -77,6 +81,8 @@ type tomlConfig struct {
 	ConnectMCP struct {
 		AllowHosts *[]string `toml:"allow_hosts"`
 	} `toml:"connect_mcp"`
+	Webhooks  tomlWebhooks  `toml:"webhooks"`
+	Schedules []rawSchedule `toml:"schedules"`
 }
 
 // A tomlProfile is one profile file: only [mcp_servers] is read.
@@ -96,6 +102,8 @@ type configLayer struct {
 	maxConnections *int
 	keptRuns       keptRunsSettings
 	limits         runLimits
+	webhooks       webhookSettings
+	schedules      []scheduleConfig
 }
 
 // defaultHome returns $HARNESS_HOME, or $HOME/.harness when it is unset or
@@ -132,6 +140,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 		cfg.applyEnvMaxConnections(opts.Getenv),
 		cfg.applyEnvKeptRuns(opts.Getenv),
 		cfg.addEnvKeys(opts.Getenv),
+		cfg.applyEnvWebhooks(opts.Getenv),
 	)
 	return cfg, err
 }
@@ -196,6 +205,8 @@ func (cfg *config) readFiles(paths []string, getenv func(string) (string, bool))
 		}
 		cfg.KeptRuns.merge(layer.keptRuns)
 		cfg.Limits.overlay(layer.limits)
+		cfg.Webhooks.merge(layer.webhooks)
+		cfg.Schedules = mergeByName(cfg.Schedules, layer.schedules, func(s scheduleConfig) string { return s.Name })
 	}
 	// Each file checked its own names; what is left is a clash between
 	// a home and a workspace server.
@@ -354,6 +365,10 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	}
 	errs = append(errs, doc.runLimits.checkTOML(file)...)
 	layer.limits = doc.runLimits
+	layer.webhooks, err = parseTOMLWebhooks(file, doc.Webhooks)
+	errs = append(errs, err)
+	layer.schedules, err = parseSchedules(file, doc.Schedules)
+	errs = append(errs, err)
 	return layer, errors.Join(errs...)
 }
 

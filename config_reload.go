@@ -219,8 +219,8 @@ func (f serveFlags) overlay(cfg *config) {
 // reload reads and checks every configuration source as harnessd check
 // does and, if all is well, applies what can change while harnessd runs:
 // the global servers (see registry.reload), the API keys, [connect_mcp]
-// allow_hosts, and the default model and max_steps of runs started from
-// then on. A configuration with any problem is refused whole and the
+// allow_hosts, the default model and max_steps of runs started from
+// then on, [webhooks] and [[schedules]] (see scheduler.replace). A configuration with any problem is refused whole and the
 // running one stays; the error names each problem's file or variable and
 // field. It logs one line either way, and warns of changed settings that
 // need a restart.
@@ -238,7 +238,7 @@ func (d *daemon) reload() error {
 	d.opts.flags.overlay(cfg)
 	// Secrets first: the new servers' lines and answers are hidden from
 	// their first byte.
-	secrets := serverSecrets(cfg.Servers)
+	secrets := append(serverSecrets(cfg.Servers), cfg.Webhooks.Secret)
 	d.secrets.add(secrets...)
 	d.runs.env.secrets.add(secrets...)
 	diff, started, err := d.reg.reload(cfg.Servers)
@@ -249,6 +249,10 @@ func (d *daemon) reload() error {
 	}
 	d.api.setAuthKeys(cfg.AuthKeys)
 	d.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps, cfg.ConnectAllowHosts)
+	d.runs.setWebhooks(cfg.Webhooks)
+	if d.schedules != nil {
+		d.schedules.reload(cfg.Schedules)
+	}
 	d.metrics.reloaded(true, diff)
 	attrs := append(diff.summary(), "auth_keys", len(cfg.AuthKeys), "model", cfg.Model.spec().name(),
 		"config_files", cfg.Files, "took", time.Since(begun))

@@ -57,6 +57,8 @@ func decodeTOML(label string, data []byte, v any, kind tomlFile) (md toml.MetaDa
 			hint = "store the token's SHA-256 as token_sha256 (printf %s \"$TOKEN\" | sha256sum), never the token"
 		case len(k) == 3 && k[0] == "mcp_servers":
 			hint = "valid keys are " + strings.Join(taggedFields(reflect.TypeFor[rawServer](), "toml"), ", ")
+		case len(k) == 2 && k[0] == "schedules":
+			hint = "valid keys are " + scheduleFields
 		}
 		unknown = append(unknown, fmt.Errorf("%s: unknown key %q; %s", label, k.String(), hint))
 	}
@@ -121,7 +123,7 @@ func tomlFieldsOf(t reflect.Type) map[string]reflect.Type {
 // the table's dotted path inside it.
 func (w *tomlTypeWalk) table(section string, key toml.Key, field string, m map[string]any, t reflect.Type) {
 	switch {
-	case len(key) == 1, len(key) == 2 && key[0] == "mcp_servers":
+	case len(key) == 1 && section == "", len(key) == 2 && key[0] == "mcp_servers":
 		section, field = "["+key.String()+"]", ""
 	}
 	var fields map[string]reflect.Type
@@ -165,6 +167,11 @@ func (w *tomlTypeWalk) value(section string, key toml.Key, field string, v any, 
 		_, ok = v.(bool)
 	case reflect.Int, reflect.Int64:
 		_, ok = v.(int64)
+	case reflect.Float64:
+		switch v.(type) {
+		case float64, int64:
+			ok = true
+		}
 	case reflect.Slice:
 		switch list := v.(type) {
 		case []any:
@@ -191,7 +198,7 @@ func (w *tomlTypeWalk) value(section string, key toml.Key, field string, v any, 
 			where += " " + section
 		}
 		want := tomlKind(t)
-		if name := key[len(key)-1]; t.Kind() == reflect.String && (strings.HasSuffix(name, "timeout") || strings.HasSuffix(name, "_age")) {
+		if name := key[len(key)-1]; t.Kind() == reflect.String && (strings.HasSuffix(name, "timeout") || strings.HasSuffix(name, "_age") || strings.HasSuffix(name, "_duration")) {
 			want = `a duration like "30s"`
 		}
 		w.errs = append(w.errs, fmt.Errorf("%s field %q: %s is not allowed here; write %s", where, field, tomlValueKind(v), want))
@@ -233,6 +240,8 @@ func tomlKind(t reflect.Type) string {
 		return "true or false"
 	case reflect.Int, reflect.Int64:
 		return "a whole number"
+	case reflect.Float64:
+		return "a number"
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Struct {
 			return "tables [[...]]"

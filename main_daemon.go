@@ -132,6 +132,9 @@ type daemon struct {
 	runs    *runManager
 	metrics *metrics
 	store   *runStore
+	// schedules starts the runs of [[schedules]]; nil in tests that build
+	// a daemon without serving.
+	schedules *scheduler
 	// secrets are those the daemon's logger hides.
 	secrets *liveRedactor
 	logger  *slog.Logger
@@ -160,7 +163,7 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 	}
 	// Every line the daemon logs passes here; servers' loggers add their
 	// own values (serverLogger), a reload the new servers' values.
-	d.secrets = newLiveRedactor(baseSecrets(cfg.Servers, a.getenv))
+	d.secrets = newLiveRedactor(baseSecrets(cfg.Servers, a.getenv).with(cfg.Webhooks.Secret))
 	d.logger = redactLoggerLive(d.logger, d.secrets)
 	d.load.Logger = d.logger
 	if err := o.checkAuth(cfg.AuthKeys); err != nil {
@@ -224,18 +227,22 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 		Store:      d.store,
 		Retention:  keep,
 		Limits:     cfg.Limits,
+		Webhooks:   cfg.Webhooks,
 
 		SamplingModels: cfg.Model.SamplingModels,
 	})
 	d.stopping = make(chan struct{})
 	d.api = newAPI(d.runs, d.reg, cfg.AuthKeys, d.metrics, logger, d.stopping)
 	d.api.hosts = newHostPolicy(d.opts.addr, cfg.AllowedHosts)
+	d.schedules = newScheduler(d.runs, cfg.Schedules, nil, logger)
+	d.api.schedules = d.schedules
 	d.srv = newHTTPServer(d.api, logger, readHeaderTimeout)
 	d.serveErr = make(chan error, 1)
 	// Owned by the daemon; exits when the server is shut down.
 	go func() { d.serveErr <- d.srv.Serve(ln) }()
 	logger.Info("harnessd listening", "addr", ln.Addr().String(), "version", buildVersion, "servers", len(cfg.Servers),
 		"auth", len(cfg.AuthKeys) > 0, "config_files", cfg.Files, "model", model.name())
+	d.schedules.start()
 }
 
 // run serves until ctx ends or the API server fails, reloading the
@@ -256,6 +263,7 @@ wait:
 			d.reload() // it logs its outcome
 		}
 	}
+	d.schedules.close()
 	d.shutdown()
 	if serveFailed != nil {
 		return serveFailed

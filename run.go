@@ -44,6 +44,10 @@ type runView struct {
 	CreatedAt     time.Time      `json:"created_at"`
 	StartedAt     *time.Time     `json:"started_at,omitempty"`
 	EndedAt       *time.Time     `json:"ended_at,omitempty"`
+
+	// Webhook is the delivery of the run's end, when it has one; set by
+	// the API, never kept in the run's record.
+	Webhook *webhookStatus `json:"webhook,omitempty"`
 }
 
 // A runEnv is what every run of one manager shares. Read-only.
@@ -60,6 +64,8 @@ type runEnv struct {
 	// queuePosition returns a run's place in the manager's queue, 0 when
 	// it is not queued.
 	queuePosition func(*run) int
+	// webhooks delivers the runs' ends (run_webhook.go).
+	webhooks *webhookSender
 }
 
 // A run is one agent run. The fields above mu are fixed when the run is
@@ -88,6 +94,8 @@ type run struct {
 	// conv is the run's conversation (run_conversation.go); set before
 	// the run is kept.
 	conv *runConversation
+	// webhook is the delivery of the run's end; nil without one.
+	webhook *runWebhook
 	// input answers the servers' questions during the run.
 	input *inputPolicy
 	// transcript is what the run kept of its conversation (run_transcript.go);
@@ -302,6 +310,7 @@ func (r *run) finish(status, output, errMsg string) {
 	r.mu.Unlock()
 	r.env.metrics.runEnded(status)
 	r.logger.Info("run ended", "status", status, "steps", steps)
+	r.env.webhooks.start(r)
 	close(r.done)
 }
 

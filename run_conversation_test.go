@@ -377,7 +377,7 @@ func TestConversationSurvivesRestart(t *testing.T) {
 	)
 	dir := t.TempDir()
 	m := newStoredRuns(t, f, dir, nil)
-	r1, err := m.startFor(runRequest{Prompt: "one"}, true, "alice")
+	r1, err := m.start(runRequest{Prompt: "one", Owner: "alice"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +390,7 @@ func TestConversationSurvivesRestart(t *testing.T) {
 	if c == nil || c.owner != "alice" || len(m.conversationRuns(c)) != 1 {
 		t.Fatalf("after the restart conversation %s = %+v, want alice's with one run", conv, c)
 	}
-	r2, err := m.startFor(runRequest{Prompt: "two", ConversationID: conv}, true, "alice")
+	r2, err := m.start(runRequest{Prompt: "two", ConversationID: conv, Owner: "alice"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -41,8 +42,16 @@ func (m *runManager) persistNew(r *run) error {
 		return nil
 	}
 	d := &runDisk{store: m.opts.Store, redact: r.secrets}
+	// The delivery first: a run on disk with a webhook always has it.
+	if r.webhook != nil {
+		r.webhook.path = d.store.webhookPath(r.id)
+		if err := r.webhook.update(func(*webhookRecord) {}); err != nil {
+			return fmt.Errorf("run %s: write webhook delivery: %w; check the free space and permissions of %s", r.id, err, d.store.dir)
+		}
+	}
 	l, err := d.store.create(r.view(), d.redact)
 	if err != nil {
+		d.store.remove(r.id)
 		return err
 	}
 	d.log = l
@@ -207,6 +216,7 @@ func (m *runManager) loadHistory() {
 		r := historyRun(m.env, m.opts.Store, s)
 		m.runs[r.id] = r
 		m.order = append(m.order, r.id)
+		m.resumeWebhook(r)
 	}
 	m.logger.Info("loaded runs from disk", "runs", len(stored), "dir", m.opts.Store.dir)
 	if interrupted > 0 {
@@ -233,7 +243,8 @@ func (m *runManager) pruneLocked() []string {
 		k := keptRun{id: id}
 		select {
 		case <-r.done:
-			k.ended = true
+			// A run whose webhook is still pending is kept until it is not.
+			k.ended = !r.webhook.pending()
 			r.mu.Lock()
 			k.endedAt = r.endedAt
 			if r.disk != nil {

@@ -55,6 +55,12 @@ type runRequest struct {
 	// ConversationID continues that conversation; empty starts a new one
 	// (run_conversation.go).
 	ConversationID string `json:"conversation_id,omitempty"`
+	// WebhookURL receives the run's end (run_webhook.go); empty means
+	// [webhooks] url, if set.
+	WebhookURL string `json:"webhook_url,omitempty"`
+	// Owner is who the run belongs to: the key's name (authInfo.owner),
+	// or schedule:<name> for a scheduled run. Never read from a request.
+	Owner string `json:"-"`
 }
 
 // runManagerOptions configure a runManager.
@@ -83,6 +89,10 @@ type runManagerOptions struct {
 	// Limits bound admission and what runs keep; unset ones take their
 	// defaults.
 	Limits runLimits
+	// Webhooks are the [webhooks] settings; WebhookTiming the retry
+	// schedule of deliveries (zero takes the defaults).
+	Webhooks      webhookSettings
+	WebhookTiming webhookTiming
 	// newProvider builds providers; tests replace it. Nil means
 	// newModelProvider.
 	newProvider func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error)
@@ -169,8 +179,10 @@ func newRunManager(opts runManagerOptions) *runManager {
 	opts.Limits = opts.Limits.resolve()
 	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}, conversations: map[string]*conversation{}}
 	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: m.connectAllowHosts,
-		secrets: newLiveRedactor(baseSecrets(opts.Registry.globals(), opts.Getenv)),
+		secrets: newLiveRedactor(baseSecrets(opts.Registry.globals(), opts.Getenv).with(opts.Webhooks.Secret)),
 		limits:  opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
+	m.env.webhooks = &webhookSender{ctx: ctx, logger: opts.Logger, metrics: opts.Metrics, timing: opts.WebhookTiming.resolve(),
+		secret: func() string { return m.webhookSettings().Secret }}
 	if opts.Store != nil {
 		m.loadHistory()
 		m.loadConversations()
@@ -215,18 +227,14 @@ func (e *busyError) Error() string {
 		e.running, e.queued, e.retryAfter)
 }
 
-// start is startFor with no owner (auth off).
+// start validates req synchronously and starts the run in the
+// background, or queues it when max_concurrent_runs are running; the run,
+// and a new conversation it starts, belong to req.Owner. allowCommand says
+// whether the caller may start per-run stdio servers. Errors are
+// *requestError for what the caller got wrong, *busyError when the queue is
+// full, *conversationNotFoundError, *conversationBusyError, or
+// errShuttingDown.
 func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
-	return m.startFor(req, allowCommand, "")
-}
-
-// startFor validates req synchronously and starts the run in the
-// background, or queues it when max_concurrent_runs are running; a new
-// conversation it starts belongs to owner. allowCommand says whether the
-// caller may start per-run stdio servers. Errors are *requestError for
-// what the caller got wrong, *busyError when the queue is full,
-// *conversationNotFoundError, *conversationBusyError, or errShuttingDown.
-func (m *runManager) startFor(req runRequest, allowCommand bool, owner string) (*run, error) {
 	r, err := m.prepare(req, allowCommand)
 	if err != nil {
 		return nil, err
@@ -235,7 +243,7 @@ func (m *runManager) startFor(req runRequest, allowCommand bool, owner string) (
 	if err := m.checkRoom(); err != nil {
 		return nil, err
 	}
-	if err := m.joinConversation(r, owner); err != nil {
+	if err := m.joinConversation(r, req.Owner); err != nil {
 		return nil, err
 	}
 	if err := m.persistNew(r); err != nil {
@@ -281,6 +289,9 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 		r.maxSteps = defaultSteps
 	}
 	if err := m.resolveServers(r, allowCommand); err != nil {
+		return nil, err
+	}
+	if r.webhook, err = m.webhookFor(req, allowCommand); err != nil {
 		return nil, err
 	}
 	own := serverSecrets(r.profile, r.perRun)
@@ -502,6 +513,7 @@ func (m *runManager) shutdown(ctx context.Context) error {
 	// Owned by shutdown; exits when every run goroutine has.
 	go func() {
 		m.wg.Wait()
+		m.env.webhooks.wait()
 		close(done)
 	}()
 	select {

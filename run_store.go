@@ -85,6 +85,7 @@ func (s *runStore) close() {
 func (s *runStore) recordPath(id string) string   { return filepath.Join(s.dir, id+runRecordExt) }
 func (s *runStore) eventsPath(id string) string   { return filepath.Join(s.dir, id+runEventsExt) }
 func (s *runStore) messagesPath(id string) string { return filepath.Join(s.dir, id+runMessagesExt) }
+func (s *runStore) webhookPath(id string) string  { return filepath.Join(s.dir, id+runWebhookExt) }
 
 // writeRecord replaces the record of v.ID, with rd's secrets cut out:
 // write a temporary file, fsync it, rename it over the record and fsync
@@ -304,7 +305,7 @@ func (s *runStore) load(now time.Time) ([]storedRun, error) {
 	for _, e := range entries {
 		// An event log or transcript without a record is of a run never
 		// accepted: the crash came between the files of create.
-		if id, ok := cutSuffixes(e.Name(), runEventsExt, runMessagesExt); ok {
+		if id, ok := cutSuffixes(e.Name(), runEventsExt, runMessagesExt, runWebhookExt); ok {
 			if _, err := os.Stat(s.recordPath(id)); errors.Is(err, fs.ErrNotExist) {
 				os.Remove(filepath.Join(s.dir, e.Name()))
 			}
@@ -437,11 +438,11 @@ func (s *runStore) appendAfterCrash(id string, whole int, ev runEvent) error {
 	return f.Sync()
 }
 
-// remove deletes run id's files, the record last, or the record of
-// conversation id (a missing file is no error).
+// remove deletes run id's files and its webhook delivery, the record last,
+// or the record of conversation id (a missing file is no error).
 func (s *runStore) remove(id string) error {
 	var errs []error
-	for _, p := range append(s.files(id), s.conversationPath(id)) {
+	for _, p := range slices.Concat([]string{s.webhookPath(id)}, s.files(id), []string{s.conversationPath(id)}) {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
