@@ -161,6 +161,11 @@ func conformanceOAuth(getenv func(string) (string, bool), server *serverConfig, 
 		ClientSecret  string `json:"client_secret"`
 		PrivateKeyPEM string `json:"private_key_pem"`
 		SigningAlg    string `json:"signing_algorithm"`
+		// workload identity and enterprise-managed authorization
+		ValidJWT         string `json:"valid_jwt"`
+		IdPClientID      string `json:"idp_client_id"`
+		IdPIDToken       string `json:"idp_id_token"`
+		IdPTokenEndpoint string `json:"idp_token_endpoint"`
 	}
 	if raw, ok := getenv("MCP_CONFORMANCE_CONTEXT"); ok && raw != "" {
 		if err := json.Unmarshal([]byte(raw), &sc); err != nil {
@@ -177,8 +182,15 @@ func conformanceOAuth(getenv func(string) (string, bool), server *serverConfig, 
 	if sc.PrivateKeyPEM != "" {
 		cfg.privateKeyPEM = []byte(sc.PrivateKeyPEM)
 	}
-	if strings.HasPrefix(sc.Name, "auth/client-credentials") {
+	scenario, _ := getenv("MCP_CONFORMANCE_SCENARIO")
+	switch {
+	case strings.HasPrefix(sc.Name, "auth/client-credentials"):
 		cfg.Grant = grantClientCredentials
+	case sc.ValidJWT != "":
+		cfg.Grant, cfg.assertion = grantJWTBearer, sc.ValidJWT
+	case sc.IdPTokenEndpoint != "" || scenario == "auth/cross-app-access-complete-flow":
+		cfg.Grant, cfg.assertion = grantJWTBearer, sc.IdPIDToken
+		cfg.IdPTokenEndpoint, cfg.IdPClientID = sc.IdPTokenEndpoint, sc.IdPClientID
 	}
 	server.OAuth = cfg
 	var store *tokenStore

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -135,10 +138,20 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	}
 	defer store.close()
 
+	// Tokens, DPoP keys and assertions join the daemon's redactors (the
+	// logger's and every later run's) before their first use.
+	oauth := newOAuthClients(newTokenStore(oauthDir(home)), logger)
+	var runSecrets atomic.Pointer[liveRedactor]
+	oauth.onSecret = func(values ...string) {
+		logSecrets.add(values...)
+		if rs := runSecrets.Load(); rs != nil {
+			rs.add(values...)
+		}
+	}
 	reg := newRegistry(cfg.Servers, registryOptions{
 		Logger: logger,
 		Client: clientOptions{Roots: []string{workspace}, Getenv: a.getenv, ProcessGroups: groups,
-			OAuth: newOAuthClients(newTokenStore(oauthDir(home)), logger),
+			OAuth: oauth,
 			Input: outsideRunInput(cfg.Model, a.getenv, logger), Cache: newResponseCache(),
 			LogPayloads: *logPayloads},
 		Restart: true,
@@ -160,6 +173,10 @@ func (a *app) serve(ctx context.Context, args []string) error {
 
 		SamplingModels: cfg.Model.SamplingModels,
 	})
+	runSecrets.Store(runs.env.secrets)
+	if held := oauth.secrets.load(); held != nil {
+		runs.env.secrets.add(slices.Collect(maps.Keys(held.set))...)
+	}
 	stopping := make(chan struct{})
 	api := newAPI(runs, reg, cfg.AuthKeys, m, logger, stopping)
 	api.hosts = newHostPolicy(addr, cfg.AllowedHosts)
