@@ -72,6 +72,9 @@ func (a *app) mcpConformance(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := conformanceSkills(ctx, c, scenario, logger); err != nil {
+		return err
+	}
 	calls, err := conformanceCalls(scenario, a.getenv, tools)
 	if err != nil {
 		return err
@@ -85,6 +88,37 @@ func (a *app) mcpConformance(ctx context.Context, args []string) error {
 		if res.IsError {
 			return fmt.Errorf("tool %s reported an error: %s", call.Name, resultToText(res))
 		}
+	}
+	return nil
+}
+
+// conformanceSkills lists the skills of a server that declares the
+// extension (reading none of their files) and, for the verification
+// scenarios, loads each skill and then reads its other files, as an agent
+// following it would: a file that fails verification ends the run.
+func conformanceSkills(ctx context.Context, c *client, scenario string, logger *slog.Logger) error {
+	skills, err := c.listSkills(ctx)
+	if err != nil || len(skills) == 0 {
+		return err
+	}
+	logger.Info("skills listed", "skills", len(skills))
+	if !strings.HasPrefix(scenario, "sep-2640-client-verify-") {
+		return nil
+	}
+	for i := range skills {
+		e := &skills[i]
+		if _, err := c.loadSkill(ctx, e); err != nil {
+			return err
+		}
+		for _, f := range e.Files {
+			if f.URI == e.URI {
+				continue
+			}
+			if _, err := c.readSkillFile(ctx, e, f.URI); err != nil {
+				return err
+			}
+		}
+		logger.Info("skill loaded", "skill", e.name(), "files", len(e.Files))
 	}
 	return nil
 }

@@ -94,17 +94,20 @@ type run struct {
 
 	mu sync.Mutex
 	// guards everything below
-	status       string
-	profileFound *bool
-	output       string
-	errMsg       string
-	steps        int
-	toolCalls    int
-	usage        modelUsage
-	startedAt    time.Time
-	endedAt      time.Time
-	events       []runEvent
-	changed      chan struct{} // closed and replaced on every new event
+	// skillsSection lists the servers' skills in the system prompt
+	// (tools_skills.go); set once the servers are open.
+	skillsSection string
+	status        string
+	profileFound  *bool
+	output        string
+	errMsg        string
+	steps         int
+	toolCalls     int
+	usage         modelUsage
+	startedAt     time.Time
+	endedAt       time.Time
+	events        []runEvent
+	changed       chan struct{} // closed and replaced on every new event
 	// final is the ended run when it is kept on disk: its events and large
 	// bodies are read from there, and events is nil.
 	final *runView
@@ -332,9 +335,10 @@ func (r *run) execute(ctx context.Context) {
 		r.finish(runFailed, "", err.Error())
 		return
 	}
+	r.prepareSkills()
 	messages := []chatMessage{{Role: roleUser, Content: r.req.Prompt}}
-	if r.req.SystemPrompt != "" {
-		r.record(0, []chatMessage{{Role: roleSystem, Content: r.req.SystemPrompt}}, nil)
+	if system := r.systemPrompt(); system != "" {
+		r.record(0, []chatMessage{{Role: roleSystem, Content: system}}, nil)
 	}
 	r.record(0, messages, nil)
 	for step := 1; step <= r.maxSteps; step++ {
@@ -416,7 +420,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	}
 	resp, err := r.provider.complete(ctx, modelRequest{
 		Model:     r.model.Model,
-		System:    r.req.SystemPrompt,
+		System:    r.systemPrompt(),
 		Messages:  messages,
 		Tools:     defs,
 		MaxTokens: r.model.MaxTokens,
