@@ -83,7 +83,7 @@ func skillsPrompt(skills []scopeSkill) string {
 
 // prepareSkills is called once the run's servers are open: it builds the
 // skills section of the system prompt and, when there are skills,
-// activates load_skill.
+// activates load_skill and read_mcp_resource (a skill's other files).
 func (r *run) prepareSkills() {
 	skills := scopeSkills(r.scope)
 	section := skillsPrompt(skills)
@@ -91,7 +91,7 @@ func (r *run) prepareSkills() {
 	r.skillsSection = section
 	r.mu.Unlock()
 	if len(skills) > 0 {
-		r.catalog.activate(toolLoadSkill)
+		r.catalog.activate(toolLoadSkill, toolReadMCPResource)
 	}
 }
 
