@@ -39,6 +39,8 @@ type dpopKey struct {
 	// header is the base64url proof header: redacting it redacts every
 	// proof of the key, so the redactor does not grow with each request.
 	header string
+	// stored is the private key as the token store keeps it (encode).
+	stored string
 }
 
 // newDPoPKey generates a fresh P-256 proof key.
@@ -84,14 +86,16 @@ func dpopKeyOf(priv *ecdsa.PrivateKey) (*dpopKey, error) {
 	k.thumb = enc.EncodeToString(sum[:])
 	header, _ := json.Marshal(map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": k.jwk})
 	k.header = enc.EncodeToString(header)
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return nil, fmt.Errorf("dpop: key: %w", err)
+	}
+	k.stored = enc.EncodeToString(der)
 	return k, nil
 }
 
 // encode returns the private key as stored in the token store record.
-func (k *dpopKey) encode() string {
-	der, _ := x509.MarshalPKCS8PrivateKey(k.priv)
-	return base64.RawURLEncoding.EncodeToString(der)
-}
+func (k *dpopKey) encode() string { return k.stored }
 
 // dpopTarget returns the htu of a request to u: without query and
 // fragment (RFC 9449 §4.2).
