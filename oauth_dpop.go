@@ -69,6 +69,8 @@ func parseDPoPKey(s string) (*dpopKey, error) {
 	return dpopKeyOf(priv)
 }
 
+// dpopKeyOf returns the proof key of priv: its public JWK, thumbprint,
+// proof header and stored form, computed once.
 func dpopKeyOf(priv *ecdsa.PrivateKey) (*dpopKey, error) {
 	pub, err := priv.PublicKey.ECDH()
 	if err != nil {
