@@ -150,6 +150,9 @@ type serverCapabilities struct {
 	} `json:"resources,omitempty"`
 	Logging json.RawMessage `json:"logging,omitempty"`
 	Prompts json.RawMessage `json:"prompts,omitempty"`
+	// Extensions are the extensions the server declares, by identifier
+	// (client_skills.go reads skillsExtension).
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 type initializeResult struct {

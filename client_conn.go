@@ -54,6 +54,9 @@ type conn struct {
 	// roots, once set by setRoots, replace cfg.Roots (nil inside: the
 	// default roots).
 	roots atomic.Pointer[[]string]
+	// rootsAnswered is when roots/list was last answered (Unix
+	// nanoseconds; 0 never), for settleRoots (client_roots.go).
+	rootsAnswered atomic.Int64
 }
 
 // newConn wraps a started transport and starts the read loop.
@@ -535,6 +538,8 @@ func (c *conn) answerServerRequest(msg wireMessage) {
 	defer cancelTimeout()
 	if err := c.send(ctx, out); err != nil {
 		c.logger.Debug("answer server request failed", "method", msg.Method, "err", err)
+	} else if msg.Method == "roots/list" && resp.Error == nil {
+		c.rootsAnswered.Store(time.Now().UnixNano())
 	}
 }
 

@@ -72,6 +72,9 @@ func (a *app) mcpConformance(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := conformanceSkills(ctx, c, scenario, logger); err != nil {
+		return err
+	}
 	calls, err := conformanceCalls(scenario, a.getenv, tools)
 	if err != nil {
 		return err
@@ -85,6 +88,37 @@ func (a *app) mcpConformance(ctx context.Context, args []string) error {
 		if res.IsError {
 			return fmt.Errorf("tool %s reported an error: %s", call.Name, resultToText(res))
 		}
+	}
+	return nil
+}
+
+// conformanceSkills lists the skills of a server that declares the
+// extension (reading none of their files) and, for the verification
+// scenarios, loads each skill and then reads its other files, as an agent
+// following it would: a file that fails verification ends the run.
+func conformanceSkills(ctx context.Context, c *client, scenario string, logger *slog.Logger) error {
+	skills, err := c.listSkills(ctx)
+	if err != nil || len(skills) == 0 {
+		return err
+	}
+	logger.Info("skills listed", "skills", len(skills))
+	if !strings.HasPrefix(scenario, "sep-2640-client-verify-") {
+		return nil
+	}
+	for i := range skills {
+		e := &skills[i]
+		if _, err := c.loadSkill(ctx, e); err != nil {
+			return err
+		}
+		for _, f := range e.Files {
+			if f.URI == e.URI {
+				continue
+			}
+			if _, err := c.readSkillFile(ctx, e, f.URI); err != nil {
+				return err
+			}
+		}
+		logger.Info("skill loaded", "skill", e.name(), "files", len(e.Files))
 	}
 	return nil
 }
@@ -161,6 +195,11 @@ func conformanceOAuth(getenv func(string) (string, bool), server *serverConfig, 
 		ClientSecret  string `json:"client_secret"`
 		PrivateKeyPEM string `json:"private_key_pem"`
 		SigningAlg    string `json:"signing_algorithm"`
+		// workload identity and enterprise-managed authorization
+		ValidJWT         string `json:"valid_jwt"`
+		IdPClientID      string `json:"idp_client_id"`
+		IdPIDToken       string `json:"idp_id_token"`
+		IdPTokenEndpoint string `json:"idp_token_endpoint"`
 	}
 	if raw, ok := getenv("MCP_CONFORMANCE_CONTEXT"); ok && raw != "" {
 		if err := json.Unmarshal([]byte(raw), &sc); err != nil {
@@ -177,8 +216,15 @@ func conformanceOAuth(getenv func(string) (string, bool), server *serverConfig, 
 	if sc.PrivateKeyPEM != "" {
 		cfg.privateKeyPEM = []byte(sc.PrivateKeyPEM)
 	}
-	if strings.HasPrefix(sc.Name, "auth/client-credentials") {
+	scenario, _ := getenv("MCP_CONFORMANCE_SCENARIO")
+	switch {
+	case strings.HasPrefix(sc.Name, "auth/client-credentials"):
 		cfg.Grant = grantClientCredentials
+	case sc.ValidJWT != "":
+		cfg.Grant, cfg.assertion = grantJWTBearer, sc.ValidJWT
+	case sc.IdPTokenEndpoint != "" || scenario == "auth/cross-app-access-complete-flow":
+		cfg.Grant, cfg.assertion = grantJWTBearer, sc.IdPIDToken
+		cfg.IdPTokenEndpoint, cfg.IdPClientID = sc.IdPTokenEndpoint, sc.IdPClientID
 	}
 	server.OAuth = cfg
 	var store *tokenStore

@@ -286,6 +286,12 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 			if err := hiddenBy(filters[e.Server], e.ServerTool); err != nil {
 				return fmt.Errorf("mcp call: %w", err)
 			}
+			// A server that asked for roots may still be applying them.
+			if c, err := scope.server(e.Server).current(); err == nil {
+				if err := c.settleRoots(ctx); err != nil {
+					return err
+				}
+			}
 			res, err := scope.callTool(ctx, e.Server, e.ServerTool, toolArgs)
 			if err != nil {
 				return fmt.Errorf("mcp call %s: %w", toolName, err)

@@ -136,6 +136,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 			return a.mcpResources(ctx, args[2:])
 		case "read":
 			return a.mcpRead(ctx, args[2:])
+		case "skills":
+			return a.mcpSkills(ctx, args[2:])
 		}
 		return usageError("mcp: unknown subcommand %q: see harnessd --help", args[1])
 	case "version", "--version", "-version":
@@ -174,6 +176,7 @@ Usage:
   harnessd mcp logout [flags] NAME         forget a server's OAuth tokens
   harnessd mcp resources NAME [flags]      list a server's resources
   harnessd mcp read NAME URI [flags]       read one resource
+  harnessd mcp skills [SERVER] [flags]     list the servers' skills (none read)
   harnessd mcp conformance URL             the client side of the official MCP conformance
                                            suite (a test aid; see ./test.sh)
   harnessd check [flags]                   validate every configuration source, start nothing

@@ -153,7 +153,7 @@ type bearerChallenge struct {
 // header; the zero value when there is none.
 func bearerChallengeOf(h http.Header) bearerChallenge {
 	for _, c := range parseWWWAuthenticate(h.Values("Www-Authenticate")) {
-		if c.Scheme != "bearer" {
+		if c.Scheme != "bearer" && c.Scheme != "dpop" {
 			continue
 		}
 		return bearerChallenge{
@@ -186,6 +186,7 @@ type authServerMetadata struct {
 	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
 	ClientIDMetadataDocumentSupported bool     `json:"client_id_metadata_document_supported"`
 	IssParameterSupported             bool     `json:"authorization_response_iss_parameter_supported"`
+	DPoPSigningAlgValuesSupported     []string `json:"dpop_signing_alg_values_supported"`
 }
 
 // errNoMetadata says a metadata document was not found at any candidate

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,29 +32,6 @@ const (
 	grantClientCredentials = "client_credentials"
 )
 
-// An oauthConfig is a server's oauth table.
-type oauthConfig struct {
-	ClientID          string
-	ClientSecret      string
-	ClientMetadataURL string
-	Scopes            []string
-	RedirectURI       string
-	Grant             string // grantAuthorizationCode (the default) or grantClientCredentials
-	PrivateKeyFile    string
-	// privateKeyPEM is the key itself when it does not come from a file
-	// (the conformance suite hands it over inline).
-	privateKeyPEM []byte
-	signingAlg    string
-}
-
-// secrets returns the secret values of the table, for redaction.
-func (c *oauthConfig) secrets() []string {
-	if c == nil || c.ClientSecret == "" {
-		return nil
-	}
-	return []string{c.ClientSecret}
-}
-
 // An authorizeFunc has the authorization URL approved and returns the URL
 // the authorization server redirected to.
 type authorizeFunc func(ctx context.Context, authURL string) (redirected string, err error)
@@ -80,6 +56,14 @@ type oauthClient struct {
 	rec  oauthRecord
 	// pending is the login started by startLogin, guarded by lock.
 	pending *authorizationRequest
+	// prover signs the DPoP proofs of this server, guarded by lock; nil
+	// until the first DPoP token request (oauth_dpop.go).
+	prover *dpopProver
+	// secret hands every token, key, proof and assertion to the
+	// redactors before its first use; never nil.
+	secret func(...string)
+	// getenv reads oauth.assertion_env; never nil.
+	getenv func(string) (string, bool)
 }
 
 // newOAuthClient returns the OAuth client of the server cfg. cfg.OAuth
@@ -93,6 +77,8 @@ func newOAuthClient(cfg serverConfig, store *tokenStore, httpClient *http.Client
 		logger:    logger,
 		lock:      make(chan struct{}, 1),
 		rec:       oauthRecord{ServerURL: cfg.URL},
+		secret:    func(...string) {},
+		getenv:    os.LookupEnv,
 	}
 	if cfg.OAuth != nil {
 		c.cfg = *cfg.OAuth
@@ -145,8 +131,15 @@ func (c *oauthClient) needsLogin(why string) error {
 // expires within refreshAhead and can be refreshed. It returns "" when
 // there is no token yet (the server's 401 then starts authorization).
 func (c *oauthClient) accessToken(ctx context.Context) (string, error) {
+	token, _, err := c.presentation(ctx)
+	return token, err
+}
+
+// presentation is accessToken with the prover of a DPoP-bound token (nil
+// for a bearer token).
+func (c *oauthClient) presentation(ctx context.Context) (string, *dpopProver, error) {
 	if err := c.acquire(ctx); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer c.release()
 	if c.rec.Token == nil {
@@ -154,17 +147,30 @@ func (c *oauthClient) accessToken(ctx context.Context) (string, error) {
 	}
 	tok := c.rec.Token
 	if tok == nil {
-		return "", nil
+		return "", nil, nil
 	}
-	if tok.expiresWithin(refreshAhead, time.Now()) {
+	ahead := refreshAhead
+	if tok.RefreshToken == "" && c.machineGrant() {
+		ahead = 0 // used to its end (it may live less than refreshAhead); the 401 then runs the grant
+	}
+	if tok.expiresWithin(ahead, time.Now()) {
 		if err := c.renew(ctx); err != nil {
 			c.logger.Info("oauth token not renewed", "err", err)
 		}
 		if c.rec.Token == nil {
-			return "", nil
+			return "", nil, nil
 		}
 	}
-	return c.rec.Token.AccessToken, nil
+	tok = c.rec.Token
+	c.secret(tok.AccessToken, tok.RefreshToken)
+	if tok.TokenType != "DPoP" {
+		return tok.AccessToken, nil, nil
+	}
+	p, err := c.dpopProver()
+	if err != nil {
+		return "", nil, err
+	}
+	return tok.AccessToken, p, nil
 }
 
 // renew replaces an expiring or refused token: by refresh when it has a
@@ -178,6 +184,11 @@ func (c *oauthClient) renew(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if tok.TokenType == "DPoP" || c.cfg.DPoP == dpopAlways {
+			if tr.dpop, err = c.dpopProver(); err != nil {
+				return err
+			}
+		}
 		fresh, err := tr.refresh(ctx, *tok)
 		if err != nil {
 			if invalidGrant(err) {
@@ -189,8 +200,9 @@ func (c *oauthClient) renew(ctx context.Context) error {
 		c.logger.Info("oauth token refreshed")
 		c.rec.Token = &fresh
 		return c.persist()
-	case c.cfg.Grant == grantClientCredentials:
+	case c.machineGrant():
 		c.rec.Token = nil
+		c.persist()                        // else a reload brings the expired token back
 		return errors.New("token expired") // the next 401 runs the grant again
 	}
 	c.rec.Token = nil
@@ -204,7 +216,7 @@ func (c *oauthClient) requestor(endpoint string, id oauthClientID, issuer string
 		id = oauthClientID{Issuer: issuer, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret,
 			AuthMethod: chooseAuthMethod(nil, c.cfg.ClientSecret != "")}
 	}
-	tr := &tokenRequestor{http: c.http, endpoint: endpoint, client: id}
+	tr := &tokenRequestor{http: c.http, endpoint: endpoint, client: id, secret: c.secret}
 	if id.AuthMethod == authMethodJWT {
 		key, err := c.signingKey()
 		if err != nil {
@@ -250,7 +262,7 @@ func (c *oauthClient) challenge(ctx context.Context, status int, header http.Hea
 	if status == http.StatusUnauthorized && c.rec.Token != nil && c.rec.Token.AccessToken != sent {
 		return nil // renewed meanwhile, or a new login
 	}
-	if c.authorize == nil && c.cfg.Grant != grantClientCredentials {
+	if c.authorize == nil && !c.machineGrant() {
 		// No person here: refresh (no discovery needed) or ask for a
 		// login, without any request to the authorization server.
 		if status == http.StatusUnauthorized && c.rec.Token != nil && c.rec.Token.RefreshToken != "" {
@@ -289,8 +301,11 @@ func (c *oauthClient) challenge(ctx context.Context, status int, header http.Hea
 			c.logger.Info("oauth refresh failed", "err", err)
 		}
 	}
-	if c.cfg.Grant == grantClientCredentials {
+	switch c.cfg.Grant {
+	case grantClientCredentials:
 		return c.clientCredentials(ctx, d, ch, scopes)
+	case grantJWTBearer:
+		return c.jwtBearer(ctx, d, ch, scopes)
 	}
 	p, err := c.begin(ctx, d, ch, scopes)
 	if err != nil {
@@ -349,6 +364,9 @@ func (c *oauthClient) clientCredentials(ctx context.Context, d discovery, ch bea
 	if err != nil {
 		return err
 	}
+	if tr.dpop, err = c.tokenProver(d.AS); err != nil {
+		return err
+	}
 	tok, err := tr.clientCredentials(ctx, scopes, d.Resource)
 	if err != nil {
 		return fmt.Errorf("server %q: client credentials: %w", c.server, err)
@@ -404,6 +422,9 @@ func (c *oauthClient) finish(ctx context.Context, p *authorizationRequest, redir
 	if err != nil {
 		return err
 	}
+	if tr.dpop, err = c.tokenProver(p.AS); err != nil {
+		return err
+	}
 	tok, err := tr.redeem(ctx, p, code)
 	if err != nil {
 		return fmt.Errorf("server %q: %w", c.server, err)
@@ -415,9 +436,11 @@ func (c *oauthClient) finish(ctx context.Context, p *authorizationRequest, redir
 
 // do sends the request build returns with the server's token, and once
 // more after a 401 or 403 that challenge answers with a new token: at most
-// one re-authorization per request. With a nil client it sends the
-// request as built.
+// one re-authorization per request. A DPoP-bound token goes with a fresh
+// proof, and a resource server's use_dpop_nonce answer is retried once
+// with its nonce. With a nil client it sends the request as built.
 func (c *oauthClient) do(ctx context.Context, httpClient *http.Client, build func() (*http.Request, error)) (*http.Response, error) {
+	nonceRetried := false
 	for attempt := 0; ; attempt++ {
 		req, err := build()
 		if err != nil {
@@ -426,16 +449,25 @@ func (c *oauthClient) do(ctx context.Context, httpClient *http.Client, build fun
 		if c == nil {
 			return httpClient.Do(req)
 		}
-		token, err := c.accessToken(ctx)
+		token, prover, err := c.presentation(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+		if err := presentToken(req, token, prover); err != nil {
+			return nil, err
 		}
 		resp, err := httpClient.Do(req)
-		if err != nil || attempt > 0 || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+		if err != nil {
 			return resp, err
+		}
+		if prover != nil && prover.note(req.URL, resp.Header) && !nonceRetried && resourceNonceChallenge(resp.StatusCode, resp.Header) {
+			drainClose(resp.Body)
+			nonceRetried = true
+			attempt--
+			continue
+		}
+		if attempt > 0 || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+			return resp, nil
 		}
 		if resp.StatusCode == http.StatusForbidden && bearerChallengeOf(resp.Header).Error != "insufficient_scope" {
 			return resp, nil
@@ -447,71 +479,22 @@ func (c *oauthClient) do(ctx context.Context, httpClient *http.Client, build fun
 	}
 }
 
-// A rawOAuth is a server's oauth table as written in TOML or JSON.
-type rawOAuth struct {
-	ClientID          string   `json:"client_id" toml:"client_id"`
-	ClientSecret      string   `json:"client_secret" toml:"client_secret"`
-	ClientMetadataURL string   `json:"client_metadata_url" toml:"client_metadata_url"`
-	Scopes            []string `json:"scopes" toml:"scopes"`
-	RedirectURI       string   `json:"redirect_uri" toml:"redirect_uri"`
-	Grant             string   `json:"grant" toml:"grant"`
-	PrivateKeyFile    string   `json:"private_key_file" toml:"private_key_file"`
-}
-
-// buildOAuth validates a server's oauth table, expanding ${VAR} in its
-// strings, and reports problems through bad.
-func buildOAuth(raw rawOAuth, transport string, expand func(field, s string) string, bad func(field, format string, args ...any)) *oauthConfig {
-	c := &oauthConfig{
-		ClientID:          expand("oauth.client_id", raw.ClientID),
-		ClientSecret:      expand("oauth.client_secret", raw.ClientSecret),
-		ClientMetadataURL: expand("oauth.client_metadata_url", raw.ClientMetadataURL),
-		Scopes:            raw.Scopes,
-		RedirectURI:       expand("oauth.redirect_uri", raw.RedirectURI),
-		Grant:             raw.Grant,
-		PrivateKeyFile:    expand("oauth.private_key_file", raw.PrivateKeyFile),
-	}
-	if transport != transportHTTP {
-		bad("oauth", "only an http server takes an oauth table; remove it or set url (with transport http)")
-	}
-	switch c.Grant {
-	case "":
-		c.Grant = grantAuthorizationCode
-	case grantAuthorizationCode:
-	case grantClientCredentials:
-		if c.ClientID == "" {
-			bad("oauth.client_id", "grant client_credentials needs a client_id; set it")
-		}
-		if c.ClientSecret == "" && c.PrivateKeyFile == "" {
-			bad("oauth.client_secret", "grant client_credentials needs client_secret or private_key_file; set one")
-		}
+// presentToken sets req's Authorization (and, for a DPoP-bound token, its
+// DPoP proof); nothing for an empty token.
+func presentToken(req *http.Request, token string, prover *dpopProver) error {
+	switch {
+	case token == "":
+	case prover == nil:
+		req.Header.Set("Authorization", "Bearer "+token)
 	default:
-		bad("oauth.grant", "%q is not supported; use authorization_code or client_credentials", c.Grant)
-	}
-	if c.ClientSecret != "" && c.PrivateKeyFile != "" {
-		bad("oauth.private_key_file", "set client_secret or private_key_file, not both")
-	}
-	if c.PrivateKeyFile != "" && !filepath.IsAbs(c.PrivateKeyFile) {
-		bad("oauth.private_key_file", "not an absolute path; write a full path (${HOME}/key.pem works)")
-	}
-	if c.ClientSecret != "" && c.ClientID == "" {
-		bad("oauth.client_secret", "a client_secret needs its client_id; set client_id")
-	}
-	if c.ClientMetadataURL != "" {
-		if u, err := url.Parse(c.ClientMetadataURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
-			bad("oauth.client_metadata_url", "must be an https URL with a path, where the client metadata document is served")
+		proof, err := prover.sign(req.Method, req.URL, token)
+		if err != nil {
+			return err
 		}
+		req.Header.Set("Authorization", "DPoP "+token)
+		req.Header.Set("DPoP", proof)
 	}
-	if c.RedirectURI != "" {
-		if u, err := url.Parse(c.RedirectURI); err != nil || u.Scheme != "http" || (u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost" && u.Hostname() != "::1") || u.Port() == "" {
-			bad("oauth.redirect_uri", "must be a loopback http URL with a port, like %s", defaultRedirectURI)
-		}
-	}
-	for i, s := range c.Scopes {
-		if s == "" || strings.ContainsAny(s, " \"\\") {
-			bad(fmt.Sprintf("oauth.scopes[%d]", i), "%q is not a scope; scopes have no spaces, quotes or backslashes", s)
-		}
-	}
-	return c
+	return nil
 }
 
 // oauthDir returns the token store directory under home.
@@ -525,6 +508,14 @@ type oauthClients struct {
 	logger *slog.Logger
 	// authorize is given to every client; nil in the daemon.
 	authorize authorizeFunc
+	// secrets holds every token, DPoP key and proof, and assertion the
+	// clients obtained; their logs redact it.
+	secrets *liveRedactor
+	// onSecret, when set, also gets each such value (the daemon adds them
+	// to its own redactors); set before the first forServer.
+	onSecret func(...string)
+	// getenv reads oauth.assertion_env; nil means os.LookupEnv.
+	getenv func(string) (string, bool)
 
 	mu sync.Mutex
 	// guards byName
@@ -534,7 +525,8 @@ type oauthClients struct {
 // newOAuthClients returns the OAuth clients of a daemon storing tokens in
 // store.
 func newOAuthClients(store *tokenStore, logger *slog.Logger) *oauthClients {
-	return &oauthClients{store: store, logger: logger, byName: map[string]*oauthClient{}}
+	return &oauthClients{store: store, logger: logger, byName: map[string]*oauthClient{},
+		secrets: newLiveRedactor(nil)}
 }
 
 // forServer returns the OAuth client of cfg; nil for a server that is not
@@ -564,7 +556,29 @@ func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
 // newClient returns a new OAuth client of cfg keeping its tokens in store
 // (in memory only when store is nil).
 func (m *oauthClients) newClient(cfg serverConfig, store *tokenStore) *oauthClient {
-	c := newOAuthClient(cfg, store, clientFor(cfg), m.logger.With("server", cfg.Name))
+	c := newOAuthClient(cfg, store, clientFor(cfg), redactLoggerLive(m.logger.With("server", cfg.Name), m.secrets))
 	c.authorize = m.authorize
+	c.secret = m.addSecret
+	if m.getenv != nil {
+		c.getenv = m.getenv
+	}
 	return c
+}
+
+// addSecret hands values (empty ones skipped) to the clients' redactor
+// and to onSecret.
+func (m *oauthClients) addSecret(values ...string) {
+	var keep []string
+	for _, v := range values {
+		if v != "" && !m.secrets.load().has(v) {
+			keep = append(keep, v)
+		}
+	}
+	if len(keep) == 0 {
+		return
+	}
+	m.secrets.add(keep...)
+	if m.onSecret != nil {
+		m.onSecret(keep...)
+	}
 }

@@ -56,6 +56,8 @@ type oauthToken struct {
 	Issuer        string    `json:"issuer"`
 	TokenEndpoint string    `json:"token_endpoint"`
 	Resource      string    `json:"resource"`
+	// TokenType is "DPoP" for a DPoP-bound token, "" for a bearer token.
+	TokenType string `json:"token_type,omitempty"`
 }
 
 // expiresWithin reports whether the token expires within d of now; a
@@ -162,6 +164,11 @@ type tokenRequestor struct {
 	client   oauthClientID
 	// key signs private_key_jwt assertions; nil for other methods.
 	key *signingKey
+	// dpop signs DPoP proofs of the requests; nil sends none.
+	dpop *dpopProver
+	// secret is called with every assertion and token before use
+	// (redaction); nil for none.
+	secret func(...string)
 }
 
 // A tokenError is an error answer of a token endpoint (RFC 6749 §5.2).
@@ -190,68 +197,39 @@ func invalidGrant(err error) bool {
 }
 
 // request POSTs form to the token endpoint with the client's
-// authentication and returns the token. The token's issuer, endpoint and
-// resource are set from the requestor and form; scopes default to
-// requested when the answer names none.
+// authentication (and a DPoP proof when the requestor has a prover; a
+// use_dpop_nonce answer is retried once with the nonce given) and returns
+// the token. The token's issuer, endpoint and resource are set from the
+// requestor and form; scopes default to requested when the answer names
+// none.
 func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requested []string) (oauthToken, error) {
 	if tr.endpoint == "" {
 		return oauthToken{}, fmt.Errorf("oauth: authorization server %q has no token_endpoint", tr.client.Issuer)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tr.endpoint, nil)
-	if err != nil {
-		return oauthToken{}, fmt.Errorf("oauth: token request: %w", err)
+	if err := tr.authenticate(form); err != nil {
+		return oauthToken{}, err
 	}
-	switch tr.client.AuthMethod {
-	case authMethodBasic:
-		req.SetBasicAuth(url.QueryEscape(tr.client.ClientID), url.QueryEscape(tr.client.ClientSecret))
-	case authMethodPost:
-		form.Set("client_id", tr.client.ClientID)
-		form.Set("client_secret", tr.client.ClientSecret)
-	case authMethodJWT:
-		if tr.key == nil {
-			return oauthToken{}, errors.New("oauth: private_key_jwt needs oauth.private_key_file")
-		}
-		assertion, err := tr.key.clientAssertion(tr.client.ClientID, tr.client.Issuer)
+	var answer tokenAnswer
+	for attempt := 0; ; attempt++ {
+		status, header, raw, err := tr.post(ctx, form)
 		if err != nil {
 			return oauthToken{}, err
 		}
-		form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
-		form.Set("client_assertion", assertion)
-	default:
-		form.Set("client_id", tr.client.ClientID)
-	}
-	body := form.Encode()
-	req.Body = io.NopCloser(strings.NewReader(body))
-	req.ContentLength = int64(len(body))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, err := tr.http.Do(req)
-	if err != nil {
-		return oauthToken{}, fmt.Errorf("oauth: token request: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, oauthMetadataLimit))
-	if err != nil {
-		return oauthToken{}, fmt.Errorf("oauth: token request: read answer: %w", err)
-	}
-	var answer struct {
-		AccessToken      string `json:"access_token"`
-		TokenType        string `json:"token_type"`
-		ExpiresIn        int64  `json:"expires_in"`
-		RefreshToken     string `json:"refresh_token"`
-		Scope            string `json:"scope"`
-		Error            string `json:"error"`
-		ErrorDescription string `json:"error_description"`
-	}
-	jsonErr := json.Unmarshal(raw, &answer)
-	if resp.StatusCode/100 != 2 || answer.Error != "" {
-		return oauthToken{}, &tokenError{Status: resp.StatusCode, Code: answer.Error, Description: answer.ErrorDescription}
-	}
-	if jsonErr != nil || answer.AccessToken == "" {
-		return oauthToken{}, fmt.Errorf("oauth: token endpoint %s answered without an access_token", tr.endpoint)
-	}
-	if answer.TokenType != "" && !strings.EqualFold(answer.TokenType, "bearer") {
-		return oauthToken{}, fmt.Errorf("oauth: token endpoint %s issued a %q token; only bearer tokens are supported", tr.endpoint, answer.TokenType)
+		answer = tokenAnswer{}
+		jsonErr := json.Unmarshal(raw, &answer)
+		if tr.dpop != nil {
+			u, _ := url.Parse(tr.endpoint)
+			if tr.dpop.note(u, header) && answer.Error == "use_dpop_nonce" && attempt == 0 {
+				continue
+			}
+		}
+		if status/100 != 2 || answer.Error != "" {
+			return oauthToken{}, &tokenError{Status: status, Code: answer.Error, Description: answer.ErrorDescription}
+		}
+		if jsonErr != nil || answer.AccessToken == "" {
+			return oauthToken{}, fmt.Errorf("oauth: token endpoint %s answered without an access_token", tr.endpoint)
+		}
+		break
 	}
 	tok := oauthToken{
 		AccessToken:   answer.AccessToken,
@@ -261,13 +239,96 @@ func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requeste
 		TokenEndpoint: tr.endpoint,
 		Resource:      form.Get("resource"),
 	}
+	switch {
+	case answer.TokenType == "" || strings.EqualFold(answer.TokenType, "bearer"):
+	case strings.EqualFold(answer.TokenType, "dpop") && tr.dpop != nil:
+		tok.TokenType = "DPoP"
+	default:
+		return oauthToken{}, fmt.Errorf("oauth: token endpoint %s issued a %q token; only bearer and DPoP tokens are supported", tr.endpoint, answer.TokenType)
+	}
 	if answer.Scope != "" {
 		tok.Scopes = strings.Fields(answer.Scope)
 	}
 	if answer.ExpiresIn > 0 {
 		tok.Expiry = time.Now().Add(time.Duration(answer.ExpiresIn) * time.Second)
 	}
+	if tr.secret != nil {
+		tr.secret(tok.AccessToken, tok.RefreshToken)
+	}
 	return tok, nil
+}
+
+// A tokenAnswer is a token endpoint's answer (RFC 6749 §5.1, §5.2).
+type tokenAnswer struct {
+	AccessToken      string `json:"access_token"`
+	TokenType        string `json:"token_type"`
+	ExpiresIn        int64  `json:"expires_in"`
+	RefreshToken     string `json:"refresh_token"`
+	Scope            string `json:"scope"`
+	Error            string `json:"error"`
+	ErrorDescription string `json:"error_description"`
+}
+
+// authenticate adds the client's authentication to form, except for
+// client_secret_basic, which post adds as a header.
+func (tr *tokenRequestor) authenticate(form url.Values) error {
+	switch tr.client.AuthMethod {
+	case authMethodBasic:
+	case authMethodPost:
+		form.Set("client_id", tr.client.ClientID)
+		form.Set("client_secret", tr.client.ClientSecret)
+	case authMethodJWT:
+		if tr.key == nil {
+			return errors.New("oauth: private_key_jwt needs oauth.private_key_file")
+		}
+		assertion, err := tr.key.clientAssertion(tr.client.ClientID, tr.client.Issuer)
+		if err != nil {
+			return err
+		}
+		if tr.secret != nil {
+			tr.secret(assertion)
+		}
+		form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+		form.Set("client_assertion", assertion)
+	default:
+		if tr.client.ClientID != "" {
+			form.Set("client_id", tr.client.ClientID)
+		}
+	}
+	return nil
+}
+
+// post sends form to the token endpoint once (with a fresh DPoP proof
+// when the requestor has a prover) and returns the answer's status,
+// header and body.
+func (tr *tokenRequestor) post(ctx context.Context, form url.Values) (int, http.Header, []byte, error) {
+	body := form.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tr.endpoint, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("oauth: token request: %w", err)
+	}
+	if tr.client.AuthMethod == authMethodBasic {
+		req.SetBasicAuth(url.QueryEscape(tr.client.ClientID), url.QueryEscape(tr.client.ClientSecret))
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	if tr.dpop != nil {
+		proof, err := tr.dpop.sign(http.MethodPost, req.URL, "")
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		req.Header.Set("DPoP", proof)
+	}
+	resp, err := tr.http.Do(req)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("oauth: token request: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, oauthMetadataLimit))
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("oauth: token request: read answer: %w", err)
+	}
+	return resp.StatusCode, resp.Header, raw, nil
 }
 
 // redeem exchanges the code of an authorization response for a token.

@@ -55,8 +55,11 @@ func (c *oauthClient) startLogin(ctx context.Context, header http.Header) (strin
 	if err != nil {
 		return "", fmt.Errorf("server %q: %w", c.server, err)
 	}
-	if c.cfg.Grant == grantClientCredentials {
+	switch c.cfg.Grant {
+	case grantClientCredentials:
 		return "", c.clientCredentials(ctx, d, ch, nil)
+	case grantJWTBearer:
+		return "", c.jwtBearer(ctx, d, ch, nil)
 	}
 	p, err := c.begin(ctx, d, ch, nil)
 	if err != nil {

@@ -23,6 +23,9 @@ type oauthRecord struct {
 	ServerURL string                   `json:"server_url"`
 	Clients   map[string]oauthClientID `json:"clients,omitempty"`
 	Token     *oauthToken              `json:"token,omitempty"`
+	// DPoPKey is the server's DPoP proof key (oauth_dpop.go), made at
+	// its first DPoP token request.
+	DPoPKey string `json:"dpop_key,omitempty"`
 }
 
 // A tokenStore reads and writes oauthRecords in one directory. Its

@@ -65,6 +65,9 @@ type serverStatus struct {
 	Restarts        int             `json:"restarts"`
 	NextRetry       *time.Time      `json:"next_retry,omitempty"`
 	Tools           []statusTool    `json:"tools"`
+	// Skills are those the server lists (skills extension); none when it
+	// does not declare the extension.
+	Skills []statusSkill `json:"skills,omitempty"`
 }
 
 // A statusTool is one tool in a serverStatus.
@@ -89,6 +92,7 @@ type managedServer struct {
 	lastErr   error // why the server is not ready; nil when it is
 	client    *client
 	tools     *serverTools
+	skills    []skillEntry // listed with the tools (registry_skills.go)
 	restarts  int
 	nextRetry time.Time
 	// calls counts the tool calls in flight through acquire.
@@ -211,6 +215,7 @@ func (s *managedServer) snapshot() serverStatus {
 			st.Tools = append(st.Tools, statusTool{Name: e.Name, ServerTool: e.ServerTool, Description: e.Description})
 		}
 	}
+	st.Skills = statusSkills(s.skills)
 	return st
 }
 
@@ -380,8 +385,10 @@ func (s *managedServer) relist(ctx context.Context, c *client) error {
 	if err != nil {
 		return err
 	}
+	skills := s.listSkills(listCtx, c)
 	s.mu.Lock()
 	s.tools = tools
+	s.skills = skills
 	s.mu.Unlock()
 	return nil
 }

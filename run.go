@@ -104,17 +104,20 @@ type run struct {
 
 	mu sync.Mutex
 	// guards everything below
-	status       string
-	profileFound *bool
-	output       string
-	errMsg       string
-	steps        int
-	toolCalls    int
-	usage        modelUsage
-	startedAt    time.Time
-	endedAt      time.Time
-	events       []runEvent
-	changed      chan struct{} // closed and replaced on every new event
+	// skillsSection lists the servers' skills in the system prompt
+	// (tools_skills.go); set once the servers are open.
+	skillsSection string
+	status        string
+	profileFound  *bool
+	output        string
+	errMsg        string
+	steps         int
+	toolCalls     int
+	usage         modelUsage
+	startedAt     time.Time
+	endedAt       time.Time
+	events        []runEvent
+	changed       chan struct{} // closed and replaced on every new event
 	// final is the ended run when it is kept on disk: its events and large
 	// bodies are read from there, and events is nil.
 	final *runView
@@ -357,11 +360,14 @@ func (r *run) loop(ctx context.Context) (string, error) {
 	if err := r.begin(ctx); err != nil {
 		return "", err
 	}
+	r.prepareSkills()
 	history, err := r.continueConversation()
 	if err != nil {
 		return "", err
 	}
 	messages := append(history, chatMessage{Role: roleUser, Content: r.req.Prompt})
+	// The transcript keeps the run's own system prompt: the skills section
+	// the model also gets is the scope's, made anew by each run.
 	if r.req.SystemPrompt != "" {
 		r.record(0, []chatMessage{{Role: roleSystem, Content: r.req.SystemPrompt}}, nil)
 	}
@@ -440,7 +446,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	}
 	resp, err := r.provider.complete(ctx, modelRequest{
 		Model:     r.model.Model,
-		System:    r.req.SystemPrompt,
+		System:    r.systemPrompt(),
 		Messages:  messages,
 		Tools:     defs,
 		MaxTokens: r.model.MaxTokens,

@@ -228,17 +228,16 @@ func scheduleOwner(name string) string { return scheduleOwnerPrefix + name }
 
 // scheduleRunRequest returns the run request of one fire of s, owned by
 // schedule:<name>. Every run field of [[schedules]] is copied here and
-// nowhere else; max_tokens, max_cost_usd, max_duration and
-// conversation_id are checked with the table and join the request once
-// runs take them (budgets, conversations).
+// nowhere else.
 func scheduleRunRequest(s scheduleConfig) runRequest {
 	return runRequest{
-		Prompt:     s.Prompt,
-		Profile:    s.Profile,
-		Model:      s.Model,
-		MaxSteps:   s.MaxSteps,
-		WebhookURL: s.WebhookURL,
-		Owner:      scheduleOwner(s.Name),
+		Prompt:         s.Prompt,
+		Profile:        s.Profile,
+		Model:          s.Model,
+		MaxSteps:       s.MaxSteps,
+		WebhookURL:     s.WebhookURL,
+		ConversationID: s.ConversationID,
+		Owner:          scheduleOwner(s.Name),
 	}
 }
 

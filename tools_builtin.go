@@ -56,7 +56,7 @@ var builtinTools = []builtinTool{{
 		`"uri":{"type":"string","description":"The resource URI, as list_mcp_resources returns it"}},` +
 		`"required":["mcp_name","uri"]}`,
 	call: readResourceTool,
-}}
+}, loadSkillBuiltin}
 
 // coreFindTool (without its description, which findToolEntry writes),
 // deferredBuiltins and builtinByName are derived from builtinTools once,
@@ -192,6 +192,12 @@ func readResourceTool(ctx context.Context, r *run, args json.RawMessage) (string
 	c, err := scopeClient(r.scope, a.MCPName)
 	if err != nil {
 		return "", fmt.Errorf("read_mcp_resource: %v", err)
+	}
+	if text, handled, err := readSkillResource(ctx, r.scope.server(a.MCPName), c, a.URI); handled {
+		if err != nil {
+			return "", fmt.Errorf("read_mcp_resource: server %q: %v; its content was not used", a.MCPName, err)
+		}
+		return text, nil
 	}
 	res, err := c.readResource(ctx, a.URI)
 	if errors.Is(err, errNoResources) {
