@@ -509,15 +509,23 @@ func (r *run) closeInput() {
 	}
 }
 
-// setWaiting moves a running run to waiting_input while it has open input
-// requests, and back.
-func (r *run) setWaiting(open int) {
+// setWaiting moves a running run to waiting_approval while it has open
+// approvals, else to waiting_input while it has open elicitations, and
+// back to running when it has neither. The queue's counts are read under
+// mu, so the last call sees the last change, whatever the order of calls.
+func (r *run) setWaiting(int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.status != runRunning && r.status != runWaitingInput && r.status != runWaitingApproval {
+		return
+	}
+	questions, approvals := r.input.Queue.counts()
 	switch {
-	case open > 0 && r.status == runRunning:
+	case approvals > 0:
+		r.status = runWaitingApproval
+	case questions > 0:
 		r.status = runWaitingInput
-	case open == 0 && r.status == runWaitingInput:
+	default:
 		r.status = runRunning
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,7 +41,9 @@ type runView struct {
 	ActivatedTools []string       `json:"activated_tools"`
 	// InputRequests are the servers' questions waiting for an answer.
 	InputRequests []inputRequest `json:"input_requests"`
-	CreatedAt     time.Time      `json:"created_at"`
+	// Approvals are the tool calls waiting for the caller's approval.
+	Approvals []approvalRequest `json:"approvals"`
+	CreatedAt time.Time         `json:"created_at"`
 	StartedAt     *time.Time     `json:"started_at,omitempty"`
 	EndedAt       *time.Time     `json:"ended_at,omitempty"`
 }
@@ -91,6 +94,9 @@ type run struct {
 	// transcript is what the run kept of its conversation (run_transcript.go);
 	// guarded by mu.
 	transcript transcript
+	// approvalSeq numbers the approvals of a run that is not interactive
+	// (an interactive run's queue numbers its own).
+	approvalSeq atomic.Int64
 
 	mu sync.Mutex
 	// guards everything below
@@ -214,6 +220,7 @@ func (r *run) viewLocked() runView {
 		ActivatedTools: r.activated,
 		CreatedAt:      r.createdAt,
 		InputRequests:  r.openInputs(),
+		Approvals:      r.openApprovals(),
 	}
 	if r.scope != nil {
 		v.Servers = r.scope.localStatuses()
@@ -507,6 +514,9 @@ func (r *run) callTool(ctx context.Context, tc toolCall) toolResult {
 	entry, ok := r.catalog.lookup(tc.Name)
 	if !ok {
 		return toolError("", "unknown tool %q: use find_tool to search for tools, then call them by the names it returns", tc.Name)
+	}
+	if denied, ok := r.approval(ctx, entry, args); !ok {
+		return denied
 	}
 	if b := builtinByName[entry.Name]; entry.Server == "" && b != nil {
 		text, err := b.call(ctx, r, args)

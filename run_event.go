@@ -23,6 +23,9 @@ const (
 	evSamplingRequested = "sampling.requested"
 	evSamplingRefused   = "sampling.refused"
 	evSamplingCompleted = "sampling.completed"
+	evApprovalRequested = "approval.requested"
+	evApprovalResolved  = "approval.resolved"
+	evBudgetExceeded    = "budget.exceeded"
 )
 
 // terminalEventPrefix starts the type of the event that ends a run.
@@ -49,4 +52,30 @@ func serverConnectedEvent(server, source string, tools int) map[string]any {
 // run's scope (from source) could not be started or connected.
 func serverFailedEvent(server, source string, err error) map[string]any {
 	return map[string]any{"server": server, "source": source, "error": err.Error()}
+}
+
+// approvalRequestedEvent is the payload of approval.requested: a tool call
+// waits for the caller's approval (or, in a run that is not interactive,
+// is denied at once, with an approval.resolved right after).
+func approvalRequestedEvent(a approvalRequest) map[string]any {
+	data := map[string]any{"approval_id": a.ID, "tool": a.Tool, "server": a.Server, "server_tool": a.ServerTool,
+		"arguments": a.Arguments, "annotations": a.Annotations}
+	if a.ArgumentsBytes > 0 {
+		data["arguments_bytes"] = a.ArgumentsBytes
+	}
+	if !a.ExpiresAt.IsZero() {
+		data["expires_at"] = a.ExpiresAt
+	}
+	return data
+}
+
+// approvalResolvedEvent is the payload of approval.resolved: decision
+// (approve or deny) made by by, an API key's name or timeout, policy or
+// cancelled; reason when one was given.
+func approvalResolvedEvent(id, decision, by, reason string) map[string]any {
+	data := map[string]any{"approval_id": id, "decision": decision, "by": by}
+	if reason != "" {
+		data["reason"] = reason
+	}
+	return data
 }

@@ -24,9 +24,12 @@ const (
 	runRunning = "running"
 	// runWaitingInput: running, with a server's question open for the caller.
 	runWaitingInput = "waiting_input"
-	runCompleted    = "completed"
-	runFailed       = "failed"
-	runCancelled    = "cancelled"
+	// runWaitingApproval: running, with a tool call waiting for the
+	// caller's approval (input_approval.go).
+	runWaitingApproval = "waiting_approval"
+	runCompleted       = "completed"
+	runFailed          = "failed"
+	runCancelled       = "cancelled"
 )
 
 // Run limits.
@@ -51,6 +54,14 @@ type runRequest struct {
 	InputTimeout string `json:"input_timeout,omitempty"`
 	// Roots are the roots of the run's own servers (see withRunRoots).
 	Roots []string `json:"roots,omitempty"`
+	// Approval tightens the approval of every server of the run
+	// (approvalWrites or approvalAlways; input_approval.go).
+	Approval string `json:"approval,omitempty"`
+	// MaxTokens, MaxCostUSD and MaxDuration are the run's budgets
+	// (run_budget.go); unset ones take the configured defaults.
+	MaxTokens   int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
+	MaxDuration string  `json:"max_duration,omitempty"`
 }
 
 // runManagerOptions configure a runManager.
@@ -251,6 +262,9 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	_, defaultSteps := m.defaults()
 	if req.MaxSteps < 0 || req.MaxSteps > maxMaxSteps {
 		return nil, badRequest("max_steps", "%d is out of range: use 1 to %d (default %d)", req.MaxSteps, maxMaxSteps, defaultSteps)
+	}
+	if err := checkRunApproval(req.Approval); err != nil {
+		return nil, err
 	}
 	spec, provider, err := m.model(req.Model)
 	if err != nil {
