@@ -44,8 +44,8 @@ type runView struct {
 	// Approvals are the tool calls waiting for the caller's approval.
 	Approvals []approvalRequest `json:"approvals"`
 	CreatedAt time.Time         `json:"created_at"`
-	StartedAt     *time.Time     `json:"started_at,omitempty"`
-	EndedAt       *time.Time     `json:"ended_at,omitempty"`
+	StartedAt *time.Time        `json:"started_at,omitempty"`
+	EndedAt   *time.Time        `json:"ended_at,omitempty"`
 }
 
 // A runEnv is what every run of one manager shares. Read-only.
