@@ -41,11 +41,12 @@ type runView struct {
 	ActivatedTools []string       `json:"activated_tools"`
 	// InputRequests are the servers' questions waiting for an answer.
 	InputRequests []inputRequest `json:"input_requests"`
+	CreatedAt     time.Time      `json:"created_at"`
+	StartedAt     *time.Time     `json:"started_at,omitempty"`
+	EndedAt       *time.Time     `json:"ended_at,omitempty"`
+
 	// Approvals are the tool calls waiting for the caller's approval.
 	Approvals []approvalRequest `json:"approvals"`
-	CreatedAt time.Time         `json:"created_at"`
-	StartedAt *time.Time        `json:"started_at,omitempty"`
-	EndedAt   *time.Time        `json:"ended_at,omitempty"`
 }
 
 // A runEnv is what every run of one manager shares. Read-only.
