@@ -44,6 +44,9 @@ type config struct {
 	// Limits are the run limits the files and environment set (see
 	// config_limits.go); unset ones are 0.
 	Limits runLimits
+	// Budgets are the default budgets of runs (run_budget.go) the files
+	// and environment set.
+	Budgets budgetSettings
 	// Files lists the TOML files that existed and were read, in order.
 	Files []string
 }
@@ -64,6 +67,7 @@ type loadOptions struct {
 // A tomlConfig is one config.toml file.
 type tomlConfig struct {
 	runLimits
+	tomlBudgets
 	AllowedHosts    *[]string            `toml:"allowed_hosts"`
 	MaxConnections  *int                 `toml:"max_connections"`
 	MaxKeptRuns     *int64               `toml:"max_kept_runs"`
@@ -96,6 +100,7 @@ type configLayer struct {
 	maxConnections *int
 	keptRuns       keptRunsSettings
 	limits         runLimits
+	budgets        budgetSettings
 }
 
 // defaultHome returns $HARNESS_HOME, or $HOME/.harness when it is unset or
@@ -128,6 +133,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 		cfg.readFiles(configPaths(opts.Home, opts.Workspace), opts.Getenv),
 		cfg.addEnvServers(opts.Getenv, opts.Logger),
 		cfg.applyEnvLimits(opts.Getenv),
+		cfg.applyEnvBudgets(opts.Getenv),
 		cfg.applyEnvModel(opts.Getenv),
 		cfg.applyEnvMaxConnections(opts.Getenv),
 		cfg.applyEnvKeptRuns(opts.Getenv),
@@ -198,6 +204,7 @@ func (cfg *config) readFiles(paths []string, getenv func(string) (string, bool))
 		}
 		cfg.KeptRuns.merge(layer.keptRuns)
 		cfg.Limits.overlay(layer.limits)
+		cfg.Budgets.merge(layer.budgets)
 	}
 	// Each file checked its own names; what is left is a clash between
 	// a home and a workspace server.
@@ -356,6 +363,7 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	}
 	errs = append(errs, doc.runLimits.checkTOML(file)...)
 	layer.limits = doc.runLimits
+	layer.budgets = doc.tomlBudgets.settings(file)
 	return layer, errors.Join(errs...)
 }
 

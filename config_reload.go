@@ -206,12 +206,14 @@ type serveFlags struct {
 	limits   runLimits
 	keepRuns keptRunsSettings
 	maxConns int
+	budgets  budgetSettings
 }
 
 // overlay applies the flags to cfg as serve does at start.
 func (f serveFlags) overlay(cfg *config) {
 	cfg.KeptRuns.merge(f.keepRuns)
 	cfg.Limits.overlay(f.limits)
+	cfg.Budgets.merge(f.budgets)
 	if f.maxConns > 0 {
 		cfg.MaxConnections = f.maxConns
 	}
@@ -241,8 +243,8 @@ type reloader struct {
 // reload reads and checks every configuration source as harnessd check
 // does and, if all is well, applies what can change while harnessd runs:
 // the global servers (see registry.reload), the API keys, [connect_mcp]
-// allow_hosts, and the default model and max_steps of runs started from
-// then on. A configuration with any problem is refused whole and the
+// allow_hosts, and the default model, max_steps, budgets and model prices
+// of runs started from then on. A configuration with any problem is refused whole and the
 // running one stays; the error names each problem's file or variable and
 // field. It logs one line either way, and warns of changed settings that
 // need a restart.
@@ -271,6 +273,9 @@ func (rl *reloader) reload() error {
 	}
 	rl.api.setAuthKeys(cfg.AuthKeys)
 	rl.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps, cfg.ConnectAllowHosts)
+	if budgets, err := cfg.Budgets.limits(); err == nil { // the flags were checked at start
+		rl.runs.setBudgets(budgets, cfg.Model.Prices)
+	}
 	rl.metrics.reloaded(true, d)
 	attrs := append(d.summary(), "auth_keys", len(cfg.AuthKeys), "model", cfg.Model.spec().name(),
 		"config_files", cfg.Files, "took", time.Since(begun))

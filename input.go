@@ -483,6 +483,7 @@ func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(
 			NewProvider: newProvider,
 			Budget:      newSamplingBudget(limits.MaxSamplingRequests, limits.MaxSamplingTokens),
 			MaxTokens:   r.model.MaxTokens,
+			RunBudget:   r.budget,
 			OnUsage: func(u modelUsage) {
 				r.mu.Lock()
 				r.usage.add(u)

@@ -42,6 +42,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		maxConns int
 		keepRuns keptRunsSettings
 		limits   runLimits
+		budgets  budgetSettings
 	)
 	fs := newFlagSet("serve", a.stderr, serveUsage)
 	f.register(fs, a.getenv)
@@ -64,6 +65,7 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		fs.StringVar(&k.set.value, k.name, "", k.help)
 	}
 	registerLimitFlags(fs, &limits)
+	registerBudgetFlags(fs, &budgets)
 	logPayloads, payloadsErr := registerLogPayloadsFlag(fs, a.getenv)
 	logger, workspace, err := f.parse(fs, args, a.stderr)
 	if err != nil {
@@ -109,10 +111,14 @@ func (a *app) serve(ctx context.Context, args []string) error {
 	if err := errors.Join(limits.checkFlags()...); err != nil {
 		return usageError("%v", err)
 	}
-	flags := serveFlags{limits: limits, keepRuns: keepRuns, maxConns: maxConns}
+	flags := serveFlags{limits: limits, keepRuns: keepRuns, maxConns: maxConns, budgets: budgets}
 	flags.overlay(cfg)
 	maxConns = cmp.Or(cfg.MaxConnections, defaultMaxConnections)
 	keep, err := cfg.KeptRuns.retention()
+	if err != nil {
+		return usageError("%v", err)
+	}
+	runBudgets, err := cfg.Budgets.limits()
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -157,6 +163,8 @@ func (a *app) serve(ctx context.Context, args []string) error {
 		Store:      store,
 		Retention:  &keep,
 		Limits:     cfg.Limits,
+		Budgets:    runBudgets,
+		Prices:     cfg.Model.Prices,
 
 		SamplingModels: cfg.Model.SamplingModels,
 	})

@@ -92,6 +92,9 @@ type run struct {
 	disk *runDisk
 	// input answers the servers' questions during the run.
 	input *inputPolicy
+	// budget bounds the run's tokens, cost and duration (run_budget.go);
+	// nil bounds nothing.
+	budget *runBudget
 	// transcript is what the run kept of its conversation (run_transcript.go);
 	// guarded by mu.
 	transcript transcript
@@ -331,10 +334,12 @@ func (r *run) duration() time.Duration {
 
 // execute runs the agent loop until a terminal status.
 func (r *run) execute(ctx context.Context) {
+	ctx, release := r.budget.bound(ctx)
+	defer release()
 	ctx = withInputPolicy(ctx, r.input)
 	if err := r.begin(ctx); err != nil {
 		if ctx.Err() != nil {
-			r.finish(runCancelled, "", "run cancelled")
+			r.endEarly(ctx, nil)
 			return
 		}
 		r.finish(runFailed, "", err.Error())
@@ -347,13 +352,17 @@ func (r *run) execute(ctx context.Context) {
 	r.record(0, messages, nil)
 	for step := 1; step <= r.maxSteps; step++ {
 		if ctx.Err() != nil {
-			r.finish(runCancelled, "", "run cancelled")
+			r.endEarly(ctx, nil)
+			return
+		}
+		if err := r.budget.check(); err != nil {
+			r.endEarly(ctx, err)
 			return
 		}
 		resp, err := r.callModel(ctx, step, messages)
 		if err != nil {
 			if ctx.Err() != nil {
-				r.finish(runCancelled, "", "run cancelled")
+				r.endEarly(ctx, nil)
 				return
 			}
 			r.finish(runFailed, "", fmt.Sprintf("step %d: %v", step, err))
@@ -369,7 +378,7 @@ func (r *run) execute(ctx context.Context) {
 		results := r.runToolCalls(ctx, step, resp.ToolCalls)
 		r.record(step, results, resp.ToolCalls)
 		if ctx.Err() != nil {
-			r.finish(runCancelled, "", "run cancelled")
+			r.endEarly(ctx, nil)
 			return
 		}
 		messages = append(messages, results...)
@@ -432,6 +441,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	if err != nil {
 		return nil, err
 	}
+	resp.Usage = r.budget.spend(r.provider.name(), resp.Usage)
 	r.mu.Lock()
 	r.steps = step
 	r.usage.add(resp.Usage)

@@ -89,6 +89,10 @@ type runManagerOptions struct {
 	// Limits bound admission and what runs keep; unset ones take their
 	// defaults.
 	Limits runLimits
+	// Budgets are the budgets of runs that set none; Prices price the
+	// models for cost budgets and usage.cost_usd (run_budget.go).
+	Budgets budgetLimits
+	Prices  map[string]modelPrice
 	// newProvider builds providers; tests replace it. Nil means
 	// newModelProvider.
 	newProvider func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error)
@@ -114,8 +118,24 @@ type runManager struct {
 	runTime time.Duration
 
 	defaultsMu sync.Mutex
-	// guards opts.Model, opts.MaxSteps and opts.AllowHosts, the settings a
-	// reload replaces
+	// guards opts.Model, opts.MaxSteps, opts.AllowHosts, opts.Budgets and
+	// opts.Prices, the settings a reload replaces
+}
+
+// budgets returns the default budgets and the price table of runs
+// prepared now; the caller must not change the map.
+func (m *runManager) budgets() (budgetLimits, map[string]modelPrice) {
+	m.defaultsMu.Lock()
+	defer m.defaultsMu.Unlock()
+	return m.opts.Budgets, m.opts.Prices
+}
+
+// setBudgets replaces the default budgets and the price table, for runs
+// prepared from then on; running runs keep theirs.
+func (m *runManager) setBudgets(budgets budgetLimits, prices map[string]modelPrice) {
+	m.defaultsMu.Lock()
+	defer m.defaultsMu.Unlock()
+	m.opts.Budgets, m.opts.Prices = budgets, prices
 }
 
 // defaults returns the model and max_steps of runs that name none.
@@ -270,9 +290,15 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	budgets, prices := m.budgets()
+	budget, err := newRunBudget(req, budgets, prices, provider.name())
+	if err != nil {
+		return nil, err
+	}
 	r := newRun(m.env, req)
 	r.model = spec
 	r.provider = provider
+	r.budget = budget
 	r.maxSteps = req.MaxSteps
 	if r.maxSteps == 0 {
 		r.maxSteps = defaultSteps
