@@ -183,7 +183,10 @@ func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessag
 	if decision == decisionApprove {
 		return toolResult{}, true
 	}
-	return toolError(entry.Server, "the operator denied this call: %s", cmpOrText(reason, "no reason given")), false
+	if strings.TrimSpace(reason) == "" {
+		reason = "no reason given"
+	}
+	return toolError(entry.Server, "the operator denied this call: %s", reason), false
 }
 
 // resolveApproval records how an approval ended: the approval.resolved
@@ -191,14 +194,6 @@ func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessag
 func (r *run) resolveApproval(id, decision, by, reason string) {
 	r.emit(evApprovalResolved, approvalResolvedEvent(id, decision, by, reason))
 	r.logger.Info("approval resolved", "approval", id, "decision", decision, "by", by)
-}
-
-// cmpOrText returns s, or def when s is blank.
-func cmpOrText(s, def string) string {
-	if strings.TrimSpace(s) == "" {
-		return def
-	}
-	return s
 }
 
 // approvalView returns the open approval req as the API shows it: its

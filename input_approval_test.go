@@ -277,3 +277,22 @@ func TestApprovalRunTightensOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestApprovalCancelWhileWaiting(t *testing.T) {
+	t.Parallel()
+	at := newApprovalAPITest(t, approvalAlways, nil, nil, fakeTurn{ToolCalls: calls(echoTool, `{"message":"never"}`)})
+	r := at.startRun(t, `{"prompt":"echo","interactive":true}`)
+	waitEvent(t, r, evApprovalRequested)
+	if resp, data := at.do(t, http.MethodPost, "/v1/runs/"+r.id+"/cancel", "", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST cancel = %d %s, want 200", resp.StatusCode, data)
+	}
+	if status, open := at.runApprovals(t, "", r); status != runCancelled || len(open) != 0 {
+		t.Errorf("after cancel: %s with %+v open, want cancelled with none", status, open)
+	}
+	if d := eventData(r, evApprovalResolved); len(d) != 1 || d[0]["decision"] != decisionDeny || d[0]["by"] != resolvedByCancelled {
+		t.Errorf("approval.resolved events = %v, want one deny by cancelled", d)
+	}
+	if types := eventTypes(r); types[len(types)-1] != "run.cancelled" {
+		t.Errorf("events = %v, want run.cancelled last", types)
+	}
+}

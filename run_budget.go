@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -145,7 +146,7 @@ func (t tomlBudgets) settings(file string) budgetSettings {
 		set(&s.cost, "max_run_cost_usd", strconv.FormatFloat(*t.MaxRunCostUSD, 'g', -1, 64))
 	}
 	if t.MaxRunDuration != nil {
-		set(&s.duration, "max_run_duration", cmpOrText(*t.MaxRunDuration, `""`))
+		set(&s.duration, "max_run_duration", cmp.Or(*t.MaxRunDuration, `""`))
 	}
 	return s
 }
