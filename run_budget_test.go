@@ -234,3 +234,45 @@ func TestBudgetDurationCancelsModelCall(t *testing.T) {
 		t.Errorf("the run took %s, want it stopped near its 300ms", took)
 	}
 }
+
+func TestBudgetsReload(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	write := func(config string) {
+		t.Helper()
+		writeFile(t, home, "config.toml", config)
+	}
+	write("max_run_tokens = 1000\n")
+	load := loadOptions{Home: home, Getenv: fakeEnv(nil)}
+	cfg, _, err := checkConfig(load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := startRegistry(t, cfg.Servers, registryOptions{})
+	opts := runOptionsOver(t, reg, newFakeModel(t, providerOpenAI), home, nil)
+	opts.Budgets, _ = cfg.Budgets.limits()
+	runs := newRunsWith(t, opts)
+	rl := &reloader{opts: load, started: cfg, reg: reg, api: newAPI(runs, reg, nil, runs.opts.Metrics, nil, nil), runs: runs,
+		metrics: runs.opts.Metrics, secrets: newLiveRedactor(nil), logger: discardLogger(),
+		flags: serveFlags{budgets: budgetSettings{duration: budgetSetting{value: "2m", source: "--max-run-duration"}}}}
+
+	write("max_run_tokens = 5000\nmax_run_cost_usd = 1.5\n\n[model.prices.\"openai/fake-model\"]\ninput = 1\noutput = 2\n")
+	if err := rl.reload(); err != nil {
+		t.Fatalf("reload() = %v", err)
+	}
+	budgets, prices := runs.budgets()
+	if want := (budgetLimits{Tokens: 5000, CostUSD: 1.5, Duration: 2 * time.Minute}); budgets != want {
+		t.Errorf("default budgets after the reload = %+v, want %+v (the flag still winning)", budgets, want)
+	}
+	if prices["openai/fake-model"] != (modelPrice{Input: 1, Output: 2, CachedInput: 1}) {
+		t.Errorf("prices after the reload = %v, want openai/fake-model priced", prices)
+	}
+
+	write("max_run_tokens = -3\n")
+	if err := rl.reload(); err == nil || !strings.Contains(err.Error(), "max_run_tokens") {
+		t.Errorf("reload(max_run_tokens -3) = %v, want it refused naming max_run_tokens", err)
+	}
+	if after, _ := runs.budgets(); after != budgets {
+		t.Errorf("default budgets after a refused reload = %+v, want %+v kept", after, budgets)
+	}
+}
