@@ -24,13 +24,15 @@ const (
 	runRunning = "running"
 	// runWaitingInput: running, with a server's question open for the caller.
 	runWaitingInput = "waiting_input"
-	// runWaitingApproval: running, with a tool call waiting for the
-	// caller's approval (input_approval.go).
-	runWaitingApproval = "waiting_approval"
-	runCompleted       = "completed"
-	runFailed          = "failed"
-	runCancelled       = "cancelled"
+	runCompleted    = "completed"
+	runFailed       = "failed"
+	runCancelled    = "cancelled"
 )
+
+// runWaitingApproval is a run's status while it runs with a tool call
+// waiting for the caller's approval (input_approval.go); it wins over
+// runWaitingInput when both wait.
+const runWaitingApproval = "waiting_approval"
 
 // Run limits.
 const (
