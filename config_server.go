@@ -189,7 +189,6 @@ func buildServer(label, source string, raw rawServer, getenv func(string) (strin
 		LogLevel:        raw.LogLevel,
 		Source:          source,
 		ProtocolVersion: raw.ProtocolVersion,
-		Approval:        approvalNever,
 		ApprovalTools:   raw.ApprovalTools,
 	}
 	if raw.Approval != nil {

@@ -103,7 +103,7 @@ func TestApprovalConfigFields(t *testing.T) {
 		wantErr    string // "" for none
 		want       serverConfig
 	}{
-		{name: "default", toml: `command = "x"`, want: serverConfig{Approval: approvalNever}},
+		{name: "default", toml: `command = "x"`, want: serverConfig{Approval: ""}}, // "" is never
 		{name: "writes with globs", toml: "command = \"x\"\napproval = \"writes\"\napproval_tools = [\"delete_*\"]",
 			want: serverConfig{Approval: approvalWrites, ApprovalTools: []string{"delete_*"}}},
 		{name: "bad mode", toml: "command = \"x\"\napproval = \"sometimes\"",
