@@ -164,10 +164,15 @@ func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessag
 		timeout = defaultInputTimeout
 	}
 	req := &inputRequest{Server: entry.Server, approval: &a}
+	asked := false // set by wait's callback, on this goroutine
 	out := p.Queue.wait(ctx, req, "approval_", timeout, func(opened *inputRequest) {
+		asked = true
 		r.emit(evApprovalRequested, approvalRequestedEvent(opened.approvalView()))
 		r.logger.Info("approval requested", "approval", opened.ID, "tool", entry.Name)
 	})
+	if !asked { // refused at once: still on the record
+		r.emit(evApprovalRequested, approvalRequestedEvent(req.approvalView()))
+	}
 	decision, by, reason := decisionDeny, out.how, out.decision.Reason
 	switch out.how {
 	case "timeout":

@@ -82,11 +82,15 @@ func (q *inputQueue) ask(ctx context.Context, req *inputRequest, timeout time.Du
 	return out.res, out.how
 }
 
-// wait opens req under an id made of prefix and a number unique in the
-// queue, calls opened (when set), and blocks until req is answered, its
-// timeout passes or ctx is done, like ask; it returns the whole outcome.
+// wait gives req an id made of prefix and a number unique in the queue,
+// opens it, calls opened (when set), and blocks until req is answered,
+// its timeout passes or ctx is done, like ask; it returns the whole
+// outcome. A request refused at once (a closed or full queue) keeps its id
+// and is never opened.
 func (q *inputQueue) wait(ctx context.Context, req *inputRequest, prefix string, timeout time.Duration, opened func(*inputRequest)) inputOutcome {
 	q.mu.Lock()
+	q.seq++
+	req.ID = prefix + strconv.Itoa(q.seq)
 	if q.closed {
 		q.mu.Unlock()
 		return inputOutcome{res: elicitResult{Action: actionCancel}, how: "run ended"}
@@ -95,8 +99,6 @@ func (q *inputQueue) wait(ctx context.Context, req *inputRequest, prefix string,
 		q.mu.Unlock()
 		return inputOutcome{res: elicitResult{Action: actionDecline}, how: "too many open requests"}
 	}
-	q.seq++
-	req.ID = prefix + strconv.Itoa(q.seq)
 	req.CreatedAt = time.Now().UTC()
 	req.ExpiresAt = req.CreatedAt.Add(timeout)
 	req.answered = make(chan inputOutcome, 1)
