@@ -213,10 +213,24 @@ func TestApprovalParallelApproveAndDeny(t *testing.T) {
 
 func TestApprovalTimeoutDenies(t *testing.T) {
 	t.Parallel()
-	at := newApprovalAPITest(t, approvalAlways, nil, nil, fakeTurn{ToolCalls: calls(echoTool, `{"message":"late"}`)}, answerWithResults)
+	// The arguments quote a secret of the server's config and run past
+	// max_tool_event_bytes (4 KiB): the event has them redacted, then cut.
+	const secret = "everything-secret-0123456789"
+	cfg := stdioPeerConfig("everything", everythingStdioCommand(t))
+	cfg.Approval, cfg.Env = approvalAlways, map[string]string{"EVERYTHING_TOKEN": secret}
+	args := fmt.Sprintf(`{"message":%q}`, secret+" "+strings.Repeat("x", 5000))
+	at := newAPITest(t, newFakeModel(t, providerOpenAI, fakeTurn{ToolCalls: calls(echoTool, args)}, answerWithResults), nil, cfg)
 	r := at.startRun(t, `{"prompt":"echo","interactive":true,"input_timeout":"200ms"}`)
 	v := waitRun(t, r)
 	requireCompleted(t, v)
+	requested := eventData(r, evApprovalRequested)
+	if len(requested) != 1 {
+		t.Fatalf("approval.requested events = %v, want one", requested)
+	}
+	shown, _ := requested[0]["arguments"].(string)
+	if strings.Contains(shown, secret) || !strings.Contains(shown, redactedText) || len(shown) > 4096+len("…") || requested[0]["arguments_bytes"] == nil {
+		t.Errorf("approval.requested arguments = %.80q... (%d bytes, arguments_bytes %v), want the secret redacted, then cut at 4 KiB", shown, len(shown), requested[0]["arguments_bytes"])
+	}
 	if want := "error: the operator denied this call: no answer within 200ms (input_timeout)"; v.Output != want {
 		t.Errorf("output = %q, want %q", v.Output, want)
 	}
