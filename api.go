@@ -85,6 +85,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 		http.MethodGet:    {scopeRunsRead, a.getConversation},
 		http.MethodDelete: {scopeRunsWrite, a.deleteConversation},
 	})
+	a.route("/v1/runs/{id}/approvals/{approval_id}", map[string]route{http.MethodPost: {scopeRunsWrite, a.answerRunApproval}})
 	a.route("/v1/mcp/servers", map[string]route{http.MethodGet: {scopeRunsRead, a.listServers}})
 	a.route("/v1/schedules", map[string]route{http.MethodGet: {scopeAdmin, a.listSchedules}})
 	a.route("/v1/schedules/{name}/run", map[string]route{http.MethodPost: {scopeAdmin, a.runSchedule}})
@@ -274,7 +275,7 @@ type runSummary struct {
 }
 
 // runStatuses are the values GET /v1/runs?status= accepts.
-var runStatuses = []string{runQueued, runRunning, runWaitingInput, runCompleted, runFailed, runCancelled}
+var runStatuses = []string{runQueued, runRunning, runWaitingInput, runWaitingApproval, runCompleted, runFailed, runCancelled}
 
 // listRuns answers GET /v1/runs[?status=S]: the kept runs, newest first.
 func (a *api) listRuns(w http.ResponseWriter, r *http.Request, _ authInfo) {
@@ -351,6 +352,41 @@ func (a *api) answerRunInput(w http.ResponseWriter, r *http.Request, info authIn
 	default:
 		a.logger.Info("run input answered", "run", run.id, "request", id, "action", res.Action, "key", info.key)
 		writeJSON(w, http.StatusOK, map[string]any{"run_id": run.id, "request_id": id, "action": res.Action, "content": res.Content})
+	}
+}
+
+// answerRunApproval answers POST /v1/runs/{id}/approvals/{approval_id}:
+// 200 with the decision as delivered; 400 for a malformed decision, the
+// approval staying open; 404 for an approval that is not open (decided,
+// timed out, or the run ended). The decision is made by the key's name.
+func (a *api) answerRunApproval(w http.ResponseWriter, r *http.Request, info authInfo) {
+	run := a.findRun(w, r)
+	if run == nil {
+		return
+	}
+	var body approvalAnswer
+	if err := decodeBody(w, r, &body); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	id := r.PathValue("approval_id")
+	if run.input == nil || run.input.Queue == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: approval %q: not open (the run is not interactive: its calls that need approval were denied)", run.id, id))
+		return
+	}
+	by := info.key
+	if by == "" {
+		by = resolvedByCaller // auth is off: no key names the caller
+	}
+	err := run.input.Queue.answerApproval(id, body, by)
+	switch {
+	case errors.Is(err, errInputNotFound):
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: approval %q: not open (decided, timed out or the run ended; open ones are in GET /v1/runs/%s)", run.id, id, run.id))
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("approval %q: %v", id, err))
+	default:
+		a.logger.Info("run approval answered", "run", run.id, "approval", id, "decision", body.Decision, "key", info.key)
+		writeJSON(w, http.StatusOK, map[string]any{"run_id": run.id, "approval_id": id, "decision": body.Decision})
 	}
 }
 

@@ -35,6 +35,8 @@ type metrics struct {
 	// webhooks counts webhook attempts by outcome: "delivered",
 	// "retried", "failed" (gave up).
 	webhooks map[string]uint64
+	// budgetStops counts runs stopped past a budget, by budget.
+	budgetStops map[string]uint64
 }
 
 // A histogram is one server's tool-call latencies; guarded by metrics.mu.
@@ -47,7 +49,19 @@ type histogram struct {
 // newMetrics returns empty metrics.
 func newMetrics() *metrics {
 	return &metrics{toolCalls: map[[2]string]uint64{}, histograms: map[string]*histogram{}, runsEnded: map[string]uint64{},
-		reloads: map[string]uint64{}, reloadServers: map[string]uint64{}, webhooks: map[string]uint64{}}
+		reloads: map[string]uint64{}, reloadServers: map[string]uint64{}, webhooks: map[string]uint64{},
+		budgetStops: map[string]uint64{}}
+}
+
+// budgetStop counts a run stopped past budget (max_tokens, max_cost_usd
+// or max_duration).
+func (m *metrics) budgetStop(budget string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.budgetStops[budget]++
 }
 
 // toolCall counts one tool call of server ("" for built-in tools) with
@@ -189,6 +203,10 @@ func (m *metrics) write(w io.Writer, servers []serverStatus) {
 	}
 	b.WriteString("# HELP harnessd_runs_active Runs queued or running.\n# TYPE harnessd_runs_active gauge\n")
 	fmt.Fprintf(&b, "harnessd_runs_active %d\n", max(m.runsActive, 0))
+	b.WriteString("# HELP harnessd_run_budget_stops_total Runs stopped past a budget, by budget.\n# TYPE harnessd_run_budget_stops_total counter\n")
+	for _, budget := range budgetNames {
+		fmt.Fprintf(&b, "harnessd_run_budget_stops_total{budget=%q} %d\n", budget, m.budgetStops[budget])
+	}
 	b.WriteString("# HELP harnessd_config_reloads_total Configuration reloads (SIGHUP), by outcome.\n# TYPE harnessd_config_reloads_total counter\n")
 	for _, outcome := range []string{"applied", "refused"} {
 		fmt.Fprintf(&b, "harnessd_config_reloads_total{outcome=%q} %d\n", outcome, m.reloads[outcome])

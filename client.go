@@ -75,6 +75,9 @@ type toolInfo struct {
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// Annotations are the server's hints about the tool (readOnlyHint,
+	// ...), relayed as given; approvals read readOnlyHint.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
 }
 
 // A contentBlock is one item of a tool result's content or of a resource's

@@ -48,6 +48,9 @@ type config struct {
 	Webhooks webhookSettings
 	// Schedules are the [[schedules]] of every file, merged by name.
 	Schedules []scheduleConfig
+	// Budgets are the default budgets of runs (run_budget.go) the files
+	// and environment set.
+	Budgets budgetSettings
 	// Files lists the TOML files that existed and were read, in order.
 	Files []string
 }
@@ -68,6 +71,7 @@ type loadOptions struct {
 // A tomlConfig is one config.toml file.
 type tomlConfig struct {
 	runLimits
+	tomlBudgets
 	AllowedHosts    *[]string            `toml:"allowed_hosts"`
 	MaxConnections  *int                 `toml:"max_connections"`
 	MaxKeptRuns     *int64               `toml:"max_kept_runs"`
@@ -104,6 +108,7 @@ type configLayer struct {
 	limits         runLimits
 	webhooks       webhookSettings
 	schedules      []scheduleConfig
+	budgets        budgetSettings
 }
 
 // defaultHome returns $HARNESS_HOME, or $HOME/.harness when it is unset or
@@ -136,6 +141,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 		cfg.readFiles(configPaths(opts.Home, opts.Workspace), opts.Getenv),
 		cfg.addEnvServers(opts.Getenv, opts.Logger),
 		cfg.applyEnvLimits(opts.Getenv),
+		cfg.applyEnvBudgets(opts.Getenv),
 		cfg.applyEnvModel(opts.Getenv),
 		cfg.applyEnvMaxConnections(opts.Getenv),
 		cfg.applyEnvKeptRuns(opts.Getenv),
@@ -207,6 +213,7 @@ func (cfg *config) readFiles(paths []string, getenv func(string) (string, bool))
 		cfg.Limits.overlay(layer.limits)
 		cfg.Webhooks.merge(layer.webhooks)
 		cfg.Schedules = mergeByName(cfg.Schedules, layer.schedules, func(s scheduleConfig) string { return s.Name })
+		cfg.Budgets.merge(layer.budgets)
 	}
 	// Each file checked its own names; what is left is a clash between
 	// a home and a workspace server.
@@ -369,6 +376,7 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	errs = append(errs, err)
 	layer.schedules, err = parseSchedules(file, doc.Schedules)
 	errs = append(errs, err)
+	layer.budgets = doc.tomlBudgets.settings(file)
 	return layer, errors.Join(errs...)
 }
 

@@ -205,12 +205,14 @@ type serveFlags struct {
 	limits   runLimits
 	keepRuns keptRunsSettings
 	maxConns int
+	budgets  budgetSettings
 }
 
 // overlay applies the flags to cfg as serve does at start.
 func (f serveFlags) overlay(cfg *config) {
 	cfg.KeptRuns.merge(f.keepRuns)
 	cfg.Limits.overlay(f.limits)
+	cfg.Budgets.merge(f.budgets)
 	if f.maxConns > 0 {
 		cfg.MaxConnections = f.maxConns
 	}
@@ -219,8 +221,9 @@ func (f serveFlags) overlay(cfg *config) {
 // reload reads and checks every configuration source as harnessd check
 // does and, if all is well, applies what can change while harnessd runs:
 // the global servers (see registry.reload), the API keys, [connect_mcp]
-// allow_hosts, the default model and max_steps of runs started from
-// then on, [webhooks] and [[schedules]] (see scheduler.replace). A configuration with any problem is refused whole and the
+// allow_hosts, the default model, max_steps, budgets and model prices of
+// runs started from then on, [webhooks] and [[schedules]] (see
+// scheduler.replace). A configuration with any problem is refused whole and the
 // running one stays; the error names each problem's file or variable and
 // field. It logs one line either way, and warns of changed settings that
 // need a restart.
@@ -249,6 +252,9 @@ func (d *daemon) reload() error {
 	}
 	d.api.setAuthKeys(cfg.AuthKeys)
 	d.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps, cfg.ConnectAllowHosts)
+	if budgets, err := cfg.Budgets.limits(); err == nil { // the flags were checked at start
+		d.runs.setBudgets(budgets, cfg.Model.Prices)
+	}
 	d.runs.setWebhooks(cfg.Webhooks)
 	if d.schedules != nil {
 		d.schedules.reload(cfg.Schedules)

@@ -95,6 +95,13 @@ type serverConfig struct {
 	// Origin says where the definition came from; its defaults and run
 	// behaviour follow from it (config_origin.go).
 	Origin serverOrigin
+	// Approval says which of the server's tool calls wait for an
+	// operator's approval in a run: approvalNever ("" means it too),
+	// approvalWrites or approvalAlways (input_approval.go).
+	Approval string
+	// ApprovalTools are globs of the server's own tool names whose calls
+	// always need approval.
+	ApprovalTools []string
 	// Source labels where the definition came from, for display only: a
 	// file path, "HARNESS_MCP_SERVERS", "profile <name>", "run",
 	// "connect_mcp" or "command line".
@@ -156,6 +163,8 @@ type rawServer struct {
 	Sampling        *bool             `json:"sampling" toml:"sampling"`
 	LogLevel        string            `json:"log_level" toml:"log_level"`
 	ProtocolVersion string            `json:"protocol_version" toml:"protocol_version"`
+	Approval        *string           `json:"approval" toml:"approval"`
+	ApprovalTools   []string          `json:"approval_tools" toml:"approval_tools"`
 }
 
 // serverFields lists the JSON fields of a server object, for error hints.
@@ -185,6 +194,10 @@ func buildServer(label string, origin serverOrigin, source string, raw rawServer
 		Origin:          origin,
 		Source:          source,
 		ProtocolVersion: raw.ProtocolVersion,
+		ApprovalTools:   raw.ApprovalTools,
+	}
+	if raw.Approval != nil {
+		s.Approval = *raw.Approval
 	}
 	if raw.Sampling != nil {
 		s.Sampling = *raw.Sampling
@@ -217,6 +230,7 @@ func buildServer(label string, origin serverOrigin, source string, raw rawServer
 	s.StartupTimeout = parseDuration("startup_timeout", raw.StartupTimeout, defaultStartupTimeout, b.bad)
 	s.MaxMessageBytes = b.messageLimit()
 	b.checkToolFilters()
+	b.checkApproval()
 	b.checkProtocolVersion(s.Transport)
 	slices.SortFunc(b.errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
 	return s, errors.Join(b.errs...)
@@ -331,9 +345,10 @@ func (b *serverBuilder) messageLimit() int {
 	return *n
 }
 
-// checkToolFilters checks that include_tools and exclude_tools are globs.
+// checkToolFilters checks that include_tools, exclude_tools and
+// approval_tools are globs.
 func (b *serverBuilder) checkToolFilters() {
-	for field, globs := range map[string][]string{"include_tools": b.raw.IncludeTools, "exclude_tools": b.raw.ExcludeTools} {
+	for field, globs := range map[string][]string{"include_tools": b.raw.IncludeTools, "exclude_tools": b.raw.ExcludeTools, "approval_tools": b.raw.ApprovalTools} {
 		for i, g := range globs {
 			if _, err := path.Match(g, ""); g == "" || err != nil {
 				b.bad(fmt.Sprintf("%s[%d]", field, i), "%q is not a valid glob; use *, ? and [a-z] as in path.Match", g)

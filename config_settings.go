@@ -24,6 +24,9 @@ type modelSettings struct {
 	// SamplingModels are the other models a server's sampling request may
 	// pick with modelPreferences hints ([model] sampling_models).
 	SamplingModels []modelSpec
+	// Prices are the models' prices by "provider/model" ([model.prices],
+	// run_budget.go); nil when none is set.
+	Prices map[string]modelPrice
 }
 
 // spec returns the configured model as the runs' default modelSpec: its
@@ -58,6 +61,8 @@ type tomlModel struct {
 	MaxSteps  *int    `toml:"max_steps"`
 	// SamplingModels are "provider/model" names.
 	SamplingModels *[]string `toml:"sampling_models"`
+	// Prices are [model.prices."provider/model"] tables.
+	Prices map[string]tomlPrice `toml:"prices"`
 }
 
 // parseTOMLModel validates the [model] table of file: every field it sets
@@ -104,6 +109,11 @@ func parseTOMLModel(file string, doc tomlModel) (modelSettings, []error) {
 			m.SamplingModels = append(m.SamplingModels, spec)
 		}
 	}
+	if doc.Prices != nil {
+		var priceErrs []error
+		m.Prices, priceErrs = parsePrices(file, doc.Prices)
+		errs = append(errs, priceErrs...)
+	}
 	return m, errs
 }
 
@@ -140,6 +150,12 @@ func mergeModel(m *modelSettings, layer configLayer) {
 	}
 	if layer.modelSet.SamplingModels != nil {
 		m.SamplingModels = layer.model.SamplingModels
+	}
+	for name, p := range layer.model.Prices {
+		if m.Prices == nil {
+			m.Prices = map[string]modelPrice{}
+		}
+		m.Prices[name] = p
 	}
 }
 

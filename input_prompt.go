@@ -207,3 +207,51 @@ func printProgress(w io.Writer) func(server string, note progressParams) {
 		mu.Unlock()
 	}
 }
+
+// approve asks a person at the terminal to decide the approval that the
+// payload of an approval.requested event describes: it shows the tool,
+// its server and its arguments, then reads y or yes to approve, n or no
+// to deny, and after a denial an optional reason. It returns the approval's
+// id and the body to POST to /v1/runs/{id}/approvals/{approval_id}. An
+// error is a payload without an approval_id, the end of the input, or ctx
+// done; it blocks until the person answers.
+func (tp *terminalPrompter) approve(ctx context.Context, payload json.RawMessage) (string, approvalAnswer, error) {
+	var a approvalRequest
+	if err := json.Unmarshal(payload, &a); err != nil || a.ID == "" {
+		return "", approvalAnswer{}, fmt.Errorf("approval request: not an approval.requested payload (%s)", shortText(string(payload), 80))
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if a.Server != "" {
+		fmt.Fprintf(tp.out, "\nThe agent wants to call %s (tool %q of server %q).\n", a.Tool, a.ServerTool, a.Server)
+	} else {
+		fmt.Fprintf(tp.out, "\nThe agent wants to call %s.\n", a.Tool)
+	}
+	args := a.Arguments
+	if a.ArgumentsBytes > 0 {
+		args += fmt.Sprintf(" ... (cut; %d bytes in all)", a.ArgumentsBytes)
+	}
+	fmt.Fprintf(tp.out, "  arguments: %s\n", args)
+	if hints := strings.TrimSpace(string(a.Annotations)); hints != "" && hints != "{}" && hints != "null" {
+		fmt.Fprintf(tp.out, "  annotations: %s\n", hints)
+	}
+	for {
+		fmt.Fprint(tp.out, "Approve this call? [y/n]: ")
+		line, err := tp.readLine(ctx)
+		if err != nil {
+			return "", approvalAnswer{}, err
+		}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return a.ID, approvalAnswer{Decision: decisionApprove}, nil
+		case "n", "no":
+			fmt.Fprint(tp.out, "Reason for the agent (Enter for none): ")
+			reason, err := tp.readLine(ctx)
+			if err != nil {
+				return "", approvalAnswer{}, err
+			}
+			return a.ID, approvalAnswer{Decision: decisionDeny, Reason: strings.TrimSpace(reason)}, nil
+		}
+		fmt.Fprintln(tp.out, "  answer y or n")
+	}
+}

@@ -10,8 +10,10 @@ import (
 	"time"
 )
 
-// This file holds a run's open questions from its servers: asked,
-// listed, answered over the API, timed out or cancelled with the run.
+// This file holds a run's open questions, from its servers (elicitations)
+// and about its tool calls (approvals, input_approval.go): asked, listed,
+// answered over the API, timed out or cancelled with the run. One queue
+// per run holds both kinds.
 
 // An inputAnswer is the body of POST /v1/runs/{id}/input/{request_id}.
 type inputAnswer struct {
@@ -34,13 +36,20 @@ type inputRequest struct {
 
 	schema   *elicitSchema
 	answered chan inputOutcome // buffered 1; receives the one answer
+	// approval is set when the request is a tool call waiting for
+	// approval rather than an elicitation; it is answered by
+	// answerApproval, never by answer.
+	approval *approvalRequest
 }
 
 // An inputOutcome is how an open request ended: the answer, and who gave it
-// ("caller", or "run ended" when the run closed its queue).
+// ("caller" or an approval's key name, or "run ended" when the run closed
+// its queue). decision is an approval's answer; empty for elicitations
+// and for requests that ended unanswered.
 type inputOutcome struct {
-	res elicitResult
-	how string
+	res      elicitResult
+	how      string
+	decision approvalAnswer
 }
 
 // Errors of inputQueue.answer that the API tells apart.
@@ -54,7 +63,8 @@ var (
 // answers them. Safe for concurrent use.
 type inputQueue struct {
 	// onChange is called, outside the lock, with the number of open
-	// requests each time it changes; it must not block. Nil for none.
+	// requests (of both kinds; see counts) each time it changes; it must
+	// not block. Nil for none.
 	onChange func(open int)
 
 	mu sync.Mutex
@@ -68,17 +78,27 @@ type inputQueue struct {
 // (cancel), or ctx is done (cancel). It returns the answer and how it came:
 // "caller", "timeout" or "cancelled". A full queue declines at once.
 func (q *inputQueue) ask(ctx context.Context, req *inputRequest, timeout time.Duration, opened func(*inputRequest)) (elicitResult, string) {
+	out := q.wait(ctx, req, "input_", timeout, opened)
+	return out.res, out.how
+}
+
+// wait gives req an id made of prefix and a number unique in the queue,
+// opens it, calls opened (when set), and blocks until req is answered,
+// its timeout passes or ctx is done, like ask; it returns the whole
+// outcome. A request refused at once (a closed or full queue) keeps its id
+// and is never opened.
+func (q *inputQueue) wait(ctx context.Context, req *inputRequest, prefix string, timeout time.Duration, opened func(*inputRequest)) inputOutcome {
 	q.mu.Lock()
+	q.seq++
+	req.ID = prefix + strconv.Itoa(q.seq)
 	if q.closed {
 		q.mu.Unlock()
-		return elicitResult{Action: actionCancel}, "run ended"
+		return inputOutcome{res: elicitResult{Action: actionCancel}, how: "run ended"}
 	}
 	if len(q.open) >= maxOpenInputs {
 		q.mu.Unlock()
-		return elicitResult{Action: actionDecline}, "too many open requests"
+		return inputOutcome{res: elicitResult{Action: actionDecline}, how: "too many open requests"}
 	}
-	q.seq++
-	req.ID = "input_" + strconv.Itoa(q.seq)
 	req.CreatedAt = time.Now().UTC()
 	req.ExpiresAt = req.CreatedAt.Add(timeout)
 	req.answered = make(chan inputOutcome, 1)
@@ -97,19 +117,18 @@ func (q *inputQueue) ask(ctx context.Context, req *inputRequest, timeout time.Du
 	defer timer.Stop()
 	select {
 	case out := <-req.answered:
-		return out.res, out.how
+		return out
 	case <-timer.C:
 		if q.remove(req.ID) {
-			return elicitResult{Action: actionCancel}, "timeout"
+			return inputOutcome{res: elicitResult{Action: actionCancel}, how: "timeout"}
 		}
 	case <-ctx.Done():
 		if q.remove(req.ID) {
-			return elicitResult{Action: actionCancel}, "cancelled"
+			return inputOutcome{res: elicitResult{Action: actionCancel}, how: "cancelled"}
 		}
 	}
-	// answer or closeAll won the race: it removed the request and sent.
-	out := <-req.answered
-	return out.res, out.how
+	// An answer or closeAll won the race: it removed the request and sent.
+	return <-req.answered
 }
 
 // closeAll cancels every open request and refuses later ones: the run has
@@ -141,6 +160,20 @@ func (q *inputQueue) remove(id string) bool {
 	return ok
 }
 
+// counts returns the number of open elicitations and of open approvals.
+func (q *inputQueue) counts() (questions, approvals int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, req := range q.open {
+		if req.approval != nil {
+			approvals++
+		} else {
+			questions++
+		}
+	}
+	return questions, approvals
+}
+
 func (q *inputQueue) changed(n int) {
 	if q.onChange != nil {
 		q.onChange(n)
@@ -155,7 +188,7 @@ func (q *inputQueue) answer(id string, a inputAnswer) (elicitResult, error) {
 	q.mu.Lock()
 	req := q.open[id]
 	q.mu.Unlock()
-	if req == nil {
+	if req == nil || req.approval != nil {
 		return elicitResult{}, errInputNotFound
 	}
 	res := elicitResult{Action: a.Action}
@@ -186,13 +219,21 @@ func (q *inputQueue) answer(id string, a inputAnswer) (elicitResult, error) {
 	return res, nil
 }
 
-// list returns the open requests, oldest first.
+// list returns the open elicitations, oldest first.
 func (q *inputQueue) list() []inputRequest {
+	return q.listKind(false)
+}
+
+// listKind returns the open approvals (approvals true) or elicitations,
+// oldest first.
+func (q *inputQueue) listKind(approvals bool) []inputRequest {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	out := make([]inputRequest, 0, len(q.open))
 	for _, r := range q.open {
-		out = append(out, *r)
+		if (r.approval != nil) == approvals {
+			out = append(out, *r)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].CreatedAt.Before(out[j].CreatedAt) || out[i].ID < out[j].ID && out[i].CreatedAt.Equal(out[j].CreatedAt)

@@ -92,6 +92,9 @@ type sampler struct {
 	MaxTokens int
 	// OnUsage adds a served request's usage to the run's; nil for none.
 	OnUsage func(modelUsage)
+	// RunBudget refuses the requests the run cannot afford and counts
+	// what the served ones spent (run_budget.go); nil bounds nothing.
+	RunBudget *runBudget
 }
 
 // A samplingRequest is the params of sampling/createMessage.
@@ -334,6 +337,9 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	mreq.MaxTokens = min(maxTokens, left)
 
 	provider := s.providerFor(&req, p.logger().With("server", server.Name))
+	if err := s.RunBudget.allowSampling(provider.name()); err != nil {
+		return nil, refuse("%v", err)
+	}
 	p.emit(evSamplingRequested, map[string]any{"server": server.Name, "model": provider.name(), "messages": len(req.Messages), "tools": len(mreq.Tools), "max_tokens": mreq.MaxTokens})
 	start := time.Now()
 	resp, err := provider.complete(ctx, mreq)
@@ -345,6 +351,7 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	if s.Budget != nil {
 		s.Budget.spend(resp.Usage)
 	}
+	resp.Usage = s.RunBudget.spend(provider.name(), resp.Usage)
 	if s.OnUsage != nil {
 		s.OnUsage(resp.Usage)
 	}

@@ -95,6 +95,7 @@ func (a *app) parseServe(args []string) (serveOptions, error) {
 		fs.StringVar(&k.set.value, k.name, "", k.help)
 	}
 	registerLimitFlags(fs, &o.flags.limits)
+	registerBudgetFlags(fs, &o.flags.budgets)
 	logPayloads, payloadsErr := registerLogPayloadsFlag(fs, a.getenv)
 	logger, workspace, err := f.parse(fs, args, a.stderr)
 	if err != nil {
@@ -184,6 +185,10 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 	if err != nil {
 		return nil, usageError("%v", err)
 	}
+	runBudgets, err := cfg.Budgets.limits()
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", o.addr, err)
@@ -200,13 +205,13 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 		ln.Close()
 		return nil, err
 	}
-	d.startServing(a, cfg, groups, &keep, ln)
+	d.startServing(a, cfg, groups, &keep, runBudgets, ln)
 	return d, nil
 }
 
-// startServing builds the registry, the runs and the API over cfg and
+// startServing builds the registry, the runs (with the default budgets) and the API over cfg and
 // serves the API on ln.
-func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *retention, ln net.Listener) {
+func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *retention, budgets budgetLimits, ln net.Listener) {
 	logger := d.logger
 	// Tokens, DPoP keys and assertions join the daemon's redactors (the
 	// logger's and every later run's) before their first use.
@@ -241,6 +246,8 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 		Retention:  keep,
 		Limits:     cfg.Limits,
 		Webhooks:   cfg.Webhooks,
+		Budgets:    budgets,
+		Prices:     cfg.Model.Prices,
 
 		SamplingModels: cfg.Model.SamplingModels,
 	})

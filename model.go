@@ -100,12 +100,20 @@ type modelRequest struct {
 type modelUsage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CachedInputTokens are the input tokens read from a prompt cache (a
+	// part of InputTokens), which a price table may price apart.
+	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
+	// CostUSD is what the calls cost, set by a run when its model has a
+	// price (run_budget.go).
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // add adds v to u, to total the usage of a run.
 func (u *modelUsage) add(v modelUsage) {
 	u.InputTokens += v.InputTokens
 	u.OutputTokens += v.OutputTokens
+	u.CachedInputTokens += v.CachedInputTokens
+	u.CostUSD = roundUSD(u.CostUSD + v.CostUSD)
 }
 
 // A modelResponse is the model's answer: text, tool calls, or both.

@@ -132,7 +132,8 @@ func decodeAnthropicResponse(body []byte) (*modelResponse, error) {
 	}
 	u := r.Usage
 	resp := &modelResponse{
-		Usage:      modelUsage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens},
+		Usage: modelUsage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens,
+			CachedInputTokens: u.CacheReadInputTokens},
 		StopReason: r.StopReason,
 	}
 	var texts []string

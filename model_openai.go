@@ -73,8 +73,11 @@ type openaiResponse struct {
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
@@ -156,7 +159,8 @@ func decodeOpenAIResponse(body []byte) (*modelResponse, error) {
 	choice := r.Choices[0]
 	resp := &modelResponse{
 		Content: openaiContentText(choice.Message.Content),
-		Usage:   modelUsage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens},
+		Usage: modelUsage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens,
+			CachedInputTokens: r.Usage.PromptTokensDetails.CachedTokens},
 	}
 	for _, tc := range choice.Message.ToolCalls {
 		args, argsErr := normalizeArguments(tc.Function.Arguments)

@@ -349,7 +349,7 @@ func TestDecodeOpenAIResponse(t *testing.T) {
 		wantErr string
 	}{
 		{name: "text", body: `{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`,
-			want: modelResponse{Content: "hi", StopReason: stopEndTurn, Usage: modelUsage{3, 1}}},
+			want: modelResponse{Content: "hi", StopReason: stopEndTurn, Usage: modelUsage{InputTokens: 3, OutputTokens: 1}}},
 		{name: "null content with tool calls", body: `{"choices":[{"message":{"content":null,"tool_calls":[
 			{"id":"a","type":"function","function":{"name":"f","arguments":"{\"x\":1}"}},
 			{"id":"b","type":"function","function":{"name":"g","arguments":""}}]},"finish_reason":"tool_calls"}]}`,
@@ -408,7 +408,7 @@ func TestDecodeAnthropicResponse(t *testing.T) {
 		{name: "text and tool use", body: `{"type":"message","content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"hm"},
 			{"type":"text","text":"b"},{"type":"tool_use","id":"t1","name":"f","input":{"x":1}},{"type":"tool_use","id":"t2","name":"g","input":null}],
 			"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":4,"cache_creation_input_tokens":5,"cache_read_input_tokens":100}}`,
-			want: modelResponse{Content: "a\nb", StopReason: stopToolUse, Usage: modelUsage{115, 4}, ToolCalls: []toolCall{
+			want: modelResponse{Content: "a\nb", StopReason: stopToolUse, Usage: modelUsage{InputTokens: 115, OutputTokens: 4, CachedInputTokens: 100}, ToolCalls: []toolCall{
 				{ID: "t1", Name: "f", Arguments: json.RawMessage(`{"x":1}`)},
 				{ID: "t2", Name: "g", Arguments: json.RawMessage(`{}`)}}}},
 		{name: "max tokens", body: `{"content":[{"type":"text","text":"tr"}],"stop_reason":"max_tokens"}`,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -48,6 +49,8 @@ type runView struct {
 	// Webhook is the delivery of the run's end, when it has one; set by
 	// the API, never kept in the run's record.
 	Webhook *webhookStatus `json:"webhook,omitempty"`
+	// Approvals are the tool calls waiting for the caller's approval.
+	Approvals []approvalRequest `json:"approvals"`
 }
 
 // A runEnv is what every run of one manager shares. Read-only.
@@ -98,9 +101,15 @@ type run struct {
 	webhook *runWebhook
 	// input answers the servers' questions during the run.
 	input *inputPolicy
+	// budget bounds the run's tokens, cost and duration (run_budget.go);
+	// nil bounds nothing.
+	budget *runBudget
 	// transcript is what the run kept of its conversation (run_transcript.go);
 	// guarded by mu.
 	transcript transcript
+	// approvalSeq numbers the approvals of a run that is not interactive
+	// (an interactive run's queue numbers its own).
+	approvalSeq atomic.Int64
 
 	mu sync.Mutex
 	// guards everything below
@@ -228,6 +237,7 @@ func (r *run) viewLocked() runView {
 		ActivatedTools: r.activated,
 		CreatedAt:      r.createdAt,
 		InputRequests:  r.openInputs(),
+		Approvals:      r.openApprovals(),
 	}
 	if r.scope != nil {
 		v.Servers = r.scope.localStatuses()
@@ -338,16 +348,21 @@ func (r *run) duration() time.Duration {
 }
 
 // execute runs the agent loop until a terminal status: completed with
-// the model's answer, cancelled when ctx ended before the answer, else
-// failed saying why.
+// the model's answer; failed past a budget (endEarly); cancelled when ctx
+// ended before the answer; else failed saying why.
 func (r *run) execute(ctx context.Context) {
+	ctx, release := r.budget.bound(ctx)
+	defer release()
 	ctx = withInputPolicy(ctx, r.input)
 	answer, err := r.loop(ctx)
+	var exceeded *budgetExceededError
 	switch {
 	case err == nil:
 		r.finish(runCompleted, answer, "")
+	case errors.As(err, &exceeded):
+		r.endEarly(ctx, err)
 	case ctx.Err() != nil:
-		r.finish(runCancelled, "", "run cancelled")
+		r.endEarly(ctx, nil)
 	default:
 		r.finish(runFailed, "", err.Error())
 	}
@@ -374,6 +389,9 @@ func (r *run) loop(ctx context.Context) (string, error) {
 	r.record(0, messages[len(history):], nil)
 	for step := 1; step <= r.maxSteps; step++ {
 		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		if err := r.budget.check(); err != nil {
 			return "", err
 		}
 		resp, err := r.callModel(ctx, step, messages)
@@ -454,6 +472,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	if err != nil {
 		return nil, err
 	}
+	resp.Usage = r.budget.spend(r.provider.name(), resp.Usage)
 	r.mu.Lock()
 	r.steps = step
 	r.usage.add(resp.Usage)
@@ -537,6 +556,9 @@ func (r *run) callTool(ctx context.Context, tc toolCall) toolResult {
 	entry, ok := r.catalog.lookup(tc.Name)
 	if !ok {
 		return toolError("", "unknown tool %q: use find_tool to search for tools, then call them by the names it returns", tc.Name)
+	}
+	if denied, ok := r.approval(ctx, entry, args); !ok {
+		return denied
 	}
 	if b := builtinByName[entry.Name]; entry.Server == "" && b != nil {
 		text, err := b.call(ctx, r, args)

@@ -29,6 +29,9 @@ const (
 	// evModelDelta carries a piece of the model's text as it is written
 	// {step, text}; live only, never kept nor replayed.
 	evModelDelta = "model.delta"
+	evApprovalRequested = "approval.requested"
+	evApprovalResolved  = "approval.resolved"
+	evBudgetExceeded    = "budget.exceeded"
 )
 
 // terminalEventPrefix starts the type of the event that ends a run.
@@ -69,4 +72,30 @@ func conversationTrimmedEvent(conversation string, t conversationTrim, limit int
 		"bytes_after":            t.BytesAfter,
 		"max_conversation_bytes": limit,
 	}
+}
+
+// approvalRequestedEvent is the payload of approval.requested: a tool call
+// waits for the caller's approval (or, in a run that is not interactive,
+// is denied at once, with an approval.resolved right after).
+func approvalRequestedEvent(a approvalRequest) map[string]any {
+	data := map[string]any{"approval_id": a.ID, "tool": a.Tool, "server": a.Server, "server_tool": a.ServerTool,
+		"arguments": a.Arguments, "annotations": a.Annotations}
+	if a.ArgumentsBytes > 0 {
+		data["arguments_bytes"] = a.ArgumentsBytes
+	}
+	if !a.ExpiresAt.IsZero() {
+		data["expires_at"] = a.ExpiresAt
+	}
+	return data
+}
+
+// approvalResolvedEvent is the payload of approval.resolved: decision
+// (approve or deny) made by by, an API key's name or timeout, policy or
+// cancelled; reason when one was given.
+func approvalResolvedEvent(id, decision, by, reason string) map[string]any {
+	data := map[string]any{"approval_id": id, "decision": decision, "by": by}
+	if reason != "" {
+		data["reason"] = reason
+	}
+	return data
 }

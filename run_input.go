@@ -4,7 +4,7 @@ import "time"
 
 // This file holds a run's wiring to the input layer: its input policy
 // (interactive or declining, its sampler), its open input requests and the
-// waiting_input status they bring.
+// waiting_input and waiting_approval statuses they bring.
 
 // setupInput validates the run request's input fields (input_timeout,
 // roots) and gives the run its policy: an interactive run queues
@@ -35,6 +35,7 @@ func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(
 			NewProvider: newProvider,
 			Budget:      newSamplingBudget(limits.MaxSamplingRequests, limits.MaxSamplingTokens),
 			MaxTokens:   r.model.MaxTokens,
+			RunBudget:   r.budget,
 			OnUsage: func(u modelUsage) {
 				r.mu.Lock()
 				r.usage.add(u)
@@ -61,15 +62,23 @@ func (r *run) closeInput() {
 	}
 }
 
-// setWaiting moves a running run to waiting_input while it has open input
-// requests, and back.
-func (r *run) setWaiting(open int) {
+// setWaiting moves a running run to waiting_approval while it has open
+// approvals, else to waiting_input while it has open elicitations, and
+// back to running when it has neither. The queue's counts are read under
+// mu, so the last call sees the last change, whatever the order of calls.
+func (r *run) setWaiting(int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.status != runRunning && r.status != runWaitingInput && r.status != runWaitingApproval {
+		return
+	}
+	questions, approvals := r.input.Queue.counts()
 	switch {
-	case open > 0 && r.status == runRunning:
+	case approvals > 0:
+		r.status = runWaitingApproval
+	case questions > 0:
 		r.status = runWaitingInput
-	case open == 0 && r.status == runWaitingInput:
+	default:
 		r.status = runRunning
 	}
 }

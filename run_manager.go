@@ -30,6 +30,11 @@ const (
 	runCancelled    = "cancelled"
 )
 
+// runWaitingApproval is a run's status while it runs with a tool call
+// waiting for the caller's approval (input_approval.go); it wins over
+// runWaitingInput when both wait.
+const runWaitingApproval = "waiting_approval"
+
 // Run limits.
 const (
 	defaultMaxSteps = 25
@@ -61,6 +66,14 @@ type runRequest struct {
 	// Owner is who the run belongs to: the key's name (authInfo.owner),
 	// or schedule:<name> for a scheduled run. Never read from a request.
 	Owner string `json:"-"`
+	// Approval tightens the approval of every server of the run
+	// (approvalWrites or approvalAlways; input_approval.go).
+	Approval string `json:"approval,omitempty"`
+	// MaxTokens, MaxCostUSD and MaxDuration are the run's budgets
+	// (run_budget.go); unset ones take the configured defaults.
+	MaxTokens   int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
+	MaxDuration string  `json:"max_duration,omitempty"`
 }
 
 // runManagerOptions configure a runManager.
@@ -93,6 +106,10 @@ type runManagerOptions struct {
 	// schedule of deliveries (zero takes the defaults).
 	Webhooks      webhookSettings
 	WebhookTiming webhookTiming
+	// Budgets are the budgets of runs that set none; Prices price the
+	// models for cost budgets and usage.cost_usd (run_budget.go).
+	Budgets budgetLimits
+	Prices  map[string]modelPrice
 	// newProvider builds providers; tests replace it. Nil means
 	// newModelProvider.
 	newProvider func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error)
@@ -120,8 +137,24 @@ type runManager struct {
 	conversations map[string]*conversation
 
 	defaultsMu sync.Mutex
-	// guards opts.Model, opts.MaxSteps and opts.AllowHosts, the settings a
-	// reload replaces
+	// guards opts.Model, opts.MaxSteps, opts.AllowHosts, opts.Budgets and
+	// opts.Prices, the settings a reload replaces
+}
+
+// budgets returns the default budgets and the price table of runs
+// prepared now; the caller must not change the map.
+func (m *runManager) budgets() (budgetLimits, map[string]modelPrice) {
+	m.defaultsMu.Lock()
+	defer m.defaultsMu.Unlock()
+	return m.opts.Budgets, m.opts.Prices
+}
+
+// setBudgets replaces the default budgets and the price table, for runs
+// prepared from then on; running runs keep theirs.
+func (m *runManager) setBudgets(budgets budgetLimits, prices map[string]modelPrice) {
+	m.defaultsMu.Lock()
+	defer m.defaultsMu.Unlock()
+	m.opts.Budgets, m.opts.Prices = budgets, prices
 }
 
 // defaults returns the model and max_steps of runs that name none.
@@ -277,13 +310,22 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if req.MaxSteps < 0 || req.MaxSteps > maxMaxSteps {
 		return nil, badRequest("max_steps", "%d is out of range: use 1 to %d (default %d)", req.MaxSteps, maxMaxSteps, defaultSteps)
 	}
+	if err := checkRunApproval(req.Approval); err != nil {
+		return nil, err
+	}
 	spec, provider, err := m.model(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	budgets, prices := m.budgets()
+	budget, err := newRunBudget(req, budgets, prices, provider.name())
 	if err != nil {
 		return nil, err
 	}
 	r := newRun(m.env, req)
 	r.model = spec
 	r.provider = provider
+	r.budget = budget
 	r.maxSteps = req.MaxSteps
 	if r.maxSteps == 0 {
 		r.maxSteps = defaultSteps

@@ -236,6 +236,9 @@ func scheduleRunRequest(s scheduleConfig) runRequest {
 		Model:          s.Model,
 		MaxSteps:       s.MaxSteps,
 		WebhookURL:     s.WebhookURL,
+		MaxTokens:      s.MaxTokens,
+		MaxCostUSD:     s.MaxCostUSD,
+		MaxDuration:    s.MaxDuration,
 		ConversationID: s.ConversationID,
 		Owner:          scheduleOwner(s.Name),
 	}

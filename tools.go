@@ -43,6 +43,9 @@ type toolEntry struct {
 	Description string
 	InputSchema json.RawMessage // always a JSON Schema object
 	Tags        []string
+	// Annotations are the server's tool annotations as listed; nil when
+	// it gave none (and for built-ins).
+	Annotations json.RawMessage
 }
 
 // A serverTools is an immutable snapshot of one server's tools with their
@@ -123,7 +126,7 @@ func newServerTools(server string, tools []toolInfo, include, exclude []string, 
 		st.byName[name] = len(st.entries)
 		st.entries = append(st.entries, toolEntry{
 			Name: name, Server: server, ServerTool: tool.Name,
-			Description: description, InputSchema: schema, Tags: tags,
+			Description: description, InputSchema: schema, Tags: tags, Annotations: tool.Annotations,
 		})
 	}
 	st.buildIndex()

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file holds a run's budgets: max_tokens, max_cost_usd and
+// max_duration, their defaults (TOML max_run_tokens, max_run_cost_usd and
+// max_run_duration, the HARNESS_ variables of their upper-case names, and
+// the flags of their names with dashes), the model price table
+// ([model.prices."provider/model"]) and the stop of a run past a budget.
+
+// Budget names, as run requests, errors, events and metrics name them.
+const (
+	budgetTokens   = "max_tokens"
+	budgetCostUSD  = "max_cost_usd"
+	budgetDuration = "max_duration"
+)
+
+// budgetNames are the budgets in the order /metrics lists them.
+var budgetNames = []string{budgetTokens, budgetCostUSD, budgetDuration}
+
+// perMillion converts a price per million tokens to one per token.
+const perMillion = 1e6
+
+// A modelPrice is what one model costs, in USD per million tokens.
+// CachedInput prices the input tokens read from a prompt cache; when the
+// table does not set it, they cost Input.
+type modelPrice struct {
+	Input, Output, CachedInput float64
+}
+
+// cost returns what usage u costs at p, in USD.
+func (p modelPrice) cost(u modelUsage) float64 {
+	cached := min(max(u.CachedInputTokens, 0), u.InputTokens)
+	return (float64(u.InputTokens-cached)*p.Input + float64(cached)*p.CachedInput + float64(u.OutputTokens)*p.Output) / perMillion
+}
+
+// A tomlPrice is one [model.prices."provider/model"] table; nil fields
+// were not set.
+type tomlPrice struct {
+	Input       *float64 `toml:"input"`
+	Output      *float64 `toml:"output"`
+	CachedInput *float64 `toml:"cached_input"`
+}
+
+// parsePrices validates the [model.prices] tables of file: each keyed by
+// a "provider/model" name, with input and output set and every price a
+// finite number of at least 0. It returns the valid prices by model name
+// and an error for each problem.
+func parsePrices(file string, tables map[string]tomlPrice) (map[string]modelPrice, []error) {
+	prices := make(map[string]modelPrice, len(tables))
+	var errs []error
+	for name, t := range tables {
+		label := fmt.Sprintf("%s: [model.prices.%q]", file, name)
+		spec, err := parseModelName(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %v", label, err))
+			continue
+		}
+		var p modelPrice
+		ok := true
+		for _, f := range []struct {
+			key      string
+			value    *float64
+			into     *float64
+			required bool
+		}{{"input", t.Input, &p.Input, true}, {"output", t.Output, &p.Output, true}, {"cached_input", t.CachedInput, &p.CachedInput, false}} {
+			switch {
+			case f.value == nil && f.required:
+				errs = append(errs, fmt.Errorf("%s: %s: missing; set the model's price in USD per million tokens, like %s = 2.5", label, f.key, f.key))
+				ok = false
+			case f.value == nil:
+			case math.IsNaN(*f.value) || math.IsInf(*f.value, 0) || *f.value < 0:
+				errs = append(errs, fmt.Errorf("%s: %s: %v is not a price; give USD per million tokens, 0 or more", label, f.key, *f.value))
+				ok = false
+			default:
+				*f.into = *f.value
+			}
+		}
+		if t.CachedInput == nil {
+			p.CachedInput = p.Input
+		}
+		if ok {
+			prices[spec.name()] = p
+		}
+	}
+	return prices, errs
+}
+
+// A budgetLimits is what a run may spend; a zero field does not bound.
+type budgetLimits struct {
+	Tokens   int64
+	CostUSD  float64
+	Duration time.Duration
+}
+
+// A budgetSetting is one default budget as configured: its text and the
+// source it came from ("config.toml: max_run_tokens", an environment
+// variable, a flag).
+type budgetSetting struct{ value, source string }
+
+// budgetSettings are the default budgets of every source; a later source
+// overrides an earlier one.
+type budgetSettings struct{ tokens, cost, duration budgetSetting }
+
+// budgetSettingKeys are the TOML keys of the defaults, with each one's
+// place in a budgetSettings and what the flag's help says of it.
+var budgetSettingKeys = []struct {
+	key   string
+	field func(*budgetSettings) *budgetSetting
+	usage string
+}{
+	{"max_run_tokens", func(s *budgetSettings) *budgetSetting { return &s.tokens }, "model tokens (input and output, sampling included) a run may use, unless its request sets max_tokens; 0 for no bound"},
+	{"max_run_cost_usd", func(s *budgetSettings) *budgetSetting { return &s.cost }, "USD a run's model calls may cost, unless its request sets max_cost_usd (needs [model.prices]); 0 for no bound"},
+	{"max_run_duration", func(s *budgetSettings) *budgetSetting { return &s.duration }, "how long a run may run, like 10m, unless its request sets max_duration; 0 for no bound"},
+}
+
+// A tomlBudgets is the default budgets at the top level of config.toml;
+// nil fields were not set.
+type tomlBudgets struct {
+	MaxRunTokens   *int64   `toml:"max_run_tokens"`
+	MaxRunCostUSD  *float64 `toml:"max_run_cost_usd"`
+	MaxRunDuration *string  `toml:"max_run_duration"`
+}
+
+// settings returns the defaults file sets, as text, for limits to check.
+func (t tomlBudgets) settings(file string) budgetSettings {
+	var s budgetSettings
+	set := func(into *budgetSetting, key, value string) {
+		*into = budgetSetting{value: value, source: file + ": " + key}
+	}
+	if t.MaxRunTokens != nil {
+		set(&s.tokens, "max_run_tokens", strconv.FormatInt(*t.MaxRunTokens, 10))
+	}
+	if t.MaxRunCostUSD != nil {
+		set(&s.cost, "max_run_cost_usd", strconv.FormatFloat(*t.MaxRunCostUSD, 'g', -1, 64))
+	}
+	if t.MaxRunDuration != nil {
+		set(&s.duration, "max_run_duration", cmp.Or(*t.MaxRunDuration, `""`))
+	}
+	return s
+}
+
+// merge sets in s every default o sets.
+func (s *budgetSettings) merge(o budgetSettings) {
+	for _, k := range budgetSettingKeys {
+		if v := *k.field(&o); v.value != "" {
+			*k.field(s) = v
+		}
+	}
+}
+
+// budgetsFromEnv returns the defaults of the HARNESS_MAX_RUN_...
+// variables that are set and not empty.
+func budgetsFromEnv(getenv func(string) (string, bool)) budgetSettings {
+	var s budgetSettings
+	for _, k := range budgetSettingKeys {
+		name := "HARNESS_" + strings.ToUpper(k.key)
+		v, _ := getenv(name)
+		*k.field(&s) = budgetSetting{value: strings.TrimSpace(v), source: name}
+	}
+	return s
+}
+
+// registerBudgetFlags adds a flag per default budget to fs, writing into s.
+func registerBudgetFlags(fs *flag.FlagSet, s *budgetSettings) {
+	for _, k := range budgetSettingKeys {
+		name := strings.ReplaceAll(k.key, "_", "-")
+		field := k.field(s)
+		field.source = "--" + name
+		fs.StringVar(&field.value, name, "", fmt.Sprintf("default cap on %s (env HARNESS_%s, %s)", k.usage, strings.ToUpper(k.key), k.key))
+	}
+}
+
+// limits returns the defaults as budgets, or an error naming each bad
+// value's source and what to write instead.
+func (s budgetSettings) limits() (budgetLimits, error) {
+	var l budgetLimits
+	var errs []error
+	if v := s.tokens; v.value != "" {
+		n, err := strconv.ParseInt(v.value, 10, 64)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a number of tokens; give a whole number, or 0 for no bound", v.source, v.value))
+		}
+		l.Tokens = max(n, 0)
+	}
+	if v := s.cost; v.value != "" {
+		f, err := strconv.ParseFloat(v.value, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not an amount of USD; give one like 0.50, or 0 for no bound", v.source, v.value))
+			f = 0
+		}
+		l.CostUSD = f
+	}
+	if v := s.duration; v.value != "" {
+		d, err := time.ParseDuration(v.value)
+		if v.value == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a duration; give one like 10m, or 0 for no bound", v.source, v.value))
+			d = 0
+		}
+		l.Duration = d
+	}
+	return l, errors.Join(errs...)
+}
+
+// applyEnvBudgets lets the HARNESS_ variables of the default budgets
+// override the files' and checks the result.
+func (cfg *config) applyEnvBudgets(getenv func(string) (string, bool)) error {
+	cfg.Budgets.merge(budgetsFromEnv(getenv))
+	_, err := cfg.Budgets.limits()
+	return err
+}
+
+// A budgetExceededError says which budget a run went past: the limit and
+// the use, as text (tokens, USD, a duration).
+type budgetExceededError struct {
+	budget      string
+	limit, used any // int64 tokens, float64 USD, or a time.Duration
+}
+
+func (e *budgetExceededError) Error() string {
+	switch e.budget {
+	case budgetTokens:
+		return fmt.Sprintf("budget max_tokens exceeded: the run used %d tokens, its limit is %d; raise max_tokens to allow more", e.used, e.limit)
+	case budgetCostUSD:
+		return fmt.Sprintf("budget max_cost_usd exceeded: the run cost %s USD, its limit is %s USD; raise max_cost_usd to allow more", formatUSD(e.used.(float64)), formatUSD(e.limit.(float64)))
+	}
+	return fmt.Sprintf("budget max_duration exceeded: the run ran for %s, its limit is %s; raise max_duration to allow more", e.used, e.limit)
+}
+
+// event returns the payload of budget.exceeded: durations as text, the
+// rest as numbers.
+func (e *budgetExceededError) event() map[string]any {
+	data := map[string]any{"budget": e.budget, "limit": e.limit, "used": e.used, "error": e.Error()}
+	if d, ok := e.limit.(time.Duration); ok {
+		data["limit"], data["used"] = d.String(), e.used.(time.Duration).String()
+	}
+	return data
+}
+
+// formatUSD writes an amount of USD with no more digits than it needs.
+func formatUSD(v float64) string { return strconv.FormatFloat(roundUSD(v), 'f', -1, 64) }
+
+// roundUSD rounds v to a billionth of a dollar, so that sums of many small
+// costs print short.
+func roundUSD(v float64) float64 { return math.Round(v*1e9) / 1e9 }
+
+// A runBudget is one run's budgets and what it has spent against them.
+// Safe for concurrent use; a nil *runBudget bounds nothing.
+type runBudget struct {
+	limits budgetLimits
+	prices map[string]modelPrice // read-only
+
+	mu sync.Mutex
+	// guards tokens and cost
+	tokens int64
+	cost   float64
+}
+
+// newRunBudget returns the budget of a run of model ("provider/model")
+// that asks req, each budget it leaves unset taken from defaults. A
+// cost budget needs a price for the model. Errors are *requestError
+// naming the field.
+func newRunBudget(req runRequest, defaults budgetLimits, prices map[string]modelPrice, model string) (*runBudget, error) {
+	l := defaults
+	if req.MaxTokens < 0 {
+		return nil, badRequest("max_tokens", "%d is negative: give the tokens (input and output) the run may use", req.MaxTokens)
+	}
+	if req.MaxTokens > 0 {
+		l.Tokens = req.MaxTokens
+	}
+	if c := req.MaxCostUSD; c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
+		return nil, badRequest("max_cost_usd", "%v is not an amount: give the USD the run may spend, like 0.50", c)
+	}
+	if req.MaxCostUSD > 0 {
+		l.CostUSD = req.MaxCostUSD
+	}
+	if req.MaxDuration != "" {
+		d, err := time.ParseDuration(req.MaxDuration)
+		if err != nil || d <= 0 {
+			return nil, badRequest("max_duration", "%q is not a positive duration: give one like \"10m\" or \"90s\"", req.MaxDuration)
+		}
+		l.Duration = d
+	}
+	if _, priced := prices[model]; l.CostUSD > 0 && !priced {
+		field := "max_cost_usd"
+		if req.MaxCostUSD == 0 {
+			field = "max_cost_usd (from max_run_cost_usd)"
+		}
+		return nil, badRequest(field, "model %q has no price, so its cost is unknown: add [model.prices.%q] with input and output (USD per million tokens) to config.toml", model, model)
+	}
+	return &runBudget{limits: l, prices: prices}, nil
+}
+
+// spend counts one model call of model that used u, and returns u with
+// its cost set when the model is priced.
+func (b *runBudget) spend(model string, u modelUsage) modelUsage {
+	if b == nil {
+		return u
+	}
+	if p, ok := b.prices[model]; ok {
+		u.CostUSD = roundUSD(p.cost(u))
+	}
+	b.mu.Lock()
+	b.tokens += int64(u.InputTokens + u.OutputTokens)
+	b.cost += u.CostUSD
+	b.mu.Unlock()
+	return u
+}
+
+// check returns a *budgetExceededError when the tokens or the cost spent
+// have reached their budget, or nil: no further model call may be made.
+func (b *runBudget) check() error {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.limits.Tokens > 0 && b.tokens >= b.limits.Tokens {
+		return &budgetExceededError{budget: budgetTokens, limit: b.limits.Tokens, used: b.tokens}
+	}
+	if b.limits.CostUSD > 0 && b.cost >= b.limits.CostUSD {
+		return &budgetExceededError{budget: budgetCostUSD, limit: b.limits.CostUSD, used: roundUSD(b.cost)}
+	}
+	return nil
+}
+
+// allowSampling returns an error unless the run may make one more model
+// call for a server's sampling with model: within its budgets, and priced
+// when the run has a cost budget.
+func (b *runBudget) allowSampling(model string) error {
+	if b == nil {
+		return nil
+	}
+	if err := b.check(); err != nil {
+		return err
+	}
+	if _, priced := b.prices[model]; b.limits.CostUSD > 0 && !priced {
+		return fmt.Errorf("model %q has no price and the run has a cost budget (max_cost_usd): add [model.prices.%q] to config.toml", model, model)
+	}
+	return nil
+}
+
+// errDurationPassed is the cause of a run's context when max_duration
+// passed; the run tells it from a cancel by it.
+var errDurationPassed = errors.New("max_duration passed")
+
+// bound returns ctx cancelled, with cause errDurationPassed, once the
+// run's max_duration has passed (ctx itself without one), and the
+// function that releases its timer.
+func (b *runBudget) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if b == nil || b.limits.Duration <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, b.limits.Duration, errDurationPassed)
+}
+
+// stopped returns why a run whose context ctx is done must stop: a
+// *budgetExceededError when max_duration passed (used is how long the
+// run ran since started), else nil for a cancel.
+func (b *runBudget) stopped(ctx context.Context, started time.Time) error {
+	if b == nil || !errors.Is(context.Cause(ctx), errDurationPassed) {
+		return nil
+	}
+	return &budgetExceededError{budget: budgetDuration, limit: b.limits.Duration, used: time.Since(started).Round(time.Millisecond)}
+}
+
+// endEarly ends a run whose context ctx is done, or which err says went
+// past a budget: failed after a budget.exceeded event, counted in the
+// metrics, or cancelled.
+func (r *run) endEarly(ctx context.Context, err error) {
+	if err == nil {
+		r.mu.Lock()
+		started := r.startedAt
+		r.mu.Unlock()
+		err = r.budget.stopped(ctx, started)
+	}
+	var exceeded *budgetExceededError
+	if !errors.As(err, &exceeded) {
+		r.finish(runCancelled, "", "run cancelled")
+		return
+	}
+	r.emit(evBudgetExceeded, exceeded.event())
+	r.env.metrics.budgetStop(exceeded.budget)
+	r.logger.Info("run past a budget", "budget", exceeded.budget)
+	r.finish(runFailed, "", exceeded.Error())
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// This file tests run budgets: their configuration (price tables, the
+// default budgets from TOML, the environment and flags, the request's
+// fields) and runs stopped by each budget with the scripted model: tokens
+// (sampling included) between steps, cost with a price table, and a
+// duration that cancels a model call in flight.
+
+// findToolCall is a step that calls the built-in find_tool, which needs
+// no server.
+func findToolCall() []toolCall { return calls(toolFindTool, `{"query":"anything"}`) }
+
+func TestParsePrices(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		toml    string
+		want    map[string]modelPrice
+		wantErr string
+	}{
+		{name: "input and output", toml: "[model.prices.\"openai/gpt-4o\"]\ninput = 2.5\noutput = 10",
+			want: map[string]modelPrice{"openai/gpt-4o": {Input: 2.5, Output: 10, CachedInput: 2.5}}},
+		{name: "cached input", toml: "[model.prices.\"anthropic/claude-x\"]\ninput = 3\noutput = 15\ncached_input = 0.3",
+			want: map[string]modelPrice{"anthropic/claude-x": {Input: 3, Output: 15, CachedInput: 0.3}}},
+		{name: "missing output", toml: "[model.prices.\"openai/gpt-4o\"]\ninput = 2.5",
+			wantErr: `config.toml: [model.prices."openai/gpt-4o"]: output: missing; set the model's price in USD per million tokens`},
+		{name: "negative", toml: "[model.prices.\"openai/gpt-4o\"]\ninput = -1\noutput = 10",
+			wantErr: `config.toml: [model.prices."openai/gpt-4o"]: input: -1 is not a price`},
+		{name: "not a model name", toml: "[model.prices.gpt-4o]\ninput = 1\noutput = 1",
+			wantErr: `config.toml: [model.prices."gpt-4o"]: model "gpt-4o": want provider/model`},
+		{name: "unknown key", toml: "[model.prices.\"openai/gpt-4o\"]\ninput = 1\noutput = 1\ncache = 1",
+			wantErr: `unknown key "model.prices.\"openai/gpt-4o\".cache"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			layer, err := parseConfigTOML("config.toml", []byte(tt.toml+"\n"), fakeEnv(nil))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseConfigTOML(%q) = %v, want an error containing %q", tt.toml, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(layer.model.Prices) != len(tt.want) {
+				t.Fatalf("parseConfigTOML(%q) = %v, %v, want %v", tt.toml, layer.model.Prices, err, tt.want)
+			}
+			for k, v := range tt.want {
+				if layer.model.Prices[k] != v {
+					t.Errorf("prices[%s] = %+v, want %+v", k, layer.model.Prices[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestModelPriceCost(t *testing.T) {
+	t.Parallel()
+	p := modelPrice{Input: 2.5, Output: 10, CachedInput: 1.25}
+	tests := []struct {
+		usage modelUsage
+		want  float64
+	}{
+		{modelUsage{InputTokens: 1_000_000}, 2.5},
+		{modelUsage{OutputTokens: 100_000}, 1},
+		{modelUsage{InputTokens: 1_000_000, CachedInputTokens: 400_000, OutputTokens: 1000}, 0.6*2.5 + 0.4*1.25 + 0.01},
+	}
+	for _, tt := range tests {
+		if got := p.cost(tt.usage); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("cost(%+v) = %v, want %v", tt.usage, got, tt.want)
+		}
+	}
+}
+
+func TestBudgetDefaults(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		toml    string
+		env     map[string]string
+		flags   budgetSettings
+		want    budgetLimits
+		wantErr string
+	}{
+		{name: "none", want: budgetLimits{}},
+		{name: "toml", toml: "max_run_tokens = 5000\nmax_run_cost_usd = 2\nmax_run_duration = \"10m\"\n",
+			want: budgetLimits{Tokens: 5000, CostUSD: 2, Duration: 10 * time.Minute}},
+		{name: "env overrides toml", toml: "max_run_tokens = 5000\nmax_run_duration = \"10m\"\n",
+			env:  map[string]string{"HARNESS_MAX_RUN_TOKENS": "7000", "HARNESS_MAX_RUN_COST_USD": "0.25"},
+			want: budgetLimits{Tokens: 7000, CostUSD: 0.25, Duration: 10 * time.Minute}},
+		{name: "flag overrides env", env: map[string]string{"HARNESS_MAX_RUN_DURATION": "1h"},
+			flags: budgetSettings{duration: budgetSetting{value: "90s", source: "--max-run-duration"}},
+			want:  budgetLimits{Duration: 90 * time.Second}},
+		{name: "bad duration in toml", toml: "max_run_duration = \"soon\"\n",
+			wantErr: `config.toml: max_run_duration: "soon" is not a duration; give one like 10m`},
+		{name: "negative tokens in env", env: map[string]string{"HARNESS_MAX_RUN_TOKENS": "-1"},
+			wantErr: `HARNESS_MAX_RUN_TOKENS: "-1" is not a number of tokens`},
+		{name: "bad cost flag", flags: budgetSettings{cost: budgetSetting{value: "lots", source: "--max-run-cost-usd"}},
+			wantErr: `--max-run-cost-usd: "lots" is not an amount of USD`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home, _ := configDirs(t, tt.toml, "")
+			cfg, err := loadConfig(loadOptions{Home: home, Getenv: fakeEnv(tt.env)})
+			if err == nil {
+				serveFlags{budgets: tt.flags}.overlay(cfg)
+				var limits budgetLimits
+				limits, err = cfg.Budgets.limits()
+				if err == nil && limits != tt.want {
+					t.Errorf("budgets = %+v, want %+v", limits, tt.want)
+				}
+			}
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("budgets: %v, want none", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("budgets: error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestBudgetRequestFields(t *testing.T) {
+	t.Parallel()
+	at := newAPITest(t, newFakeModel(t, providerOpenAI), nil)
+	at.runs.setBudgets(budgetLimits{}, map[string]modelPrice{"openai/gpt-4o": {Input: 2.5, Output: 10, CachedInput: 2.5}})
+	tests := []struct{ body, want string }{
+		{`{"prompt":"x","max_tokens":-5}`, `max_tokens: -5 is negative`},
+		{`{"prompt":"x","max_cost_usd":-1}`, `max_cost_usd: -1 is not an amount`},
+		{`{"prompt":"x","max_duration":"soon"}`, `max_duration: \"soon\" is not a positive duration: give one like \"10m\"`},
+		{`{"prompt":"x","max_duration":"-1s"}`, `max_duration: \"-1s\" is not a positive duration`},
+		{`{"prompt":"x","max_cost_usd":0.5}`, `max_cost_usd: model \"openai/fake-model\" has no price, so its cost is unknown: add [model.prices.\"openai/fake-model\"] with input and output`},
+	}
+	for _, tt := range tests {
+		resp, data := at.do(t, http.MethodPost, "/v1/runs", "", tt.body)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), tt.want) {
+			t.Errorf("POST /v1/runs %s = %d %s, want 400 containing %s", tt.body, resp.StatusCode, data, tt.want)
+		}
+	}
+	at.runs.setBudgets(budgetLimits{CostUSD: 1}, nil)
+	resp, data := at.do(t, http.MethodPost, "/v1/runs", "", `{"prompt":"x"}`)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), "max_cost_usd (from max_run_cost_usd)") {
+		t.Errorf("POST /v1/runs under a default cost budget, model unpriced = %d %s, want 400 naming max_run_cost_usd", resp.StatusCode, data)
+	}
+}
+
+// requireBudgetStop checks that r failed past budget with an error naming
+// it and wants, after a budget.exceeded event, and that /metrics counts it.
+func requireBudgetStop(t *testing.T, at *apiTest, r *run, budget string, wants ...string) runView {
+	t.Helper()
+	v := waitRun(t, r)
+	if v.Status != runFailed || !strings.Contains(v.Error, "budget "+budget+" exceeded") {
+		t.Fatalf("run = %s (%q), want failed past %s", v.Status, v.Error, budget)
+	}
+	for _, want := range wants {
+		if !strings.Contains(v.Error, want) {
+			t.Errorf("error = %q, want it to contain %q", v.Error, want)
+		}
+	}
+	types := eventTypes(r)
+	if n := len(types); n < 2 || types[n-2] != evBudgetExceeded || types[n-1] != "run.failed" {
+		t.Errorf("events = %v, want budget.exceeded then run.failed last", types)
+	}
+	if d := eventData(r, evBudgetExceeded); len(d) != 1 || d[0]["budget"] != budget {
+		t.Errorf("budget.exceeded events = %v, want one for %s", d, budget)
+	}
+	metrics := string(getOK(t, at, "/metrics"))
+	if want := `harnessd_run_budget_stops_total{budget="` + budget + `"} 1`; !strings.Contains(metrics, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+	return v
+}
+
+func TestBudgetTokensStopBetweenStepsCountingSampling(t *testing.T) {
+	t.Parallel()
+	const samplingTool = "mcp_everything_trigger_sampling_request"
+	cfg := stdioPeerConfig("everything", everythingStdioCommand(t))
+	cfg.Sampling = true
+	at := newAPITest(t, newFakeModel(t, providerOpenAI,
+		fakeTurn{ToolCalls: calls(samplingTool, `{"prompt":"hi"}`), Usage: modelUsage{InputTokens: 10, OutputTokens: 5}},
+		// The server's sampling request, served by the run's model: it
+		// takes the run past its 100 tokens, so there is no step 2.
+		fakeTurn{Text: "sampled", Usage: modelUsage{InputTokens: 70, OutputTokens: 20}},
+	), nil, cfg)
+	r := at.startRun(t, `{"prompt":"sample","max_tokens":100}`)
+	v := requireBudgetStop(t, at, r, budgetTokens, "used 105 tokens", "limit is 100")
+	if v.Steps != 1 || v.ToolCalls != 1 {
+		t.Errorf("steps, tool calls = %d, %d; want the run stopped after step 1 and its call", v.Steps, v.ToolCalls)
+	}
+	if d := eventData(r, evBudgetExceeded)[0]; d["limit"] != float64(100) && d["limit"] != int64(100) {
+		t.Errorf("budget.exceeded = %v, want limit 100", d)
+	}
+}
+
+func TestBudgetCostWithPriceTable(t *testing.T) {
+	t.Parallel()
+	// 100k input and 10k output tokens at 2.5 and 10 USD per million:
+	// 0.35 USD a step.
+	step := fakeTurn{ToolCalls: findToolCall(), Usage: modelUsage{InputTokens: 100_000, OutputTokens: 10_000}}
+	at := newAPITest(t, newFakeModel(t, providerOpenAI, step, step), nil)
+	at.runs.setBudgets(budgetLimits{}, map[string]modelPrice{"openai/fake-model": {Input: 2.5, Output: 10, CachedInput: 2.5}})
+	r := at.startRun(t, `{"prompt":"spend","max_cost_usd":0.5}`)
+	v := requireBudgetStop(t, at, r, budgetCostUSD, "cost 0.7 USD", "limit is 0.5 USD")
+	if v.Steps != 2 || v.Usage.CostUSD != 0.7 {
+		t.Errorf("steps %d, usage %+v; want 2 steps costing 0.7 USD", v.Steps, v.Usage)
+	}
+	var raw struct {
+		Usage map[string]any `json:"usage"`
+	}
+	if err := json.Unmarshal(getOK(t, at, "/v1/runs/"+r.id), &raw); err != nil || raw.Usage["cost_usd"] != 0.7 {
+		t.Errorf("GET run usage = %v (%v), want cost_usd 0.7", raw.Usage, err)
+	}
+	if responses := eventData(r, evModelResponse); len(responses) != 2 {
+		t.Errorf("model.response events = %v, want two", responses)
+	}
+}
+
+func TestBudgetDurationCancelsModelCall(t *testing.T) {
+	t.Parallel()
+	at := newAPITest(t, newFakeModel(t, providerOpenAI, fakeTurn{Hang: true}), nil)
+	r := at.startRun(t, `{"prompt":"think slowly","max_duration":"300ms"}`)
+	v := requireBudgetStop(t, at, r, budgetDuration, "limit is 300ms")
+	if d := eventData(r, evBudgetExceeded); len(d) != 1 || d[0]["limit"] != "300ms" {
+		t.Errorf("budget.exceeded = %v, want limit 300ms", d)
+	}
+	if took := v.EndedAt.Sub(*v.StartedAt); took > 20*time.Second {
+		t.Errorf("the run took %s, want it stopped near its 300ms", took)
+	}
+}
+
+func TestBudgetsReload(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	write := func(config string) {
+		t.Helper()
+		writeFile(t, home, "config.toml", config)
+	}
+	write("max_run_tokens = 1000\n")
+	load := loadOptions{Home: home, Getenv: fakeEnv(nil)}
+	cfg, _, err := checkConfig(load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := startRegistry(t, cfg.Servers, registryOptions{})
+	opts := runOptionsOver(t, reg, newFakeModel(t, providerOpenAI), home, nil)
+	opts.Budgets, _ = cfg.Budgets.limits()
+	runs := newRunsWith(t, opts)
+	rl := &daemon{load: load, started: cfg, reg: reg, api: newAPI(runs, reg, nil, runs.opts.Metrics, nil, nil), runs: runs,
+		metrics: runs.opts.Metrics, secrets: newLiveRedactor(nil), logger: discardLogger(),
+		opts: serveOptions{addr: "127.0.0.1:8080", flags: serveFlags{budgets: budgetSettings{duration: budgetSetting{value: "2m", source: "--max-run-duration"}}}}}
+
+	write("max_run_tokens = 5000\nmax_run_cost_usd = 1.5\n\n[model.prices.\"openai/fake-model\"]\ninput = 1\noutput = 2\n")
+	if err := rl.reload(); err != nil {
+		t.Fatalf("reload() = %v", err)
+	}
+	budgets, prices := runs.budgets()
+	if want := (budgetLimits{Tokens: 5000, CostUSD: 1.5, Duration: 2 * time.Minute}); budgets != want {
+		t.Errorf("default budgets after the reload = %+v, want %+v (the flag still winning)", budgets, want)
+	}
+	if prices["openai/fake-model"] != (modelPrice{Input: 1, Output: 2, CachedInput: 1}) {
+		t.Errorf("prices after the reload = %v, want openai/fake-model priced", prices)
+	}
+
+	write("max_run_tokens = -3\n")
+	if err := rl.reload(); err == nil || !strings.Contains(err.Error(), "max_run_tokens") {
+		t.Errorf("reload(max_run_tokens -3) = %v, want it refused naming max_run_tokens", err)
+	}
+	if after, _ := runs.budgets(); after != budgets {
+		t.Errorf("default budgets after a refused reload = %+v, want %+v kept", after, budgets)
+	}
+}
