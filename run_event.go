@@ -28,7 +28,7 @@ const (
 	evConversationTrimmed = "conversation.trimmed"
 	// evModelDelta carries a piece of the model's text as it is written
 	// {step, text}; live only, never kept nor replayed.
-	evModelDelta = "model.delta"
+	evModelDelta        = "model.delta"
 	evApprovalRequested = "approval.requested"
 	evApprovalResolved  = "approval.resolved"
 	evBudgetExceeded    = "budget.exceeded"
