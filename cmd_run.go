@@ -372,6 +372,10 @@ func (f *runFollower) show(ctx context.Context, typ string, raw json.RawMessage)
 		f.line("(earlier messages trimmed to fit max_conversation_bytes: %d tool results, %d turns)", d.Trimmed, d.Dropped)
 	case evInputRequested:
 		f.ask(ctx, d)
+	case evApprovalRequested:
+		f.decide(ctx, raw)
+	case evBudgetExceeded:
+		f.line("budget exceeded: %s", shortText(d.Error, 300))
 	default:
 		if !isTerminalEvent(typ) {
 			return false
@@ -385,6 +389,47 @@ func (f *runFollower) show(ctx context.Context, typ string, raw json.RawMessage)
 		return true
 	}
 	return false
+}
+
+// decide asks for the decision on a tool call waiting for approval at the
+// terminal and posts it. Without a terminal it says what waits: the run's
+// input_timeout then denies it.
+func (f *runFollower) decide(ctx context.Context, payload json.RawMessage) {
+	if f.c.prompter == nil {
+		var a approvalRequest
+		json.Unmarshal(payload, &a)
+		f.line("tool call %s waits for approval (stdin is not a terminal: approve it with POST /v1/runs/%s/approvals/%s)", a.Tool, f.runID, a.ID)
+		return
+	}
+	type decision struct {
+		id     string
+		answer approvalAnswer
+		err    error
+	}
+	decided := make(chan decision, 1)
+	// Owned by decide; ends when the terminal gives a line (or EOF), as
+	// ask's reader does.
+	go func() {
+		id, answer, err := f.c.prompter.approve(ctx, payload)
+		decided <- decision{id, answer, err}
+	}()
+	var d decision
+	select {
+	case d = <-decided:
+	case <-ctx.Done():
+		return
+	}
+	if d.err != nil {
+		f.line("the approval was not decided: %v", d.err)
+		return
+	}
+	status, data, err := f.c.do(ctx, http.MethodPost, "/v1/runs/"+f.runID+"/approvals/"+d.id, d.answer)
+	switch {
+	case err != nil:
+		f.line("deciding the approval failed: %v", err)
+	case status != http.StatusOK:
+		f.line("deciding the approval failed: %v", f.c.answerError("decide", status, data))
+	}
 }
 
 // ask answers a server's question at the terminal and posts the answer.
