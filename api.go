@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,12 +90,19 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/v1/mcp/servers", map[string]route{http.MethodGet: {scopeRunsRead, a.listServers}})
 	a.route("/v1/schedules", map[string]route{http.MethodGet: {scopeAdmin, a.listSchedules}})
 	a.route("/v1/schedules/{name}/run", map[string]route{http.MethodPost: {scopeAdmin, a.runSchedule}})
+	a.route("/v1/mcp/servers/{name}", map[string]route{http.MethodGet: {scopeRunsRead, a.getServer}})
 	a.route("/v1/mcp/servers/{name}/login", map[string]route{http.MethodPost: {scopeAdmin, a.loginServer}})
 	a.route("/healthz", map[string]route{http.MethodGet: {"", a.healthz}})
 	a.route("/readyz", map[string]route{http.MethodGet: {"", a.readyz}})
 	a.route("/metrics", map[string]route{http.MethodGet: {scopeRunsRead, a.serveMetrics}})
+	a.route("/v1/whoami", map[string]route{http.MethodGet: {scopeRunsRead, a.whoami}})
+	a.mux.HandleFunc("/ui/", a.serveConsole)
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s: the API lives under /v1/runs, /v1/conversations and /v1/mcp/servers", r.Method, r.URL.Path))
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			http.Redirect(w, r, "/ui/", http.StatusFound)
+			return
+		}
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s: the API lives under /v1/runs, /v1/conversations, /v1/schedules and /v1/mcp/servers, the console at /ui/", r.Method, r.URL.Path))
 	})
 	return a
 }
@@ -503,6 +511,37 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 // and tools, never its env or header values.
 func (a *api) listServers(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"servers": a.reg.statuses()}, true))
+}
+
+// A serverDetail is one server in GET /v1/mcp/servers/{name}: its status
+// as the list shows it, with each tool's input schema.
+type serverDetail struct {
+	serverStatus
+	Tools []toolDetail `json:"tools"`
+}
+
+// A toolDetail is one tool of a serverDetail.
+type toolDetail struct {
+	statusTool
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// getServer answers GET /v1/mcp/servers/{name}: one global server with its
+// tools' input schemas; 404 for a name the list does not have.
+func (a *api) getServer(w http.ResponseWriter, r *http.Request, _ authInfo) {
+	name := r.PathValue("name")
+	s := a.reg.server(name)
+	if s == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no global MCP server %q (see GET /v1/mcp/servers)", name))
+		return
+	}
+	d := serverDetail{serverStatus: s.snapshot(), Tools: []toolDetail{}}
+	if tools := s.toolSet(); tools != nil {
+		for _, e := range tools.entries {
+			d.Tools = append(d.Tools, toolDetail{statusTool{Name: e.Name, ServerTool: e.ServerTool, Description: e.Description}, e.InputSchema})
+		}
+	}
+	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(d, true))
 }
 
 // healthz answers 200 while the process serves.

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// This file runs the console's browser scenarios (testdata/console): a
+// real headless Chromium, driven by the pinned playwright-core from
+// testdata/npm, against the real harnessd binary with the scripted model
+// and server-everything.
+
+// requireChromium returns the browser the console tests drive: the
+// HARNESS_CHROMIUM variable, else chromium on PATH. When it is missing it
+// fails the test if CI=true (.ci/run installs the distribution's package)
+// and skips it otherwise, saying what to install.
+func requireChromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("HARNESS_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("console browser tests: chromium is not on PATH: .ci/run installs it (apt-get install chromium)")
+	}
+	t.Skip("\n*** SKIPPED: console browser tests need Chromium: apt-get install chromium (or set HARNESS_CHROMIUM). ***")
+	return ""
+}
+
+// consoleScript is the scripted model of the browser scenarios, turn by
+// turn in the order the scenarios start their runs.
+func consoleScript(payload string) []fakeTurn {
+	prompted := func(want string) func(fakeRequest) error {
+		return func(req fakeRequest) error {
+			if len(req.Messages) == 0 || !strings.Contains(req.Messages[0].Content, want) {
+				return fmt.Errorf("first message %+v, want the prompt with %q", req.Messages, want)
+			}
+			return nil
+		}
+	}
+	result := func(prefix string) fakeTurn {
+		return fakeTurn{Reply: func(req fakeRequest) fakeTurn {
+			res := req.toolResults()
+			if len(res) != 1 {
+				return fakeTurn{Text: fmt.Sprintf("unexpected results %+v", res)}
+			}
+			return fakeTurn{Text: prefix + res[0].Content}
+		}}
+	}
+	return []fakeTurn{
+		{Check: prompted("Echo hello console"), Text: "Calling echo.", ToolCalls: []toolCall{call("mcp_everything_echo", `{"message":"hello console"}`)}},
+		result("The server said: "),
+		{Check: prompted("Ask me for my details"), ToolCalls: []toolCall{call("mcp_everything_trigger_elicitation_request", `{}`)}},
+		result("You told the server:\n"),
+		{Check: prompted("Echo this: " + payload), ToolCalls: []toolCall{call("mcp_everything_echo", fmt.Sprintf(`{"message":%s}`, strconv.Quote("<img src=x onerror=alert(1)></script>")))}},
+		result("Result: "),
+	}
+}
+
+func TestConsoleInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a browser against the harnessd binary")
+	}
+	browser := requireChromium(t)
+	modules := requireNode(t)
+	if _, err := os.Stat(filepath.Join(modules, "playwright-core", "package.json")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("playwright-core is missing from testdata/npm: run ./test.sh (npm ci in testdata/npm): %v", err)
+		}
+		t.Skipf("\n*** SKIPPED: playwright-core is missing: run ./test.sh once (npm ci in testdata/npm). ***")
+	}
+	everything := everythingStdioCommand(t)
+	bin := buildHarnessd(t)
+	const payload = "<img src=x onerror=alert(1)></script><script>alert(2)</script>"
+	f := newFakeModel(t, providerOpenAI, consoleScript(payload)...)
+
+	home, workspace := t.TempDir(), t.TempDir()
+	var env []string
+	for k, v := range everything.Env {
+		env = append(env, fmt.Sprintf("%s = %q", k, v))
+	}
+	args := make([]string, len(everything.Args))
+	for i, a := range everything.Args {
+		args[i] = strconv.Quote(a)
+	}
+	config := fmt.Sprintf("[mcp_servers.everything]\ncommand = %q\nargs = [%s]\nenv = { %s }\n\n[model]\nname = \"openai/fake-model\"\n",
+		everything.Command, strings.Join(args, ", "), strings.Join(env, ", "))
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{"admin": "console-admin-0123456789", "write": "console-write-0123456789", "read": "console-read-0123456789"}
+	apiKeys := fmt.Sprintf(`HARNESS_API_KEYS=[{"name":"ops","token":%q,"scopes":["admin"]},{"name":"writer","token":%q,"scopes":["runs:write"]},{"name":"viewer","token":%q,"scopes":["runs:read"]}]`,
+		keys["admin"], keys["write"], keys["read"])
+	_, at := serveHarnessd(t, bin, fakeModelEnv(f, home, apiKeys), workspace)
+	waitUntil(t, "harnessd is ready", func() bool {
+		resp, _ := at.do(t, http.MethodGet, "/readyz", "", "")
+		return resp.StatusCode == http.StatusOK
+	})
+
+	artifacts := t.TempDir()
+	if dir := os.Getenv("HARNESS_CONSOLE_ARTIFACTS"); dir != "" {
+		artifacts = dir
+	}
+	cmd := exec.CommandContext(t.Context(), "node", "--test", "--test-reporter=spec", filepath.Join("testdata", "console", "console.test.mjs"))
+	cmd.Env = append(os.Environ(),
+		"NODE_MODULES="+modules,
+		"CONSOLE_URL="+at.url,
+		"ADMIN_KEY="+keys["admin"], "WRITE_KEY="+keys["write"], "READ_KEY="+keys["read"],
+		"CHROMIUM="+browser,
+		"ARTIFACTS="+artifacts,
+	)
+	if dir := os.Getenv("HARNESS_CONSOLE_SCREENSHOTS"); dir != "" {
+		// The README's pictures: go test -run TestConsoleInBrowser with
+		// HARNESS_CONSOLE_SCREENSHOTS=$PWD/docs/console.
+		cmd.Env = append(cmd.Env, "SCREENSHOTS="+dir)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("console scenarios failed (%v); screenshots and console logs of the failed ones are in %s:\n%s", err, artifacts, out)
+	}
+	t.Logf("console scenarios:\n%s", out)
+}

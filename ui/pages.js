@@ -1,0 +1,252 @@
+// The console's list pages: runs (with the form that starts one),
+// conversations, servers and schedules. Each page function renders into
+// main and returns nothing; signal aborts its timers and streams.
+import { h, clear, api, statusBadge, cutText, pretty, fmtAge, fmtSpan, fmtTime, safeURL } from './dom.js';
+import { runView } from './run.js';
+
+const runStatuses = ['queued', 'running', 'waiting_input', 'waiting_approval', 'completed', 'failed', 'cancelled'];
+
+// every calls fn now and then every ms until signal aborts.
+function every(ms, fn, signal) {
+  fn();
+  const t = setInterval(fn, ms);
+  signal.addEventListener('abort', () => clearInterval(t));
+}
+
+function errorNote(err) { return h('p', { class: 'notice bad', role: 'alert' }, err.message); }
+
+export function runsPage(main, can, signal, params) {
+  const filter = h('select', { id: 'status-filter' }, h('option', { value: '' }, 'All'),
+    runStatuses.map((s) => h('option', { value: s, selected: params.get('status') === s }, s)));
+  const body = h('tbody', {});
+  const note = h('div', { 'aria-live': 'polite' });
+  const table = h('table', {}, h('caption', { class: 'hint' }, 'Newest first; refreshed every 2 s.'),
+    h('thead', {}, h('tr', {}, ['Run', 'Status', 'Model', 'Owner', 'Steps', 'Tokens', 'Cost', 'Age', 'Duration']
+      .map((c, i) => h('th', { scope: 'col', class: i >= 7 ? 'hide-narrow' : null }, c)))), body);
+  const load = async () => {
+    const q = filter.value ? '?status=' + encodeURIComponent(filter.value) : '';
+    try {
+      const data = await api('GET', '/v1/runs' + q, undefined, signal);
+      clear(note);
+      clear(body, (data.runs || []).map(runRow));
+      if (!data.runs || !data.runs.length) body.append(h('tr', {}, h('td', { colspan: 9, class: 'meta' }, 'No runs yet.')));
+    } catch (err) { if (!signal.aborted) clear(note, errorNote(err)); }
+  };
+  filter.addEventListener('change', () => {
+    history.replaceState(null, '', '#/runs' + (filter.value ? '?status=' + filter.value : ''));
+    load();
+  });
+  clear(main, h('h1', {}, 'Runs'), can.write ? startForm(signal) : null,
+    h('div', { class: 'row' }, h('label', { class: 'inline', for: 'status-filter' }, 'Status'), filter), note,
+    h('div', { class: 'scroll' }, table));
+  every(2000, load, signal);
+}
+
+function runRow(r) {
+  const u = r.usage || {};
+  const tokens = (u.input_tokens || 0) + (u.output_tokens || 0);
+  const end = r.ended_at ? new Date(r.ended_at) : null;
+  const start = r.started_at ? new Date(r.started_at) : null;
+  return h('tr', {},
+    h('td', {}, h('a', { href: '#/runs/' + encodeURIComponent(r.id) }, h('code', {}, r.id))),
+    h('td', {}, statusBadge(r.status)), h('td', {}, r.model), h('td', {}, r.owner || '—'),
+    h('td', {}, String(r.steps)), h('td', {}, tokens.toLocaleString()),
+    h('td', {}, typeof u.cost_usd === 'number' ? '$' + u.cost_usd.toFixed(4) : '—'),
+    h('td', { class: 'hide-narrow' }, fmtAge(r.created_at)),
+    h('td', { class: 'hide-narrow' }, start ? fmtSpan((end || new Date()) - start) : ''));
+}
+
+// startForm is the form that starts a run (or continues a conversation
+// when conversation is given); onStarted(runId, body) is called with the
+// new run, or, when absent, its page opens.
+export function startForm(signal, conversation, onStarted) {
+  const prompt = h('textarea', { id: 'run-prompt', required: true, rows: 4 });
+  const profile = h('input', { type: 'text', id: 'run-profile', autocomplete: 'off' });
+  const model = h('input', { type: 'text', id: 'run-model', placeholder: 'provider/model', autocomplete: 'off' });
+  const interactive = h('input', { type: 'checkbox', id: 'run-interactive', checked: true });
+  const conv = h('input', { type: 'text', id: 'run-conversation', autocomplete: 'off', value: conversation || '' });
+  const status = h('div', { class: 'field-error', 'aria-live': 'polite' });
+  const submit = h('button', { type: 'submit', class: 'primary' }, conversation ? 'Send' : 'Start run');
+  const onsubmit = async (e) => {
+    e.preventDefault();
+    if (!prompt.value.trim()) { status.textContent = 'Write a prompt first.'; prompt.focus(); return; }
+    const body = { prompt: prompt.value, interactive: interactive.checked };
+    if (profile.value.trim()) body.profile = profile.value.trim();
+    if (model.value.trim()) body.model = model.value.trim();
+    if (conv.value.trim()) body.conversation_id = conv.value.trim();
+    submit.disabled = true;
+    try {
+      const res = await api('POST', '/v1/runs', body, signal);
+      status.textContent = '';
+      prompt.value = '';
+      if (onStarted) onStarted(res.run_id, body);
+      else location.hash = '#/runs/' + encodeURIComponent(res.run_id);
+    } catch (err) {
+      status.textContent = err.message;
+    } finally { submit.disabled = false; }
+  };
+  const extra = h('details', {}, h('summary', {}, 'Options'), h('div', { class: 'grid' },
+    h('div', {}, h('label', { for: 'run-profile' }, 'Profile'), profile),
+    h('div', {}, h('label', { for: 'run-model' }, 'Model ', h('span', { class: 'hint' }, '(default: the configured one)')), model),
+    conversation ? null : h('div', {}, h('label', { for: 'run-conversation' }, 'Continue conversation ', h('span', { class: 'hint' }, '(id)')), conv)),
+  h('label', { class: 'inline', for: 'run-interactive' }, interactive, 'Interactive: servers may ask questions and calls may wait for approval'));
+  return h('form', { class: 'card', onsubmit, 'aria-label': conversation ? 'Next prompt' : 'Start a run' },
+    h('label', { for: 'run-prompt' }, conversation ? 'Next prompt' : 'Prompt'), prompt, extra,
+    h('div', { class: 'row' }, submit), status);
+}
+
+export function runPage(main, can, signal, id) {
+  clear(main, h('p', {}, h('a', { href: '#/runs' }, '← Runs')), runView(id, can, signal));
+}
+
+export function conversationsPage(main, can, signal) {
+  const list = h('div', {});
+  clear(main, h('h1', {}, 'Conversations'), list);
+  every(5000, async () => {
+    try {
+      const data = await api('GET', '/v1/conversations', undefined, signal);
+      const items = data.conversations || [];
+      clear(list, items.length ? h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, h('tr', {}, ['Conversation', 'Owner', 'Runs', 'Updated'].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, items.map((c) => h('tr', {},
+          h('td', {}, h('a', { href: '#/conversations/' + encodeURIComponent(c.id) }, h('code', {}, c.id)), c.title ? h('div', { class: 'meta' }, c.title) : null),
+          h('td', {}, c.owner || '—'), h('td', {}, String((c.runs || []).length || c.run_count || 0)),
+          h('td', {}, fmtAge(c.updated_at)))))))
+        : h('p', { class: 'meta' }, 'No conversations yet. Every run starts one; continue it from its page.'));
+    } catch (err) { if (!signal.aborted) clear(list, errorNote(err)); }
+  }, signal);
+}
+
+export function conversationPage(main, can, signal, id) {
+  const chat = h('div', { class: 'chat', 'aria-label': 'Conversation', 'aria-live': 'polite' });
+  const live = h('div', {});
+  const load = async () => {
+    try {
+      const c = await api('GET', `/v1/conversations/${encodeURIComponent(id)}`, undefined, signal);
+      clear(chat, h('p', { class: 'meta' }, `Owner ${c.owner || '—'} · ${c.runs.length} runs · updated ${fmtTime(c.updated_at)}`),
+        (c.messages || []).map(bubble));
+      const active = c.active_run || null;
+      if (active && !live.dataset.run) follow(active);
+    } catch (err) { if (!signal.aborted) clear(chat, errorNote(err)); }
+  };
+  const follow = (runId) => {
+    live.dataset.run = runId;
+    clear(live, h('h2', {}, 'Now'), runView(runId, can, signal, () => { delete live.dataset.run; load(); }));
+  };
+  const form = can.write ? startForm(signal, id, (runId, body) => {
+    chat.append(bubble({ role: 'user', content: body.prompt }));
+    follow(runId);
+  }) : null;
+  clear(main, h('p', {}, h('a', { href: '#/conversations' }, '← Conversations')), h('h1', {}, 'Conversation ', h('code', {}, id)), chat, live, form);
+  load();
+}
+
+function bubble(m) {
+  if (m.role === 'tool') {
+    return h('details', { class: 'tool' + (m.is_error ? ' is-error' : '') }, h('summary', {}, 'Tool result ', h('code', {}, m.name || m.tool_call_id || '')), cutText(m.content || ''));
+  }
+  const cls = m.role === 'user' ? 'user' : m.role === 'assistant' ? 'assistant-msg' : 'system';
+  return h('div', { class: 'bubble ' + cls, 'aria-label': m.role },
+    m.content || '', (m.tool_calls || []).map((tc) => h('details', { class: 'tool' }, h('summary', {}, 'Calls ', h('code', {}, tc.name)), cutText(pretty(tc.arguments ?? '{}')))));
+}
+
+export function serversPage(main, can, signal) {
+  const list = h('div', {});
+  clear(main, h('h1', {}, 'Servers'), list);
+  const state = { open: new Set(), detail: new Map(), last: '' };
+  every(5000, async () => {
+    try {
+      const data = await api('GET', '/v1/mcp/servers', undefined, signal);
+      const text = JSON.stringify(data);
+      if (text === state.last) return; // unchanged: keep what the reader opened
+      state.last = text;
+      clear(list, (data.servers || []).map((s) => serverCard(s, can, state, signal)));
+      if (!data.servers || !data.servers.length) list.append(h('p', { class: 'meta' }, 'No global servers are configured.'));
+    } catch (err) { if (!signal.aborted) { state.last = ''; clear(list, errorNote(err)); } }
+  }, signal);
+}
+
+function toolItems(tools) {
+  return tools.map((t) => h('li', {}, h('code', {}, t.name), t.description ? h('span', { class: 'meta' }, ' — ' + t.description) : null,
+    t.input_schema ? h('details', {}, h('summary', {}, 'Input schema'), cutText(pretty(t.input_schema))) : null));
+}
+
+function serverCard(s, can, state, signal) {
+  const list = h('ul', {}, toolItems(state.detail.get(s.name) || s.tools || []));
+  const tools = h('details', { open: state.open.has(s.name) }, h('summary', {}, `${(s.tools || []).length} tools`), list);
+  const load = async () => {
+    try {
+      const d = await api('GET', `/v1/mcp/servers/${encodeURIComponent(s.name)}`, undefined, signal);
+      state.detail.set(s.name, d.tools || []);
+      clear(list, toolItems(d.tools || []));
+    } catch (err) { if (!signal.aborted) clear(list, h('li', { class: 'error' }, err.message)); }
+  };
+  tools.addEventListener('toggle', () => {
+    if (tools.open) { state.open.add(s.name); load(); } else state.open.delete(s.name);
+  });
+  const facts = [
+    ['Transport', s.transport], ['Source', s.source], ['Protocol', s.protocol_version],
+    ['Server', s.server_info ? `${s.server_info.name} ${s.server_info.version || ''}` : ''], ['Restarts', String(s.restarts ?? 0)],
+    ['Next retry', s.next_retry ? fmtTime(s.next_retry) : ''],
+  ].filter(([, v]) => v);
+  return h('div', { class: 'card' },
+    h('div', { class: 'row' }, h('h2', { class: 'grow' }, s.name), statusBadge(s.status)),
+    h('dl', { class: 'grid' }, facts.map(([k, v]) => h('div', {}, h('dt', { class: 'meta' }, k), h('dd', {}, v)))),
+    s.error ? h('p', { class: 'error' }, s.error) : null,
+    can.admin && s.stderr_tail ? h('details', {}, h('summary', {}, 'Stderr'), cutText(s.stderr_tail)) : null,
+    can.admin && s.status === 'needs_auth' ? loginBox(s.name, signal) : null,
+    tools);
+}
+
+// loginBox runs an OAuth login for a server: it opens the authorization
+// URL, then takes the URL the browser was redirected to.
+function loginBox(name, signal) {
+  const status = h('div', { class: 'field-error', 'aria-live': 'polite' });
+  const rid = 'redirect-' + name.replace(/[^A-Za-z0-9_-]/g, '');
+  const redirected = h('input', { type: 'url', id: rid, placeholder: 'http://127.0.0.1:8788/callback?code=…' });
+  const path = `/v1/mcp/servers/${encodeURIComponent(name)}/login`;
+  const link = h('p', {});
+  const start = async () => {
+    try {
+      const res = await api('POST', path, {}, signal);
+      const url = safeURL(res.authorization_url || '');
+      if (!url) { status.textContent = res.status === 'logged_in' ? 'Logged in.' : 'The server gave no http(s) authorization URL.'; return; }
+      clear(link, h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, 'Open the authorization page'));
+      window.open(url, '_blank', 'noopener,noreferrer');
+    } catch (err) { status.textContent = err.message; }
+  };
+  const complete = async (e) => {
+    e.preventDefault();
+    try {
+      await api('POST', path, { redirected_url: redirected.value.trim() }, signal);
+      status.textContent = 'Logged in; the server reconnects on its next retry.';
+    } catch (err) { status.textContent = err.message; }
+  };
+  return h('form', { class: 'card', onsubmit: complete, 'aria-label': 'Log in to ' + name },
+    h('p', {}, 'This server needs an OAuth login.'), h('button', { type: 'button', onclick: start }, 'Start login'), link,
+    h('label', { for: rid }, 'Then paste the address the browser ended on'), redirected,
+    h('div', { class: 'row' }, h('button', { type: 'submit', class: 'primary' }, 'Complete login')), status);
+}
+
+export function schedulesPage(main, can, signal) {
+  const list = h('div', {});
+  clear(main, h('h1', {}, 'Schedules'), list);
+  every(5000, async () => {
+    try {
+      const data = await api('GET', '/v1/schedules', undefined, signal);
+      const items = data.schedules || [];
+      clear(list, items.length ? h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, h('tr', {}, ['Name', 'When', 'Next run', 'Last run', ''].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, items.map((s) => h('tr', {},
+          h('td', {}, s.name), h('td', {}, h('code', {}, s.cron), s.timezone ? h('div', { class: 'meta' }, s.timezone) : null),
+          h('td', {}, fmtTime(s.next_run_at)),
+          h('td', {}, s.last_run_id ? [h('a', { href: '#/runs/' + encodeURIComponent(s.last_run_id) }, h('code', {}, s.last_run_id)), ' ', statusBadge(s.last_status)] : '—'),
+          h('td', {}, can.admin ? h('button', { type: 'button', onclick: async (e) => {
+            e.target.disabled = true;
+            try {
+              const res = await api('POST', `/v1/schedules/${encodeURIComponent(s.name)}/run`, {}, signal);
+              location.hash = '#/runs/' + encodeURIComponent(res.run_id);
+            } catch (err) { alert(err.message); e.target.disabled = false; }
+          } }, 'Run now') : null))))))
+        : h('p', { class: 'meta' }, 'No schedules are configured ([[schedules]] in config.toml).'));
+    } catch (err) { if (!signal.aborted) clear(list, errorNote(err)); }
+  }, signal);
+}
