@@ -1,7 +1,8 @@
 #!/bin/sh
-# bench.sh compares harnessd's MCP client with the official Go SDK client on
-# the same server, and reports harnessd's other performance figures against
-# their targets.
+# bench.sh compares harnessd's MCP client with the official Go SDK client and
+# with the floor client (interop/floor: one goroutine, a fixed request, no
+# decoding beyond the id) on the same server, and reports harnessd's other
+# performance figures against their targets.
 #
 # Usage: interop/bench.sh [COUNT]   (COUNT runs of each benchmark, default 6)
 #
@@ -28,6 +29,7 @@ benchstat="$work/bin/benchstat"
 (cd "$root/interop" && go test -c -o "$work/sdk.test" .)
 
 calls='^Benchmark(StdioToolCall|StdioToolCall2025|HTTPToolCall|HTTPStatelessToolCall)$'
+floors='^BenchmarkFloor(StdioToolCall|StdioToolCall2025|HTTPToolCall|HTTPStatelessToolCall)$'
 others='^Benchmark(Startup1Server|Startup10Servers|StartupFloor1Server|StartupFloor10Servers|HarnessOverhead|FindTool|Offered|IdleRSS|BinarySize)$'
 
 i=0
@@ -39,6 +41,9 @@ while [ "$i" -lt "$count" ]; do
 		sed 's/^pkg: .*/pkg: echo/' >>"$work/sdk.txt"
 	(cd "$root" && "$work/harnessd.test" -test.run '^$' -test.bench "$calls" -test.count 1) |
 		sed 's/^pkg: .*/pkg: echo/' >>"$work/harnessd.txt"
+	# The floor's benchmarks, renamed to the names of the two clients'.
+	(cd "$root/interop" && "$work/sdk.test" -test.run '^$' -test.bench "$floors" -test.count 1) |
+		sed -e 's/^pkg: .*/pkg: echo/' -e 's/^BenchmarkFloor/Benchmark/' >>"$work/floor.txt"
 done
 echo "harnessd's other benchmarks" >&2
 (cd "$root" && "$work/harnessd.test" -test.run '^$' -test.bench "$others" -test.count "$count") >"$work/other.txt"
@@ -91,6 +96,26 @@ for bench in BenchmarkStdioToolCall/seq BenchmarkStdioToolCall2025/seq Benchmark
 		;;
 	esac
 	printf '%-40s %10.0f %10.0f %6sx %8sx %6sx %9sx  %s\n' "$bench" "$sdk" "$ours" "$ratio" "$cpu" "$bytes" "$allocs" "$target"
+done
+
+echo
+echo "== the floor client vs the Go SDK client vs harnessd, same server; $count runs each =="
+"$benchstat" floor="$work/floor.txt" sdk="$work/sdk.txt" harnessd="$work/harnessd.txt"
+
+echo
+echo "== ratios to the floor (medians of ns/op, one call at a time) =="
+printf '%-40s %-22s %10s %8s %8s  %s\n' benchmark "revision, transport" "floor ns" sdk harnessd target
+for bench in BenchmarkStdioToolCall/seq BenchmarkStdioToolCall2025/seq BenchmarkHTTPStatelessToolCall/seq BenchmarkHTTPToolCall/seq; do
+	floor=$(median "$work/floor.txt" "$bench" ns/op)
+	sdk=$(awk -v a="$(median "$work/sdk.txt" "$bench" ns/op)" -v b="$floor" 'BEGIN { printf "%.2f", a / b }')
+	ours=$(awk -v a="$(median "$work/harnessd.txt" "$bench" ns/op)" -v b="$floor" 'BEGIN { printf "%.2f", a / b }')
+	case $bench in
+	BenchmarkStdioToolCall/*) what="2026-07-28, stdio" limit=1.15 ;;
+	BenchmarkStdioToolCall2025/*) what="2025-11-25, stdio" limit=1.15 ;;
+	BenchmarkHTTPStatelessToolCall/*) what="2026-07-28, HTTP" limit=1.10 ;;
+	*) what="2025-11-25, HTTP" limit=1.10 ;;
+	esac
+	printf '%-40s %-22s %10.0f %7sx %7sx  <= %sx: %s\n' "$bench" "$what" "$floor" "$sdk" "$ours" "$limit" "$(verdict "$ours" '<=' "$limit")"
 done
 
 echo

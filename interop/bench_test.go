@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"harnessd/interop/floor"
 )
 
 // This file holds the tool-call benchmarks on the official Go SDK client, the
@@ -125,4 +127,63 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
+}
+
+// The floor benchmarks make the same calls with the floor client (package
+// floor: one goroutine, a fixed request, no decoding beyond the id), one at
+// a time, on the same servers: BenchmarkFloorStdioToolCall at 2026-07-28,
+// BenchmarkFloorStdioToolCall2025 at 2025-11-25, BenchmarkFloorHTTPToolCall
+// on the stateful handler at 2025-11-25 and
+// BenchmarkFloorHTTPStatelessToolCall on the stateless one at 2026-07-28.
+// bench.sh reports harnessd and the Go SDK client as ratios of these.
+func BenchmarkFloorStdioToolCall(b *testing.B)     { benchFloorStdio(b, floor.Rev2026) }
+func BenchmarkFloorStdioToolCall2025(b *testing.B) { benchFloorStdio(b, floor.Rev2025) }
+func BenchmarkFloorHTTPToolCall(b *testing.B)      { benchFloorHTTP(b, "http", floor.Rev2025) }
+func BenchmarkFloorHTTPStatelessToolCall(b *testing.B) {
+	benchFloorHTTP(b, "http-stateless", floor.Rev2026)
+}
+
+func benchFloorStdio(b *testing.B, version string) {
+	var cmd *exec.Cmd
+	if line := os.Getenv("HARNESS_BENCH_STDIO_SERVER"); line != "" {
+		fields := strings.Fields(line)
+		cmd = exec.Command(fields[0], fields[1:]...)
+	} else {
+		cmd = exec.Command(buildEchoServer(b), "stdio")
+	}
+	cmd.Stderr = os.Stderr
+	c, err := floor.Stdio(b.Context(), cmd, version)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	benchFloorCalls(b, c)
+}
+
+func benchFloorHTTP(b *testing.B, mode, version string) {
+	url := os.Getenv("HARNESS_BENCH_HTTP_URL")
+	if url == "" {
+		url = startEchoServerHTTP(b, mode)
+	}
+	c, err := floor.HTTP(b.Context(), url, benchHTTPClient, version)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchFloorCalls(b, c)
+}
+
+// benchFloorCalls measures one call at a time ("seq", as benchToolCall
+// names it) with the client's CPU time per call.
+func benchFloorCalls(b *testing.B, c floor.Client) {
+	b.Run("seq", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := b.Context()
+		cpu := processCPU()
+		for b.Loop() {
+			if err := c.Call(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	})
 }

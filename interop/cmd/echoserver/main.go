@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	echoserver stdio [-full] [-ttl 0s]
+//	echoserver stdio [-full] [-ttl 0s] [-trace FILE]
 //	echoserver http|http-stateless|http-json|sse [-addr 127.0.0.1:0] [-full] [-ttl 0s]
 //
 // The HTTP modes print one line, "listening http://HOST:PORT/mcp" (or /sse
@@ -34,7 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const usage = "usage: echoserver stdio|http|http-stateless|http-json|sse [-addr 127.0.0.1:0] [-full] [-ttl DURATION]"
+const usage = "usage: echoserver stdio|http|http-stateless|http-json|sse [-addr 127.0.0.1:0] [-full] [-ttl DURATION] [-trace FILE]"
 
 func main() {
 	log.SetFlags(0)
@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string) error {
 	addr := flags.String("addr", "127.0.0.1:0", "address to listen on (HTTP modes)")
 	full := flags.Bool("full", false, "also offer resources, input-required tools and list-changing tools")
 	ttl := flags.Duration("ttl", 0, "with -full: the ttlMs hint of lists and reads")
+	trace := flags.String("trace", "", "stdio: append every message read and written to this file (to tell a client's loss from the server's)")
 	if err := flags.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -68,7 +69,15 @@ func run(ctx context.Context, args []string) error {
 	}
 	switch mode {
 	case "stdio":
-		return server.Run(ctx, &mcp.StdioTransport{})
+		if *trace == "" {
+			return server.Run(ctx, &mcp.StdioTransport{})
+		}
+		f, err := os.OpenFile(*trace, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("-trace: %w", err)
+		}
+		defer f.Close()
+		return server.Run(ctx, &mcp.LoggingTransport{Transport: &mcp.StdioTransport{}, Writer: f})
 	case "http":
 		return serveHTTP(ctx, *addr, "/mcp", mcp.NewStreamableHTTPHandler(serverFor(server), nil))
 	case "http-stateless":

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// This file holds the tool-call soak: many echo calls from concurrent
+// callers to the official Go SDK's server, over stdio and Streamable HTTP
+// at both revisions, failing on any answer harnessd lost or crossed, with
+// the last messages each side saw. Over stdio the server writes what it
+// read and wrote to a trace (echoserver -trace), which places a loss: a
+// call whose request the server read and never answered is the server's
+// (the Go SDK server does this about once in 100,000 calls at 2026-07-28),
+// counted and logged; an answer the server wrote that the call never got
+// is harnessd's, and fails the test.
+
+// soakCallsEnv sets how many calls TestToolCallSoak makes per transport and
+// revision (default soakCallsDefault); .ci/run sets 100000.
+const soakCallsEnv = "HARNESS_SOAK_CALLS"
+
+const (
+	soakCallsDefault = 2000
+	// soakTimeout bounds one call: far above any honest answer on a loaded
+	// machine, far below the hour a lost answer would otherwise cost.
+	soakTimeout = 10 * time.Second
+	// soakServerLosses is how many calls the server may leave unanswered
+	// before the soak stops counting and fails.
+	soakServerLosses = 5
+	// soakTraceLines is how many of the client's last trace lines a failure
+	// shows.
+	soakTraceLines = 64
+)
+
+func TestToolCallSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes thousands of calls to a real server")
+	}
+	calls := soakCallsDefault
+	if v := os.Getenv(soakCallsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 8 {
+			t.Fatalf("%s=%q: want a whole number of at least 8", soakCallsEnv, v)
+		}
+		calls = n
+	}
+	tests := []struct {
+		name      string
+		transport string
+		mode      string // the echoserver's HTTP mode
+		pin       string // protocol_version
+		want      string // the revision negotiated
+		callers   int
+	}{
+		{"stdio/2026-07-28", transportStdio, "", "", "2026-07-28", 8},
+		{"stdio/2025-11-25", transportStdio, "", "2025-11-25", "2025-11-25", 8},
+		{"http/2026-07-28", transportHTTP, "http-stateless", "", "2026-07-28", 8},
+		{"http/2025-11-25", transportHTTP, "http", "", "2025-11-25", 8},
+		// One call at a time, as BenchmarkStdioToolCall2025's seq, where an
+		// answer was once lost.
+		{"stdio/2025-11-25/seq", transportStdio, "", "2025-11-25", "2025-11-25", 1},
+		{"stdio/2026-07-28/seq", transportStdio, "", "", "2026-07-28", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := serverConfig{Name: "soak", Transport: tt.transport, Timeout: soakTimeout, StartupTimeout: defaultStartupTimeout,
+				Enabled: true, MaxMessageBytes: defaultMaxMessageBytes, Source: "test", ProtocolVersion: tt.pin}
+			serverTrace := ""
+			if tt.transport == transportStdio {
+				serverTrace = filepath.Join(t.TempDir(), "server.trace")
+				cfg.Command, cfg.Args = buildEchoServer(t), []string{"stdio", "-trace", serverTrace}
+			} else {
+				cfg.URL = startEchoServerHTTP(t, tt.mode)
+			}
+			ring := newLogRing(soakTraceLines)
+			c, err := connect(t.Context(), cfg, clientOptions{Logger: slog.New(ring), Roots: []string{t.TempDir()}})
+			if err != nil {
+				t.Fatalf("connect: %v", err)
+			}
+			t.Cleanup(func() { c.close() })
+			if got := c.protocolVersion(); got != tt.want {
+				t.Fatalf("protocol version %q, want %q", got, tt.want)
+			}
+			serverLost := func(msg string) bool { return serverTrace != "" && unansweredByServer(serverTrace, msg) }
+			lost, err := soakCalls(t.Context(), c, calls, tt.callers, serverLost)
+			if err != nil {
+				t.Errorf("%v\nthe client's last %d trace lines:\n%s\nthe server's last messages:\n%s",
+					err, soakTraceLines, ring.String(), tailFile(serverTrace, 8<<10))
+			}
+			if len(lost) > 0 {
+				t.Logf("%d of %d calls were read by the server and never answered (the server's loss, shown by its trace): %s",
+					len(lost), calls, strings.Join(lost, ", "))
+			}
+		})
+	}
+}
+
+// soakCalls makes calls echo calls from callers goroutines, each call with
+// a message of its own. It returns the messages of the calls that timed
+// out because the server never answered (serverLost says so), and the first
+// failure: any other error, an answer that is not the call's own message,
+// or more than soakServerLosses server losses.
+func soakCalls(ctx context.Context, c *client, calls, callers int, serverLost func(msg string) bool) ([]string, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		losses []string
+	)
+	for caller := range callers {
+		wg.Add(1)
+		// Owned by soakCalls; ends after its share of calls or at the
+		// first failure of any caller.
+		go func() {
+			defer wg.Done()
+			for i := caller; i < calls && ctx.Err() == nil; i += callers {
+				msg := fmt.Sprintf("soak-%d", i)
+				start := time.Now()
+				res, err := c.callTool(ctx, "echo", []byte(`{"message":"`+msg+`"}`))
+				if errors.Is(err, errTimeout) && serverLost(msg) {
+					mu.Lock()
+					losses = append(losses, msg)
+					n := len(losses)
+					mu.Unlock()
+					if n > soakServerLosses {
+						cancel(fmt.Errorf("the server left %d calls unanswered, more than %d", n, soakServerLosses))
+						return
+					}
+					continue
+				}
+				if err != nil {
+					cancel(fmt.Errorf("call %d (%s) failed after %s: %w", i, msg, time.Since(start).Round(time.Millisecond), err))
+					return
+				}
+				if got := resultToText(res); got != msg {
+					cancel(fmt.Errorf("call %d: echo(%q) = %q: an answer crossed to the wrong call", i, msg, got))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && ctx.Err() != nil {
+		return losses, err
+	}
+	return losses, nil
+}
+
+// unansweredByServer reports whether the server's trace shows the request
+// whose message is msg read and no result written for it: the server lost
+// that answer, not the client.
+func unansweredByServer(trace, msg string) bool {
+	f, err := os.Open(trace)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	quoted := `"message":"` + msg + `"`
+	result := `"text":"` + msg + `"`
+	read, answered := false, false
+	scanner := bufio.NewScanner(f)
+	scanner.Buffer(make([]byte, 64<<10), 1<<20)
+	for scanner.Scan() {
+		line := scanner.Text()
+		switch {
+		case strings.HasPrefix(line, "read: ") && strings.Contains(line, quoted):
+			read = true
+		case strings.HasPrefix(line, "write: ") && strings.Contains(line, result):
+			answered = true
+		}
+	}
+	return read && !answered
+}
+
+// A logRing is a slog.Handler at debug level keeping the last lines it was
+// given, for a failure to show. Safe for concurrent use.
+type logRing struct {
+	attrs string
+	state *logRingState
+}
+
+type logRingState struct {
+	mu sync.Mutex
+	// guards lines and next
+	lines []string
+	next  int
+}
+
+func newLogRing(n int) *logRing {
+	return &logRing{state: &logRingState{lines: make([]string, n)}}
+}
+
+func (r *logRing) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r *logRing) Handle(_ context.Context, rec slog.Record) error {
+	var b strings.Builder
+	b.WriteString(rec.Time.Format("15:04:05.000000 "))
+	b.WriteString(rec.Message)
+	b.WriteString(r.attrs)
+	rec.Attrs(func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	})
+	s := r.state
+	s.mu.Lock()
+	s.lines[s.next%len(s.lines)] = b.String()
+	s.next++
+	s.mu.Unlock()
+	return nil
+}
+
+func (r *logRing) WithAttrs(attrs []slog.Attr) slog.Handler {
+	var b strings.Builder
+	b.WriteString(r.attrs)
+	for _, a := range attrs {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+	}
+	return &logRing{attrs: b.String(), state: r.state}
+}
+
+func (r *logRing) WithGroup(string) slog.Handler { return r }
+
+// String returns the kept lines, oldest first.
+func (r *logRing) String() string {
+	s := r.state
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for i := max(0, s.next-len(s.lines)); i < s.next; i++ {
+		b.WriteString(s.lines[i%len(s.lines)])
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// tailFile returns the last n bytes of the file at path, or a word on why
+// there are none.
+func tailFile(path string, n int64) string {
+	if path == "" {
+		return "(none: the server's side of an HTTP call is its answer)"
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	if int64(len(data)) > n {
+		data = data[int64(len(data))-n:]
+	}
+	return string(data)
+}
