@@ -64,6 +64,30 @@ func consoleScript(payload string) []fakeTurn {
 		result("You told the server:\n"),
 		{Check: prompted("Echo this: " + payload), ToolCalls: []toolCall{call("mcp_everything_echo", fmt.Sprintf(`{"message":%s}`, strconv.Quote("<img src=x onerror=alert(1)></script>")))}},
 		result("Result: "),
+		// Approvals: the first sum is approved, the second denied.
+		{Check: prompted("Add with approval"), ToolCalls: []toolCall{call("mcp_everything_get_sum", `{"a":1,"b":2}`)}},
+		{ToolCalls: []toolCall{call("mcp_everything_get_sum", `{"a":3,"b":4}`)}},
+		{Reply: func(req fakeRequest) fakeTurn {
+			var results []string
+			for _, m := range req.Messages {
+				if m.Role == roleTool {
+					results = append(results, m.Content)
+				}
+			}
+			return fakeTurn{Text: "Sums: " + strings.Join(results, " | ")}
+		}},
+		// A conversation of two runs, the second continued from its page.
+		{Check: prompted("Remember the word kiwi"), Text: "Noted: kiwi."},
+		{Check: func(req fakeRequest) error {
+			var said []string
+			for _, m := range req.Messages {
+				said = append(said, m.Content)
+			}
+			if all := strings.Join(said, "\n"); !strings.Contains(all, "Remember the word kiwi") || !strings.Contains(all, "Noted: kiwi.") || !strings.HasSuffix(all, "What was the word?") {
+				return fmt.Errorf("the second run of the conversation was sent %q, want the first run's prompt and answer, then its own", said)
+			}
+			return nil
+		}, Text: "The word was kiwi."},
 	}
 }
 
@@ -93,7 +117,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	for i, a := range everything.Args {
 		args[i] = strconv.Quote(a)
 	}
-	config := fmt.Sprintf("[mcp_servers.everything]\ncommand = %q\nargs = [%s]\nenv = { %s }\n\n[model]\nname = \"openai/fake-model\"\n",
+	config := fmt.Sprintf("[mcp_servers.everything]\ncommand = %q\nargs = [%s]\nenv = { %s }\napproval_tools = [\"get-sum\"]\n\n[model]\nname = \"openai/fake-model\"\n",
 		everything.Command, strings.Join(args, ", "), strings.Join(env, ", "))
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -90,7 +90,7 @@ export function startForm(signal, conversation, onStarted) {
     h('div', {}, h('label', { for: 'run-model' }, 'Model ', h('span', { class: 'hint' }, '(default: the configured one)')), model),
     conversation ? null : h('div', {}, h('label', { for: 'run-conversation' }, 'Continue conversation ', h('span', { class: 'hint' }, '(id)')), conv)),
   h('label', { class: 'inline', for: 'run-interactive' }, interactive, 'Interactive: servers may ask questions and calls may wait for approval'));
-  return h('form', { class: 'card', onsubmit, 'aria-label': conversation ? 'Next prompt' : 'Start a run' },
+  return h('form', { class: 'card', onsubmit, 'aria-label': conversation ? 'Continue the conversation' : 'Start a run' },
     h('label', { for: 'run-prompt' }, conversation ? 'Next prompt' : 'Prompt'), prompt, extra,
     h('div', { class: 'row' }, submit), status);
 }
@@ -106,10 +106,10 @@ export function conversationsPage(main, can, signal) {
     try {
       const data = await api('GET', '/v1/conversations', undefined, signal);
       const items = data.conversations || [];
-      clear(list, items.length ? h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, h('tr', {}, ['Conversation', 'Owner', 'Runs', 'Updated'].map((c) => h('th', { scope: 'col' }, c)))),
+      clear(list, items.length ? h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, h('tr', {}, ['Conversation', 'Status', 'Owner', 'Runs', 'Updated'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, items.map((c) => h('tr', {},
-          h('td', {}, h('a', { href: '#/conversations/' + encodeURIComponent(c.id) }, h('code', {}, c.id)), c.title ? h('div', { class: 'meta' }, c.title) : null),
-          h('td', {}, c.owner || '—'), h('td', {}, String((c.runs || []).length || c.run_count || 0)),
+          h('td', {}, h('a', { href: '#/conversations/' + encodeURIComponent(c.id) }, h('code', {}, c.id))),
+          h('td', {}, statusBadge(c.status)), h('td', {}, c.owner || '—'), h('td', {}, String((c.runs || []).length)),
           h('td', {}, fmtAge(c.updated_at)))))))
         : h('p', { class: 'meta' }, 'No conversations yet. Every run starts one; continue it from its page.'));
     } catch (err) { if (!signal.aborted) clear(list, errorNote(err)); }
@@ -124,7 +124,8 @@ export function conversationPage(main, can, signal, id) {
       const c = await api('GET', `/v1/conversations/${encodeURIComponent(id)}`, undefined, signal);
       clear(chat, h('p', { class: 'meta' }, `Owner ${c.owner || '—'} · ${c.runs.length} runs · updated ${fmtTime(c.updated_at)}`),
         (c.messages || []).map(bubble));
-      const active = c.active_run || null;
+      const ended = ['completed', 'failed', 'cancelled'].includes(c.status);
+      const active = !ended && c.runs.length ? c.runs[c.runs.length - 1] : null;
       if (active && !live.dataset.run) follow(active);
     } catch (err) { if (!signal.aborted) clear(chat, errorNote(err)); }
   };

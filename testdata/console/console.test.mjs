@@ -163,6 +163,40 @@ scenario('a prompt and a tool result with markup show as text and run nothing', 
   assert.equal(await page.locator('main script').count(), 0, 'no script made from the text');
 });
 
+scenario('a call waiting for approval is approved, the next denied with a reason', async (page) => {
+  await signIn(page, keys.write);
+  await startRun(page, 'Add with approval');
+  const open = () => page.locator('.card.question').filter({ hasText: 'Approval needed' });
+  await open().waitFor();
+  await open().getByText('"a": 1').waitFor();
+  await page.locator('.status-waiting_approval').first().waitFor();
+  await shot(page, 'approval.png');
+  await open().getByRole('button', { name: 'Approve' }).click();
+  await open().getByText('"a": 3').waitFor();
+  await open().getByLabel(/Reason/).fill('not now');
+  await open().getByRole('button', { name: 'Deny' }).click();
+  await answer(page).filter({ hasText: 'the operator denied this call: not now' }).waitFor();
+  await page.getByText(/Approved by writer/).waitFor();
+  await page.getByText(/Denied by writer/).waitFor();
+});
+
+scenario('a conversation is continued from its page', async (page) => {
+  await signIn(page, keys.write);
+  await startRun(page, 'Remember the word kiwi');
+  await answer(page).filter({ hasText: 'Noted: kiwi.' }).waitFor();
+  await page.locator('dd a[href^="#/conversations/"]').click();
+  await page.waitForURL(/#\/conversations\/[^/]+$/);
+  await page.locator('.bubble.user').filter({ hasText: 'Remember the word kiwi' }).waitFor();
+  await page.locator('.bubble.assistant-msg').filter({ hasText: 'Noted: kiwi.' }).waitFor();
+  await page.getByLabel('Next prompt').fill('What was the word?');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await answer(page).filter({ hasText: 'The word was kiwi.' }).waitFor();
+  await page.locator('.bubble.assistant-msg').filter({ hasText: 'The word was kiwi.' }).waitFor();
+  await shot(page, 'conversation.png');
+  await page.getByRole('link', { name: 'Conversations', exact: true }).click();
+  await page.locator('table code').first().waitFor();
+});
+
 scenario('the console is usable at phone width', async (page) => {
   await signIn(page, keys.admin);
   await page.getByRole('heading', { name: 'Runs' }).waitFor();
