@@ -88,6 +88,8 @@ func consoleScript(payload string) []fakeTurn {
 			}
 			return nil
 		}, Text: "The word was kiwi."},
+		// A schedule started from its page.
+		{Check: prompted("Nightly check"), Text: "All quiet."},
 	}
 }
 
@@ -117,7 +119,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	for i, a := range everything.Args {
 		args[i] = strconv.Quote(a)
 	}
-	config := fmt.Sprintf("[mcp_servers.everything]\ncommand = %q\nargs = [%s]\nenv = { %s }\napproval_tools = [\"get-sum\"]\n\n[model]\nname = \"openai/fake-model\"\n",
+	config := fmt.Sprintf("[mcp_servers.everything]\ncommand = %q\nargs = [%s]\nenv = { %s }\napproval_tools = [\"get-sum\"]\n\n[model]\nname = \"openai/fake-model\"\n\n[[schedules]]\nname = \"nightly\"\ncron = \"0 3 * * *\"\nprompt = \"Nightly check\"\n",
 		everything.Command, strings.Join(args, ", "), strings.Join(env, ", "))
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)

@@ -197,6 +197,17 @@ scenario('a conversation is continued from its page', async (page) => {
   await page.locator('table code').first().waitFor();
 });
 
+scenario('a schedule is run now from its page', async (page) => {
+  await signIn(page, keys.admin, '#/schedules');
+  const row = page.locator('tr').filter({ hasText: 'nightly' });
+  await row.getByText('0 3 * * *').waitFor();
+  await shot(page, 'schedules.png');
+  await row.getByRole('button', { name: 'Run now' }).click();
+  await page.waitForURL(/#\/runs\/[^/]+$/);
+  await answer(page).filter({ hasText: 'All quiet.' }).waitFor();
+  await page.getByText('schedule:nightly').first().waitFor();
+});
+
 scenario('the console is usable at phone width', async (page) => {
   await signIn(page, keys.admin);
   await page.getByRole('heading', { name: 'Runs' }).waitFor();
