@@ -84,6 +84,18 @@ type pendingCall struct {
 	// held counts the server's requests for input being answered while
 	// the call waits; its deadline does not run out while held.
 	held atomic.Int32
+	// progress hears the call's progress notifications (withCallProgress);
+	// nil for none.
+	progress func(progressParams)
+}
+
+type callProgressKey struct{}
+
+// withCallProgress returns ctx carrying f: the progress notifications of
+// a call made under it are passed to f, from the connection's reader (f
+// must not block).
+func withCallProgress(ctx context.Context, f func(progressParams)) context.Context {
+	return context.WithValue(ctx, callProgressKey{}, f)
 }
 
 // A request is one JSON-RPC call as roundTrip sends it.
@@ -160,6 +172,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, err
 		timeout = c.cfg.startupTimeout()
 	}
 	pc := &pendingCall{ch: make(chan rpcResponse, 1)}
+	pc.progress, _ = ctx.Value(callProgressKey{}).(func(progressParams))
 	// The timer is armed only once assigned, since its callback resets it.
 	var timer *time.Timer
 	timer = time.AfterFunc(math.MaxInt64, func() {
@@ -414,6 +427,9 @@ func (c *conn) handleNotification(msg wireMessage) {
 		}
 		if pc != nil && c.opts.Input != nil && c.opts.Input.Progress != nil {
 			c.opts.Input.Progress(c.cfg.Name, p)
+		}
+		if pc != nil && pc.progress != nil {
+			pc.progress(p)
 		}
 	case "notifications/elicitation/complete":
 		c.elicitationComplete(msg.Params)

@@ -105,6 +105,7 @@ type run struct {
 	endedAt      time.Time
 	events       []runEvent
 	changed      chan struct{} // closed and replaced on every new event
+	live         liveLog       // recent live-only events (run_live.go)
 	// final is the ended run when it is kept on disk: its events and large
 	// bodies are read from there, and events is nil.
 	final *runView
@@ -276,6 +277,7 @@ func (r *run) finish(status, output, errMsg string) {
 	r.errMsg = errMsg
 	r.endedAt = ev.Time
 	r.publishLocked(ev)
+	r.dropLiveLocked()
 	r.mu.Unlock()
 
 	r.scope.close()
@@ -414,16 +416,20 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	for _, e := range offered {
 		defs = append(defs, toolDef{Name: e.Name, Description: e.Description, InputSchema: e.InputSchema})
 	}
+	deltas := &deltaWriter{r: r, step: step}
 	resp, err := r.provider.complete(ctx, modelRequest{
 		Model:     r.model.Model,
 		System:    r.req.SystemPrompt,
 		Messages:  messages,
 		Tools:     defs,
 		MaxTokens: r.model.MaxTokens,
+		OnText:    deltas.write,
+		OnRetry:   deltas.retry,
 	})
 	if err != nil {
 		return nil, err
 	}
+	deltas.flush()
 	r.mu.Lock()
 	r.steps = step
 	r.usage.add(resp.Usage)
@@ -451,7 +457,9 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 			r.putCut(started, "arguments", string(tc.Arguments))
 			r.emit(evToolCallStarted, started)
 			start := time.Now()
-			res := r.callTool(ctx, tc)
+			progress := r.newProgressLimiter(tc.ID)
+			res := r.callTool(withCallProgress(ctx, progress.note), tc)
+			progress.stop()
 			elapsed := time.Since(start)
 			outcome := "ok"
 			if res.isError {
