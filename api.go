@@ -423,21 +423,12 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 			}
 		}
 		for _, f := range frames {
-			ev := f.ev
-			var err error
-			if f.live {
-				// No id: a reconnecting client resumes after the last
-				// history event.
-				_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, secrets.marshal(liveFrame{Type: ev.Type, Time: ev.Time, Data: ev.Data}, false))
-			} else {
-				_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, secrets.marshal(ev, false))
-			}
-			if err != nil {
+			if err := writeEventFrame(w, secrets, f); err != nil {
 				return
 			}
 			// The terminal event is the last: it goes out before the
 			// run's servers are closed, and the stream ends with it.
-			ended = ended || isTerminalEvent(ev.Type)
+			ended = ended || isTerminalEvent(f.ev.Type)
 		}
 		if err := rc.Flush(); err != nil || ended {
 			return
@@ -455,6 +446,19 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 			return
 		}
 	}
+}
+
+// writeEventFrame writes one event of a run's stream, redacted. A live
+// event has no id line, so that a reconnecting client resumes after the
+// last history event, and no seq.
+func writeEventFrame(w io.Writer, secrets *redactor, f followFrame) error {
+	ev := f.ev
+	if f.live {
+		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, secrets.marshal(liveFrame{Type: ev.Type, Time: ev.Time, Data: ev.Data}, false))
+		return err
+	}
+	_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, secrets.marshal(ev, false))
+	return err
 }
 
 // listServers answers GET /v1/mcp/servers: every global server's status
