@@ -89,6 +89,7 @@ type pendingCall struct {
 	progress func(progressParams)
 }
 
+// callProgressKey is the context key of withCallProgress.
 type callProgressKey struct{}
 
 // withCallProgress returns ctx carrying f: the progress notifications of

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,12 +19,12 @@ import (
 // add up to each step's model.response, a follower attached mid-stream,
 // replays without deltas, model.retry, and the bounded live log.
 
-// A liveFrame read back: the SSE fields and the decoded data.
+// A followedEvent is one event of a stream as a follower reads it: its
+// SSE id ("" for a live event), type and decoded data.
 type followedEvent struct {
-	id    string // "" for a live event
-	typ   string
-	data  map[string]any
-	ended bool // a comment, not an event
+	id   string
+	typ  string
+	data map[string]any
 }
 
 // A liveStream reads one GET /v1/runs/{id}/events stream.
@@ -412,4 +414,86 @@ func TestLiveDeltaKeepsSecretsWhole(t *testing.T) {
 	if joined != text || redacted != r.secrets.redact(text) {
 		t.Errorf("deltas add up to %q, redacted one by one to %q; want %q and %q", joined, redacted, text, r.secrets.redact(text))
 	}
+}
+
+// TestLiveSlowFollowerDoesNotBlockTheRun follows a run that writes more
+// text than the live log holds without reading the stream: the run ends
+// anyway; read afterwards, the stream has the deltas it kept, in order,
+// says how many it skipped, and ends with the history.
+func TestLiveSlowFollowerDoesNotBlockTheRun(t *testing.T) {
+	const pieces, size = 6000, 200 // 1.2 MB: more than maxLiveBytes
+	var text strings.Builder
+	for i := range pieces {
+		fmt.Fprintf(&text, "%0*d", size, i)
+	}
+	attached := make(chan struct{})
+	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: text.String(), OnChunk: func(i int) {
+		if i == 0 {
+			<-attached
+		}
+	}}).streamChunks(size)
+	at := newAPITest(t, f, nil)
+	r := at.startRun(t, `{"prompt":"a lot"}`)
+	// A send buffer of 4 KiB: the API's writes block soon after the
+	// follower stops reading (its receive buffer does not grow meanwhile).
+	srv := httptest.NewUnstartedServer(at.api)
+	srv.Listener = smallBufferListener{srv.Listener}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	slow := *at
+	slow.url, slow.client = srv.URL, srv.Client()
+	ls := openEvents(t, &slow, r.id)
+	ls.until(t, evRunStarted)
+	close(attached)
+	if v := waitRun(t, r); v.Status != runCompleted { // the follower reads nothing meanwhile
+		t.Fatalf("run = %s %q, want completed", v.Status, v.Error)
+	}
+	var skipped, deltas int
+	last := -1
+	var tail []string
+	for {
+		ev, comment, err := ls.next(t)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read after %d deltas: %v", deltas, err)
+		}
+		if n, ok := strings.CutSuffix(comment, " live events dropped: this stream fell behind"); ok {
+			k, _ := strconv.Atoi(n)
+			skipped += k
+			continue
+		}
+		if comment != "" {
+			continue
+		}
+		if ev.typ != evModelDelta {
+			tail = append(tail, ev.typ)
+			continue
+		}
+		n, err := strconv.Atoi(ev.data["text"].(string))
+		if err != nil || n <= last || len(tail) > 0 {
+			t.Fatalf("delta %d (%v) after %d and %v: want the pieces in order, before the history's end", n, err, last, tail)
+		}
+		last = n
+		deltas++
+	}
+	if want := []string{evModelResponse, evRunCompleted}; !slices.Equal(tail, want) || deltas+skipped != pieces || last != pieces-1 {
+		t.Errorf("stream after the run ended: %d deltas, %d skipped, the last %d, then %v; want %d in all, then %v", deltas, skipped, last, tail, pieces, want)
+	}
+	// Whether any were skipped depends on how much the follower had taken
+	// before its writes blocked (TestLiveLogIsBounded covers skipping).
+	t.Logf("%d deltas read, %d skipped", deltas, skipped)
+}
+
+// A smallBufferListener accepts TCP connections with a send buffer of
+// 4 KiB.
+type smallBufferListener struct{ net.Listener }
+
+func (l smallBufferListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		tcp.SetWriteBuffer(4096)
+	}
+	return conn, err
 }
