@@ -75,7 +75,7 @@ func TestProgressLimiter(t *testing.T) {
 // them, all before tool.call.completed, none in the history.
 func TestLiveToolCallProgress(t *testing.T) {
 	everything := stdioPeerConfig("everything", everythingStdioCommand(t))
-	const steps, duration = 24, 1.2
+	const steps = 24
 	f := newFakeModel(t, providerOpenAI,
 		fakeTurn{ToolCalls: []toolCall{call("mcp_everything_trigger_long_running_operation", `{"duration":1.2,"steps":24}`)}},
 		fakeTurn{Text: "done"},
@@ -105,7 +105,7 @@ func TestLiveToolCallProgress(t *testing.T) {
 		t.Fatalf("events %v: want tool.call.progress events, then tool.call.completed", types(events))
 	}
 	// One at the start, one per interval after it, and the last.
-	if most := int(took/float64(progressInterval.Milliseconds())) + 2; len(progress) > most || took < duration*1000 {
+	if most := int(took/float64(progressInterval.Milliseconds())) + 2; len(progress) > most {
 		t.Errorf("%d tool.call.progress events for %d notifications in %vms, want at most %d", len(progress), steps, took, most)
 	}
 	last := 0.0
