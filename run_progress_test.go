@@ -70,58 +70,71 @@ func TestProgressLimiter(t *testing.T) {
 }
 
 // TestLiveToolCallProgress calls server-everything's long-running
-// operation, which reports progress 20 times a second, and follows the
-// run: at most one tool.call.progress per interval, the last step among
-// them, all before tool.call.completed, none in the history.
+// operation, which reports progress 20 times a second, over stdio and
+// Streamable HTTP, and follows the run: at most one tool.call.progress per
+// interval, the last step among them, all before tool.call.completed,
+// none in the history.
 func TestLiveToolCallProgress(t *testing.T) {
-	everything := stdioPeerConfig("everything", everythingStdioCommand(t))
-	const steps = 24
-	f := newFakeModel(t, providerOpenAI,
-		fakeTurn{ToolCalls: []toolCall{call("mcp_everything_trigger_long_running_operation", `{"duration":1.2,"steps":24}`)}},
-		fakeTurn{Text: "done"},
-	)
-	at := newAPITest(t, f, nil, everything)
-	r := at.startRun(t, `{"prompt":"run long"}`)
-	events := openEvents(t, at, r.id).rest(t)
-	var progress []followedEvent
-	var completed bool
-	var callID string
-	var took float64 // the call's duration_ms
-	for _, ev := range events {
-		switch ev.typ {
-		case evToolCallStarted:
-			callID, _ = ev.data["call_id"].(string)
-		case evToolCallProgress:
-			if completed {
-				t.Errorf("tool.call.progress %v after tool.call.completed", ev.data)
+	tests := []struct {
+		name   string
+		server func(t *testing.T) serverConfig
+	}{
+		{"stdio", func(t *testing.T) serverConfig { return stdioPeerConfig("everything", everythingStdioCommand(t)) }},
+		{"streamableHttp", func(t *testing.T) serverConfig {
+			return httpPeerConfig("everything", transportHTTP, startEverythingHTTP(t, "streamableHttp"))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const steps = 24
+			f := newFakeModel(t, providerOpenAI,
+				fakeTurn{ToolCalls: []toolCall{call("mcp_everything_trigger_long_running_operation", `{"duration":1.2,"steps":24}`)}},
+				fakeTurn{Text: "done"},
+			)
+			at := newAPITest(t, f, nil, tt.server(t))
+			r := at.startRun(t, `{"prompt":"run long"}`)
+			events := openEvents(t, at, r.id).rest(t)
+			var progress []followedEvent
+			var completed bool
+			var callID string
+			var took float64 // the call's duration_ms
+			for _, ev := range events {
+				switch ev.typ {
+				case evToolCallStarted:
+					callID, _ = ev.data["call_id"].(string)
+				case evToolCallProgress:
+					if completed {
+						t.Errorf("tool.call.progress %v after tool.call.completed", ev.data)
+					}
+					progress = append(progress, ev)
+				case evToolCallCompleted:
+					completed = true
+					took, _ = ev.data["duration_ms"].(float64)
+				}
 			}
-			progress = append(progress, ev)
-		case evToolCallCompleted:
-			completed = true
-			took, _ = ev.data["duration_ms"].(float64)
-		}
+			if !completed || len(progress) < 2 {
+				t.Fatalf("events %v: want tool.call.progress events, then tool.call.completed", types(events))
+			}
+			// One at the start, one per interval after it, and the last.
+			if most := int(took/float64(progressInterval.Milliseconds())) + 2; len(progress) > most {
+				t.Errorf("%d tool.call.progress events for %d notifications in %vms, want at most %d", len(progress), steps, took, most)
+			}
+			last := 0.0
+			for _, ev := range progress {
+				p := ev.data["progress"].(float64)
+				if ev.data["call_id"] != callID || ev.data["total"] != float64(steps) || p <= last {
+					t.Errorf("tool.call.progress %v, want call %s, total %d, progress rising", ev.data, callID, steps)
+				}
+				last = p
+			}
+			t.Logf("%d tool.call.progress events for %d notifications", len(progress), steps)
+			if last != steps {
+				t.Errorf("the last tool.call.progress says %v, want %d: the last one before the end goes out", last, steps)
+			}
+			if slices.Contains(eventTypes(r), evToolCallProgress) {
+				t.Errorf("history %v holds tool.call.progress", eventTypes(r))
+			}
+			at.waitAllRuns(t)
+		})
 	}
-	if !completed || len(progress) < 2 {
-		t.Fatalf("events %v: want tool.call.progress events, then tool.call.completed", types(events))
-	}
-	// One at the start, one per interval after it, and the last.
-	if most := int(took/float64(progressInterval.Milliseconds())) + 2; len(progress) > most {
-		t.Errorf("%d tool.call.progress events for %d notifications in %vms, want at most %d", len(progress), steps, took, most)
-	}
-	last := 0.0
-	for _, ev := range progress {
-		p := ev.data["progress"].(float64)
-		if ev.data["call_id"] != callID || ev.data["total"] != float64(steps) || p <= last {
-			t.Errorf("tool.call.progress %v, want call %s, total %d, progress rising", ev.data, callID, steps)
-		}
-		last = p
-	}
-	t.Logf("%d tool.call.progress events for %d notifications", len(progress), steps)
-	if last != steps {
-		t.Errorf("the last tool.call.progress says %v, want %d: the last one before the end goes out", last, steps)
-	}
-	if slices.Contains(eventTypes(r), evToolCallProgress) {
-		t.Errorf("history %v holds tool.call.progress", eventTypes(r))
-	}
-	at.waitAllRuns(t)
 }
