@@ -24,7 +24,7 @@ func streamedCall(t *testing.T, p modelProvider, req modelRequest) (resp *modelR
 	return resp, pieces, retries, err
 }
 
-var hello = modelRequest{Messages: []chatMessage{{Role: roleUser, Content: "hi"}}}
+var streamTestRequest = modelRequest{Messages: []chatMessage{{Role: roleUser, Content: "hi"}}}
 
 func TestModelStreamPiecesAddUp(t *testing.T) {
 	tests := []struct {
@@ -50,7 +50,7 @@ func TestModelStreamPiecesAddUp(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(wire+"/"+tt.name, func(t *testing.T) {
 				f := newFakeModel(t, wire, tt.turn).streamChunks(4)
-				resp, pieces, retries, err := streamedCall(t, f.provider(t), hello)
+				resp, pieces, retries, err := streamedCall(t, f.provider(t), streamTestRequest)
 				if err != nil {
 					t.Fatalf("complete = %v", err)
 				}
@@ -100,12 +100,12 @@ func TestModelStreamOff(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, pieces, _, err := streamedCall(t, p, hello)
+			resp, pieces, _, err := streamedCall(t, p, streamTestRequest)
 			if err != nil || resp.Content != "whole" || len(pieces) != 0 || f.requests()[0].Stream {
 				t.Errorf("complete with stream off = %+v, %v, pieces %q, request streamed %v; want a whole answer", resp, err, pieces, f.requests()[0].Stream)
 			}
 			// A server that ignores "stream" answers whole: understood.
-			resp, _, _, err = streamedCall(t, f.provider(t), hello)
+			resp, _, _, err = streamedCall(t, f.provider(t), streamTestRequest)
 			if err != nil || resp.Content != "ignored stream" || !f.requests()[1].Stream {
 				t.Errorf("complete streamed, answered whole = %+v, %v; want the answer", resp, err)
 			}
@@ -131,7 +131,7 @@ func TestModelStreamRefusedFallsBack(t *testing.T) {
 					t.Fatal(err)
 				}
 				modelEndpointOf(t, p).retry = fakeRetryPolicy
-				resp, pieces, retries, err := streamedCall(t, p, hello)
+				resp, pieces, retries, err := streamedCall(t, p, streamTestRequest)
 				if err != nil || resp.Content != want || len(pieces) != 0 || len(retries) != 0 {
 					t.Fatalf("complete = %+v, %v, pieces %q, retries %v; want %q whole, without retries", resp, err, pieces, retries, want)
 				}
@@ -158,7 +158,7 @@ func TestModelStreamBrokenIsRetried(t *testing.T) {
 				fakeTurn{Text: "Once upon a time, a model"},
 			).streamChunks(3)
 			var got []string
-			req := hello
+			req := streamTestRequest
 			req.OnText = func(text string) { got = append(got, text) }
 			var retried []error
 			req.OnRetry = func(attempt int, err error) {

@@ -105,7 +105,7 @@ func (ls *liveStream) until(t *testing.T, typ string) []followedEvent {
 	for {
 		ev, comment, err := ls.next(t)
 		if err != nil {
-			t.Fatalf("read events until %s after %v: %v", typ, types(out), err)
+			t.Fatalf("read events until %s after %v: %v", typ, followedTypes(out), err)
 		}
 		if comment != "" {
 			continue
@@ -117,8 +117,8 @@ func (ls *liveStream) until(t *testing.T, typ string) []followedEvent {
 	}
 }
 
-// types returns the types of events.
-func types(events []followedEvent) []string {
+// followedTypes returns the types of events.
+func followedTypes(events []followedEvent) []string {
 	var out []string
 	for _, ev := range events {
 		out = append(out, ev.typ)
@@ -189,7 +189,7 @@ func TestLiveDeltasAddUpToTheResponse(t *testing.T) {
 			events := append(first, ls.rest(t)...)
 			deltas, responses, pieces := stepTexts(t, withSteps(events))
 			if len(responses) != 2 {
-				t.Fatalf("events %v: want two model.response", types(events))
+				t.Fatalf("events %v: want two model.response", followedTypes(events))
 			}
 			for step, content := range responses {
 				if deltas[step] != content || pieces[step] < 2 {
@@ -211,8 +211,8 @@ func TestLiveDeltasAddUpToTheResponse(t *testing.T) {
 			// The history, the disk and replays hold no deltas.
 			for _, header := range [][]string{nil, {"Last-Event-ID", "1"}} {
 				replay := openEvents(t, at, r.id, header...).rest(t)
-				if slices.Contains(types(replay), evModelDelta) || len(replay) != len(ids)-len(header)/2 {
-					t.Errorf("replay with %v = %v, want the %d history events without deltas", header, types(replay), len(ids))
+				if slices.Contains(followedTypes(replay), evModelDelta) || len(replay) != len(ids)-len(header)/2 {
+					t.Errorf("replay with %v = %v, want the %d history events without deltas", header, followedTypes(replay), len(ids))
 				}
 			}
 			if got := eventTypes(r); slices.Contains(got, evModelDelta) {
@@ -247,14 +247,14 @@ func TestLiveFollowerAttachedMidStream(t *testing.T) {
 	for len(seen) < 6 {
 		ev, comment, err := fresh.next(t)
 		if err != nil {
-			t.Fatalf("fresh follower after %v: %v", types(seen), err)
+			t.Fatalf("fresh follower after %v: %v", followedTypes(seen), err)
 		}
 		if comment == "" {
 			seen = append(seen, ev)
 		}
 	}
-	if want := []string{evRunStarted, evModelDelta, evModelDelta, evModelDelta, evModelDelta, evModelDelta}; !slices.Equal(types(seen), want) {
-		t.Fatalf("fresh follower mid-stream got %v, want the history then the step's five deltas so far", types(seen))
+	if want := []string{evRunStarted, evModelDelta, evModelDelta, evModelDelta, evModelDelta, evModelDelta}; !slices.Equal(followedTypes(seen), want) {
+		t.Fatalf("fresh follower mid-stream got %v, want the history then the step's five deltas so far", followedTypes(seen))
 	}
 	resumed := openEvents(t, at, r.id, "Last-Event-ID", "1")
 	// A heartbeat shows its stream has read the run once: it is attached.
@@ -264,8 +264,8 @@ func TestLiveFollowerAttachedMidStream(t *testing.T) {
 	close(release)
 
 	all := append(seen, fresh.rest(t)...)
-	if want := []string{evModelResponse, evRunCompleted}; !slices.Equal(types(all)[len(all)-2:], want) {
-		t.Errorf("fresh follower = %v, want deltas then %v", types(all), want)
+	if want := []string{evModelResponse, terminalEventType(runCompleted)}; !slices.Equal(followedTypes(all)[len(all)-2:], want) {
+		t.Errorf("fresh follower = %v, want deltas then %v", followedTypes(all), want)
 	}
 	deltas, responses, _ := stepTexts(t, withSteps(all))
 	if deltas[1] != text || responses[1] != text {
@@ -278,8 +278,6 @@ func TestLiveFollowerAttachedMidStream(t *testing.T) {
 	}
 	at.waitAllRuns(t)
 }
-
-const evRunCompleted = terminalEventPrefix + runCompleted
 
 func TestLiveModelRetryVoidsTheText(t *testing.T) {
 	for _, wire := range wires {
@@ -299,8 +297,8 @@ func TestLiveModelRetryVoidsTheText(t *testing.T) {
 			close(attached)
 			events := withSteps(append(first, ls.rest(t)...))
 			want := []string{evModelDelta, evModelDelta, evModelDelta, evModelRetry}
-			if len(events) < 5 || !slices.Equal(types(events)[:4], want) {
-				t.Fatalf("events = %v, want %v first", types(events), want)
+			if len(events) < 5 || !slices.Equal(followedTypes(events)[:4], want) {
+				t.Fatalf("events = %v, want %v first", followedTypes(events), want)
 			}
 			retry := events[3]
 			if retry.id == "" || retry.data["attempt"] != float64(2) || retry.data["step"] != float64(1) || !strings.Contains(retry.data["error"].(string), "ended before it was complete") && !strings.Contains(retry.data["error"].(string), "Overloaded") {
@@ -478,7 +476,7 @@ func TestLiveSlowFollowerDoesNotBlockTheRun(t *testing.T) {
 		last = n
 		deltas++
 	}
-	if want := []string{evModelResponse, evRunCompleted}; !slices.Equal(tail, want) || deltas+skipped != pieces || last != pieces-1 {
+	if want := []string{evModelResponse, terminalEventType(runCompleted)}; !slices.Equal(tail, want) || deltas+skipped != pieces || last != pieces-1 {
 		t.Errorf("stream after the run ended: %d deltas, %d skipped, the last %d, then %v; want %d in all, then %v", deltas, skipped, last, tail, pieces, want)
 	}
 	// Whether any were skipped depends on how much the follower had taken

@@ -113,7 +113,7 @@ func TestLiveToolCallProgress(t *testing.T) {
 				}
 			}
 			if !completed || len(progress) < 2 {
-				t.Fatalf("events %v: want tool.call.progress events, then tool.call.completed", types(events))
+				t.Fatalf("events %v: want tool.call.progress events, then tool.call.completed", followedTypes(events))
 			}
 			// One at the start, one per interval after it, and the last.
 			if most := int(took/float64(progressInterval.Milliseconds())) + 2; len(progress) > most {
