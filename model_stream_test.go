@@ -249,8 +249,8 @@ func TestModelStreamEvents(t *testing.T) {
 // they may fail, never panic, and a complete answer's tool calls always
 // carry JSON object arguments.
 func FuzzModelStream(f *testing.F) {
-	f.Add([]byte(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"x","input":{}}}`+"\n"+
-		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}`+"\n"+`{"type":"message_stop"}`))
+	f.Add([]byte(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"x","input":{}}}` + "\n" +
+		`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\":"}}` + "\n" + `{"type":"message_stop"}`))
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":3,"id":"c","function":{"name":"f","arguments":"{"}}]},"finish_reason":"tool_calls"}]}` + "\n[DONE]"))
 	f.Add([]byte(`{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
