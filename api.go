@@ -470,6 +470,8 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	secrets := a.runSecrets(run)
 	heartbeat := time.NewTicker(a.heartbeat)
 	defer heartbeat.Stop()
+	cursor := followCursor{seq: after, resumed: r.Header.Get("Last-Event-ID") != ""}
+	defer run.unfollow(&cursor)
 	for {
 		// done is closed after the terminal event is recorded: seen
 		// closed before reading the history, the history is complete.
@@ -479,15 +481,19 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 			ended = true
 		default:
 		}
-		events, _, changed := run.eventsAfter(after)
-		for _, ev := range events {
-			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, secrets.marshal(ev, false)); err != nil {
+		frames, skipped, changed := run.follow(&cursor)
+		if skipped > 0 {
+			if _, err := fmt.Fprintf(w, ": %d live events dropped: this stream fell behind\n\n", skipped); err != nil {
 				return
 			}
-			after = ev.Seq
+		}
+		for _, f := range frames {
+			if err := writeEventFrame(w, secrets, f); err != nil {
+				return
+			}
 			// The terminal event is the last: it goes out before the
 			// run's servers are closed, and the stream ends with it.
-			ended = ended || isTerminalEvent(ev.Type)
+			ended = ended || isTerminalEvent(f.ev.Type)
 		}
 		if err := rc.Flush(); err != nil || ended {
 			return
@@ -505,6 +511,19 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
 			return
 		}
 	}
+}
+
+// writeEventFrame writes one event of a run's stream, redacted. A live
+// event has no id line, so that a reconnecting client resumes after the
+// last history event, and no seq.
+func writeEventFrame(w io.Writer, secrets *redactor, f followFrame) error {
+	ev := f.ev
+	if f.live {
+		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, secrets.marshal(liveFrame{Type: ev.Type, Time: ev.Time, Data: ev.Data}, false))
+		return err
+	}
+	_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, secrets.marshal(ev, false))
+	return err
 }
 
 // listServers answers GET /v1/mcp/servers: every global server's status

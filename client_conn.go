@@ -87,6 +87,19 @@ type pendingCall struct {
 	// held counts the server's requests for input being answered while
 	// the call waits; its deadline does not run out while held.
 	held atomic.Int32
+	// progress hears the call's progress notifications (withCallProgress);
+	// nil for none.
+	progress func(progressParams)
+}
+
+// callProgressKey is the context key of withCallProgress.
+type callProgressKey struct{}
+
+// withCallProgress returns ctx carrying f: the progress notifications of
+// a call made under it are passed to f, from the connection's reader (f
+// must not block).
+func withCallProgress(ctx context.Context, f func(progressParams)) context.Context {
+	return context.WithValue(ctx, callProgressKey{}, f)
 }
 
 // A request is one JSON-RPC call as roundTrip sends it.
@@ -162,6 +175,7 @@ type outgoingCall struct {
 func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) {
 	call := &outgoingCall{c: c, req: req, id: c.nextID.Add(1), timeout: c.callTimeout(req),
 		pending: &pendingCall{ch: make(chan rpcResponse, 1)}}
+	call.pending.progress, _ = ctx.Value(callProgressKey{}).(func(progressParams))
 	if err := call.encode(ctx); err != nil {
 		return nil, err
 	}
@@ -485,6 +499,9 @@ func (c *conn) handleNotification(msg wireMessage) {
 		}
 		if pc != nil && c.opts.Input != nil && c.opts.Input.Progress != nil {
 			c.opts.Input.Progress(c.cfg.Name, p)
+		}
+		if pc != nil && pc.progress != nil {
+			pc.progress(p)
 		}
 	case "notifications/elicitation/complete":
 		c.elicitationComplete(msg.Params)

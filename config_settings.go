@@ -21,6 +21,8 @@ type modelSettings struct {
 	BaseURL   string
 	MaxTokens int
 	MaxSteps  int
+	// NoStream: [model] stream = false, call the model without streaming.
+	NoStream bool
 	// SamplingModels are the other models a server's sampling request may
 	// pick with modelPreferences hints ([model] sampling_models).
 	SamplingModels []modelSpec
@@ -32,7 +34,7 @@ type modelSettings struct {
 // spec returns the configured model as the runs' default modelSpec: its
 // Provider is empty when no model is configured.
 func (m modelSettings) spec() modelSpec {
-	return modelSpec{Provider: m.Provider, Model: m.Model, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens}
+	return modelSpec{Provider: m.Provider, Model: m.Model, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens, NoStream: m.NoStream}
 }
 
 // An authKey is one API key. The token itself is never kept, only its hash.
@@ -59,6 +61,8 @@ type tomlModel struct {
 	BaseURL   *string `toml:"base_url"`
 	MaxTokens *int    `toml:"max_tokens"`
 	MaxSteps  *int    `toml:"max_steps"`
+	// Stream calls the model with streaming (default true).
+	Stream *bool `toml:"stream"`
 	// SamplingModels are "provider/model" names.
 	SamplingModels *[]string `toml:"sampling_models"`
 	// Prices are [model.prices."provider/model"] tables.
@@ -97,6 +101,9 @@ func parseTOMLModel(file string, doc tomlModel) (modelSettings, []error) {
 			bad("max_steps", "%d is not positive; set a positive number or remove it", *n)
 		}
 		m.MaxSteps = *n
+	}
+	if stream := doc.Stream; stream != nil {
+		m.NoStream = !*stream
 	}
 	if names := doc.SamplingModels; names != nil {
 		m.SamplingModels = []modelSpec{}
@@ -147,6 +154,9 @@ func mergeModel(m *modelSettings, layer configLayer) {
 	}
 	if layer.modelSet.MaxSteps != nil {
 		m.MaxSteps = layer.model.MaxSteps
+	}
+	if layer.modelSet.Stream != nil {
+		m.NoStream = layer.model.NoStream
 	}
 	if layer.modelSet.SamplingModels != nil {
 		m.SamplingModels = layer.model.SamplingModels

@@ -93,6 +93,15 @@ type modelRequest struct {
 	MaxTokens int // overrides the provider's limit when positive
 	// StopSequences end the answer early; none for the agent loop.
 	StopSequences []string
+	// OnText, when set, receives the answer's text as the model writes it
+	// (a streamed call), in order, from the goroutine calling complete;
+	// the pieces of one attempt add up to the answer's Content. Nil: no
+	// one listens.
+	OnText func(text string)
+	// OnRetry, when set, is called before a failed call is tried again,
+	// with the number of the attempt about to start and why the last one
+	// failed: the text OnText received so far is void.
+	OnRetry func(attempt int, err error)
 }
 
 // A modelUsage counts the tokens of one or more model calls. InputTokens
@@ -145,6 +154,9 @@ type modelSpec struct {
 	// MaxTokens limits each answer. Zero: 4096 for Anthropic, where it is
 	// required; not sent to OpenAI.
 	MaxTokens int
+	// NoStream asks for whole answers ([model] stream = false); by
+	// default the model is called with streaming.
+	NoStream bool
 }
 
 // parseModelName splits "provider/model" at the first '/': the model part
@@ -238,6 +250,9 @@ type modelEndpoint struct {
 	logger                 *slog.Logger
 	retry                  retryPolicy
 	attemptTimeout         time.Duration
+	// stream: call with streaming unless the endpoint refused it (see
+	// streams).
+	stream bool
 }
 
 // newModelEndpoint resolves the key and base URL of spec.
@@ -286,6 +301,7 @@ func newModelEndpoint(spec modelSpec, wire wireDefaults, getenv func(string) (st
 		logger:         logger.With("provider", spec.Provider, "model", spec.Model),
 		retry:          defaultRetryPolicy,
 		attemptTimeout: modelAttemptTimeout,
+		stream:         !spec.NoStream,
 	}, nil
 }
 
@@ -298,22 +314,32 @@ func (e *modelEndpoint) errorf(format string, args ...any) error {
 	return errors.New("model " + e.provider + ": " + e.secrets.redact(fmt.Sprintf(format, args...)))
 }
 
-// call posts body and decodes the answer, retrying transient failures.
-func (e *modelEndpoint) call(ctx context.Context, body []byte, decode func([]byte) (*modelResponse, error)) (*modelResponse, error) {
+// call posts the request of c and decodes the answer, retrying transient
+// failures. The request is streamed when the endpoint streams (see
+// streams); a refusal to stream switches the endpoint to whole answers
+// and is not counted as an attempt. Before each retry, c.onRetry hears of
+// it, so that text already passed to c.onText can be taken back.
+func (e *modelEndpoint) call(ctx context.Context, c modelCall) (*modelResponse, error) {
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		data, fail := e.attempt(ctx, body)
+		streaming := c.stream != nil && e.streams()
+		body, err := c.encode(streaming)
+		if err != nil {
+			return nil, err
+		}
+		resp, fail := e.attempt(ctx, body, c, streaming)
 		if fail == nil {
-			resp, err := decode(data)
-			if err != nil {
-				return nil, e.errorf("decode the answer from %s: %v (is it an %s-compatible API?)", e.url, err, e.provider)
-			}
-			e.logger.Debug("model call done", "attempts", attempt, "duration", time.Since(start),
+			e.logger.Debug("model call done", "attempts", attempt, "duration", time.Since(start), "streamed", streaming,
 				"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens, "stop_reason", resp.StopReason)
 			return resp, nil
 		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("model %s: %w", e.provider, ctx.Err())
+		}
+		if streaming && fail.refusesStream {
+			e.refuseStream(fail.err)
+			attempt--
+			continue
 		}
 		if !fail.retry || attempt >= e.retry.attempts {
 			if attempt > 1 {
@@ -323,6 +349,9 @@ func (e *modelEndpoint) call(ctx context.Context, body []byte, decode func([]byt
 		}
 		delay := e.retry.delay(attempt, fail.retryAfter, fail.hasRetryAfter)
 		e.logger.Warn("model call failed, retrying", "attempt", attempt, "delay", delay, "err", fail.err)
+		if c.onRetry != nil {
+			c.onRetry(attempt+1, fail.err)
+		}
 		if !sleepContext(ctx, delay) {
 			return nil, fmt.Errorf("model %s: %w", e.provider, ctx.Err())
 		}
@@ -335,10 +364,16 @@ type attemptFailure struct {
 	retry         bool
 	retryAfter    time.Duration // the server's Retry-After, when hasRetryAfter
 	hasRetryAfter bool
+	// refusesStream: a streamed request was refused (400) for its
+	// streaming; the same request without it may succeed.
+	refusesStream bool
 }
 
-// attempt posts body once. It returns the body of a 2xx answer, or why not.
-func (e *modelEndpoint) attempt(ctx context.Context, body []byte) ([]byte, *attemptFailure) {
+// attempt posts body once and returns the decoded answer, or why not. A
+// streamed answer (text/event-stream) is read event by event, its text
+// passed to c.onText as it comes; any other answer is read whole, so a
+// server that ignores the request to stream is understood too.
+func (e *modelEndpoint) attempt(ctx context.Context, body []byte, c modelCall, streaming bool) (*modelResponse, *attemptFailure) {
 	actx, cancel := context.WithTimeout(ctx, e.attemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, e.url, bytes.NewReader(body))
@@ -346,11 +381,18 @@ func (e *modelEndpoint) attempt(ctx context.Context, body []byte) ([]byte, *atte
 		return nil, &attemptFailure{err: e.errorf("build request for %s: %v", e.url, err)}
 	}
 	req.Header = e.header.Clone()
+	if streaming {
+		req.Header.Set("Accept", "text/event-stream")
+	}
 	resp, err := e.client.Do(req)
 	if err != nil {
 		return nil, e.networkFailure(ctx, actx, "cannot reach", err)
 	}
 	defer resp.Body.Close()
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if ok && streaming && isEventStream(resp.Header) {
+		return e.readStream(ctx, actx, resp.Body, c)
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxModelResponseBytes+1))
 	if err != nil {
 		return nil, e.networkFailure(ctx, actx, "read the answer from", err)
@@ -363,10 +405,15 @@ func (e *modelEndpoint) attempt(ctx context.Context, body []byte) ([]byte, *atte
 	if e.secrets.occurs(data) {
 		data = []byte(e.secrets.redact(string(data)))
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return data, nil
+	if ok {
+		decoded, err := c.decode(data)
+		if err != nil {
+			return nil, &attemptFailure{err: e.errorf("decode the answer from %s: %v (is it an %s-compatible API?)", e.url, err, e.provider)}
+		}
+		return decoded, nil
 	}
 	fail := &attemptFailure{err: e.statusError(resp.StatusCode, data)}
+	fail.refusesStream = streaming && resp.StatusCode == http.StatusBadRequest && mentionsStream(data)
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
 		http.StatusServiceUnavailable, http.StatusGatewayTimeout, 529:

@@ -26,6 +26,7 @@ type anthropicRequest struct {
 	Tools     []anthropicTool    `json:"tools,omitempty"`
 	// StopSequences end the answer early (sampling requests may ask).
 	StopSequences []string `json:"stop_sequences,omitempty"`
+	Stream        bool     `json:"stream,omitempty"`
 }
 
 type anthropicMessage struct {
@@ -54,33 +55,45 @@ type anthropicTool struct {
 type anthropicResponse struct {
 	Content    []anthropicBlock `json:"content"`
 	StopReason string           `json:"stop_reason"`
-	Usage      struct {
-		InputTokens              int `json:"input_tokens"`
-		OutputTokens             int `json:"output_tokens"`
-		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	} `json:"usage"`
-	Type  string          `json:"type"`
-	Error json.RawMessage `json:"error"`
+	Usage      anthropicUsage   `json:"usage"`
+	Type       string           `json:"type"`
+	Error      json.RawMessage  `json:"error"`
+}
+
+// An anthropicUsage is the usage of a Messages answer.
+type anthropicUsage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 }
 
 func (p *anthropicProvider) complete(ctx context.Context, req modelRequest) (*modelResponse, error) {
-	body, err := p.encode(req)
-	if err != nil {
-		return nil, err
-	}
-	return p.call(ctx, body, decodeAnthropicResponse)
+	return p.call(ctx, modelCall{
+		encode:  func(stream bool) ([]byte, error) { return p.encodeStream(req, stream) },
+		decode:  decodeAnthropicResponse,
+		stream:  func() streamDecoder { return newAnthropicStream() },
+		onText:  req.OnText,
+		onRetry: req.OnRetry,
+	})
 }
 
-// encode returns the Messages body for req. Consecutive tool messages
-// become one user message of tool_result blocks, as the API requires.
+// encode returns the Messages body for req, not streamed.
 func (p *anthropicProvider) encode(req modelRequest) ([]byte, error) {
+	return p.encodeStream(req, false)
+}
+
+// encodeStream returns the Messages body for req, streamed when stream is
+// set. Consecutive tool messages become one user message of tool_result
+// blocks, as the API requires.
+func (p *anthropicProvider) encodeStream(req modelRequest, stream bool) ([]byte, error) {
 	out := anthropicRequest{
 		Model:         cmp.Or(req.Model, p.model),
 		MaxTokens:     cmp.Or(max(req.MaxTokens, 0), p.maxTokens),
 		System:        req.System,
 		Messages:      []anthropicMessage{},
 		StopSequences: req.StopSequences,
+		Stream:        stream,
 	}
 	for i, m := range req.Messages {
 		switch m.Role {
@@ -130,6 +143,12 @@ func decodeAnthropicResponse(body []byte) (*modelResponse, error) {
 	if r.Type == "error" {
 		return nil, fmt.Errorf("the server reported an error: %s", errorBodyMessage(body))
 	}
+	return anthropicResult(r), nil
+}
+
+// anthropicResult turns a Messages answer, whole or assembled from a
+// stream, into a modelResponse.
+func anthropicResult(r anthropicResponse) *modelResponse {
 	u := r.Usage
 	resp := &modelResponse{
 		Usage: modelUsage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens,
@@ -153,5 +172,5 @@ func decodeAnthropicResponse(body []byte) (*modelResponse, error) {
 			resp.StopReason = stopToolUse
 		}
 	}
-	return resp, nil
+	return resp
 }

@@ -43,6 +43,19 @@ type fakeTurn struct {
 	Body       string // sent verbatim as the body (malformed JSON, say)
 	// Hang answers nothing until the request is abandoned or the test ends.
 	Hang bool
+
+	// Streamed answers (model_fake_stream_test.go), to a request asking
+	// for a stream when the fake streams (streamChunks) or Chunks is set.
+	// Chunks are the pieces of the text as streamed; Text is their
+	// concatenation when empty.
+	Chunks []string
+	// BreakAfter, when positive, fails the stream after that many text
+	// pieces: the OpenAI stream stops without finishing, the Anthropic
+	// one sends an overloaded_error event.
+	BreakAfter int
+	// OnChunk, when set, is called before text piece i is written; it may
+	// block to pace the stream.
+	OnChunk func(i int)
 }
 
 // A fakeRequest is one request a fakeModel received: decoded into the
@@ -52,7 +65,8 @@ type fakeRequest struct {
 	modelRequest
 	Header http.Header
 	Raw    []byte
-	Turn   int // the index of the turn that answered it
+	Turn   int  // the index of the turn that answered it
+	Stream bool // the request asked for a streamed answer
 }
 
 // toolNames returns the names of the tools offered, in order.
@@ -86,6 +100,9 @@ type fakeModel struct {
 	srv    *httptest.Server
 	script []fakeTurn
 	done   chan struct{} // closed when the test ends, to release hanging turns
+	// chunkSize, when positive, streams every answer to a request asking
+	// for it, in pieces of this many bytes (set by streamChunks before use).
+	chunkSize int
 
 	mu sync.Mutex
 	// guards next and received
@@ -208,6 +225,7 @@ func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	req.Stream = fakeAsksStream(raw)
 	f.mu.Lock()
 	req.Turn = f.next
 	f.next++
@@ -244,6 +262,8 @@ func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, turn.Body)
 	case turn.Status != 0 && turn.Status != http.StatusOK:
 		f.writeError(w, turn.Status, turn.RetryAfter, cmp.Or(turn.Text, fmt.Sprintf("fake status %d", turn.Status)))
+	case req.Stream && (turn.Chunks != nil || f.chunkSize > 0):
+		f.writeStream(w, req, turn)
 	default:
 		f.writeAnswer(w, req, turn)
 	}

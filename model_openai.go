@@ -37,6 +37,13 @@ type openaiRequest struct {
 	MaxTokens           int             `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
 	Stop                []string        `json:"stop,omitempty"`
+	Stream              bool            `json:"stream,omitempty"`
+	// StreamOptions asks for the usage in the last chunk of a stream.
+	StreamOptions *openaiStreamOptions `json:"stream_options,omitempty"`
+}
+
+type openaiStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 type openaiMessage struct {
@@ -64,35 +71,42 @@ type openaiTool struct {
 	} `json:"function"`
 }
 
+// openaiUsage is a Chat Completions answer's usage, whole or in a
+// stream's last chunk.
+type openaiUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
 type openaiResponse struct {
-	Choices []struct {
-		Message struct {
-			Content   json.RawMessage  `json:"content"` // a string, null, or an array of parts
-			ToolCalls []openaiToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens        int `json:"prompt_tokens"`
-		CompletionTokens    int `json:"completion_tokens"`
-		PromptTokensDetails struct {
-			CachedTokens int `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Choices []openaiChoice  `json:"choices"`
+	Usage   openaiUsage     `json:"usage"`
+	Error   json.RawMessage `json:"error"`
 }
 
 func (p *openaiProvider) complete(ctx context.Context, req modelRequest) (*modelResponse, error) {
-	body, err := p.encode(req)
-	if err != nil {
-		return nil, err
-	}
-	return p.call(ctx, body, decodeOpenAIResponse)
+	return p.call(ctx, modelCall{
+		encode:  func(stream bool) ([]byte, error) { return p.encodeStream(req, stream) },
+		decode:  decodeOpenAIResponse,
+		stream:  func() streamDecoder { return newOpenAIStream() },
+		onText:  req.OnText,
+		onRetry: req.OnRetry,
+	})
 }
 
-// encode returns the Chat Completions body for req.
-func (p *openaiProvider) encode(req modelRequest) ([]byte, error) {
+// encode returns the Chat Completions body for req, not streamed.
+func (p *openaiProvider) encode(req modelRequest) ([]byte, error) { return p.encodeStream(req, false) }
+
+// encodeStream returns the Chat Completions body for req, asking for a
+// stream with the usage in its last chunk when stream is set.
+func (p *openaiProvider) encodeStream(req modelRequest, stream bool) ([]byte, error) {
 	out := openaiRequest{Model: cmp.Or(req.Model, p.model), Messages: []openaiMessage{}, Stop: req.StopSequences}
+	if stream {
+		out.Stream, out.StreamOptions = true, &openaiStreamOptions{IncludeUsage: true}
+	}
 	if maxTokens := cmp.Or(max(req.MaxTokens, 0), p.maxTokens); p.maxCompletionTokens {
 		out.MaxCompletionTokens = maxTokens
 	} else {
@@ -141,6 +155,15 @@ func (p *openaiProvider) encode(req modelRequest) ([]byte, error) {
 	return body, nil
 }
 
+// An openaiChoice is one choice of a Chat Completions answer.
+type openaiChoice struct {
+	Message struct {
+		Content   json.RawMessage  `json:"content"` // a string, null, or an array of parts
+		ToolCalls []openaiToolCall `json:"tool_calls"`
+	} `json:"message"`
+	FinishReason string `json:"finish_reason"`
+}
+
 // decodeOpenAIResponse reads a Chat Completions answer. It is lenient with
 // compatible servers: content may be null or an array of parts, a tool call
 // may lack its ID, arguments may be empty, an object, or not JSON at all
@@ -150,6 +173,13 @@ func decodeOpenAIResponse(body []byte) (*modelResponse, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("%v; the answer begins %q", err, shortText(string(body), 80))
 	}
+	return openaiResult(r, body)
+}
+
+// openaiResult turns a Chat Completions answer, whole or assembled from a
+// stream, into a modelResponse; body is the answer as sent, for the
+// message of an error answer.
+func openaiResult(r openaiResponse, body []byte) (*modelResponse, error) {
 	if len(r.Choices) == 0 {
 		if len(r.Error) > 0 && string(r.Error) != "null" {
 			return nil, fmt.Errorf("the server reported an error: %s", errorBodyMessage(body))

@@ -127,6 +127,7 @@ type run struct {
 	endedAt       time.Time
 	events        []runEvent
 	changed       chan struct{} // closed and replaced on every new event
+	live          liveLog       // recent live-only events (run_live.go)
 	// final is the ended run when it is kept on disk: its events and large
 	// bodies are read from there, and events is nil.
 	final *runView
@@ -301,6 +302,7 @@ func (r *run) finish(status, output, errMsg string) {
 	r.errMsg = errMsg
 	r.endedAt = ev.Time
 	r.publishLocked(ev)
+	r.dropLiveLocked()
 	r.mu.Unlock()
 
 	r.scope.close()
@@ -462,16 +464,20 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	for _, e := range offered {
 		defs = append(defs, toolDef{Name: e.Name, Description: e.Description, InputSchema: e.InputSchema})
 	}
+	deltas := &deltaWriter{r: r, step: step}
 	resp, err := r.provider.complete(ctx, modelRequest{
 		Model:     r.model.Model,
 		System:    r.systemPrompt(),
 		Messages:  messages,
 		Tools:     defs,
 		MaxTokens: r.model.MaxTokens,
+		OnText:    deltas.write,
+		OnRetry:   deltas.retry,
 	})
 	if err != nil {
 		return nil, err
 	}
+	deltas.flush()
 	resp.Usage = r.budget.spend(r.provider.name(), resp.Usage)
 	r.mu.Lock()
 	r.steps = step
@@ -500,7 +506,9 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 			r.putCut(started, "arguments", string(tc.Arguments))
 			r.emit(evToolCallStarted, started)
 			start := time.Now()
-			res := r.callTool(ctx, tc)
+			progress := r.newProgressLimiter(tc.ID)
+			res := r.callTool(withCallProgress(ctx, progress.note), tc)
+			progress.stop()
 			elapsed := time.Since(start)
 			outcome := "ok"
 			if res.isError {

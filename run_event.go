@@ -15,6 +15,7 @@ const (
 	evServerConnected   = "mcp.server.connected"
 	evServerFailed      = "mcp.server.failed"
 	evModelResponse     = "model.response"
+	evModelRetry        = "model.retry"
 	evToolCallStarted   = "tool.call.started"
 	evToolCallCompleted = "tool.call.completed"
 	evInputRequested    = "input.requested"
@@ -26,12 +27,16 @@ const (
 	// evConversationTrimmed: the conversation's earlier messages were cut
 	// to fit max_conversation_bytes before the run's first model call.
 	evConversationTrimmed = "conversation.trimmed"
-	// evModelDelta carries a piece of the model's text as it is written
-	// {step, text}; live only, never kept nor replayed.
-	evModelDelta        = "model.delta"
-	evApprovalRequested = "approval.requested"
-	evApprovalResolved  = "approval.resolved"
-	evBudgetExceeded    = "budget.exceeded"
+	evApprovalRequested   = "approval.requested"
+	evApprovalResolved    = "approval.resolved"
+	evBudgetExceeded      = "budget.exceeded"
+)
+
+// Live-only event types: followers connected at the time get them, the
+// history and the disk never hold them (see run_live.go).
+const (
+	evModelDelta       = "model.delta"
+	evToolCallProgress = "tool.call.progress"
 )
 
 // terminalEventPrefix starts the type of the event that ends a run.
@@ -96,6 +101,33 @@ func approvalResolvedEvent(id, decision, by, reason string) map[string]any {
 	data := map[string]any{"approval_id": id, "decision": decision, "by": by}
 	if reason != "" {
 		data["reason"] = reason
+	}
+	return data
+}
+
+// modelDeltaEvent is the payload of model.delta: the next piece of the
+// text the model is writing in step.
+func modelDeltaEvent(step int, text string) map[string]any {
+	return map[string]any{"step": step, "text": text}
+}
+
+// modelRetryEvent is the payload of model.retry: the model call of step
+// failed (err) and starts again as attempt; the text streamed for the
+// step so far is void.
+func modelRetryEvent(step, attempt int, err error) map[string]any {
+	return map[string]any{"step": step, "attempt": attempt, "error": err.Error()}
+}
+
+// toolCallProgressEvent is the payload of tool.call.progress: a server's
+// progress notification for the call callID. total is 0 when the server
+// gave none, message "" likewise.
+func toolCallProgressEvent(callID string, note progressParams) map[string]any {
+	data := map[string]any{"call_id": callID, "progress": note.Progress}
+	if note.Total > 0 {
+		data["total"] = note.Total
+	}
+	if note.Message != "" {
+		data["message"] = note.Message
 	}
 	return data
 }
