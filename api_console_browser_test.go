@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -38,8 +40,10 @@ func requireChromium(t *testing.T) string {
 }
 
 // consoleScript is the scripted model of the browser scenarios, turn by
-// turn in the order the scenarios start their runs.
-func consoleScript(payload string) []fakeTurn {
+// turn in the order the scenarios start their runs. The first answer
+// streams its first piece, then waits until gate is closed (the page
+// showed that piece), so the page is seen showing text as it streams.
+func consoleScript(payload string, gate <-chan struct{}) []fakeTurn {
 	prompted := func(want string) func(fakeRequest) error {
 		return func(req fakeRequest) error {
 			if len(req.Messages) == 0 || !strings.Contains(req.Messages[0].Content, want) {
@@ -58,7 +62,13 @@ func consoleScript(payload string) []fakeTurn {
 		}}
 	}
 	return []fakeTurn{
-		{Check: prompted("Echo hello console"), Text: "Calling echo.", ToolCalls: []toolCall{call("mcp_everything_echo", `{"message":"hello console"}`)}},
+		{Check: prompted("Echo hello console"), Text: "Calling echo now.", Chunks: []string{"Calling ", "echo ", "now."},
+			OnChunk: func(i int) {
+				if i == 1 {
+					<-gate
+				}
+			},
+			ToolCalls: []toolCall{call("mcp_everything_echo", `{"message":"hello console"}`)}},
 		result("The server said: "),
 		{Check: prompted("Ask me for my details"), ToolCalls: []toolCall{call("mcp_everything_trigger_elicitation_request", `{}`)}},
 		result("You told the server:\n"),
@@ -108,7 +118,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	everything := everythingStdioCommand(t)
 	bin := buildHarnessd(t)
 	const payload = "<img src=x onerror=alert(1)></script><script>alert(2)</script>"
-	f := newFakeModel(t, providerOpenAI, consoleScript(payload)...)
+	gate := make(chan struct{})
+	var gateOnce sync.Once
+	openGate := func() { gateOnce.Do(func() { close(gate) }) }
+	t.Cleanup(openGate)
+	gateSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { openGate() }))
+	t.Cleanup(gateSrv.Close)
+	f := newFakeModel(t, providerOpenAI, consoleScript(payload, gate)...)
 
 	home, workspace := t.TempDir(), t.TempDir()
 	var env []string
@@ -143,6 +159,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		"CONSOLE_URL="+at.url,
 		"ADMIN_KEY="+keys["admin"], "WRITE_KEY="+keys["write"], "READ_KEY="+keys["read"],
 		"CHROMIUM="+browser,
+		"GATE_URL="+gateSrv.URL,
 		"ARTIFACTS="+artifacts,
 	)
 	if dir := os.Getenv("HARNESS_CONSOLE_SCREENSHOTS"); dir != "" {

@@ -1,7 +1,8 @@
 // Browser scenarios of the console, run by TestConsoleInBrowser (api_console_browser_test.go)
 // against a live harnessd with the scripted model and server-everything:
 //   node --test testdata/console/console.test.mjs
-// Environment: NODE_MODULES (testdata/npm/node_modules), CONSOLE_URL, ADMIN_KEY, WRITE_KEY, READ_KEY, CHROMIUM (the browser),
+// Environment: NODE_MODULES (testdata/npm/node_modules), CONSOLE_URL, GATE_URL (lets the
+// scripted model finish its streamed first answer), ADMIN_KEY, WRITE_KEY, READ_KEY, CHROMIUM (the browser),
 // ARTIFACTS (where a failed scenario leaves its screenshot and console log), and
 // SCREENSHOTS (optional: where each page's screenshot for the README goes).
 import { test, before, after } from 'node:test';
@@ -119,6 +120,11 @@ scenario('a run started from the form shows its tool call and answer', async (pa
   await signIn(page, keys.write);
   await shot(page, 'runs.png');
   const id = await startRun(page, 'Echo hello console through the everything server');
+  // The model's first piece shows while its answer is still streaming;
+  // then the fake model is let go on.
+  await page.locator('.assistant.live').filter({ hasText: 'Calling' }).waitFor();
+  await fetch(env('GATE_URL'));
+  await page.locator('.assistant').filter({ hasText: 'Calling echo now.' }).waitFor();
   const call = page.locator('details.tool').filter({ hasText: 'mcp_everything_echo' });
   await call.waitFor();
   await call.locator('summary').click();
