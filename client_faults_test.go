@@ -17,7 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -418,79 +418,49 @@ func waitForModelRequests(t *testing.T, f *fakeModel, n int) {
 	}
 }
 
-// A faultyMCP is a Streamable HTTP MCP server for fault tests. Its tools
-// misbehave by name. Safe for concurrent use.
-type faultyMCP struct {
-	mu sync.Mutex
-	// guards sessions and expired
-	sessions map[string]bool
-	expired  bool
-	next     int
-}
+// faultyTools are the tools of newFaultyMCP, which misbehave by name.
+var faultyTools = []string{"echo", "die_mid_stream", "expire_session", "status_500", "slow", "too_slow", "malformed_sse"}
 
-// newFaultyMCP starts a faultyMCP and returns its URL (ending in /mcp).
+// newFaultyMCP starts a fake server for fault tests whose tools misbehave
+// by name, and returns its URL (ending in /mcp). It refuses unknown
+// sessions, redirects /redirected to /mcp, and ends its GET stream at once.
 func newFaultyMCP(t *testing.T) string {
 	t.Helper()
-	s := &faultyMCP{sessions: map[string]bool{}}
-	srv := newFakeHTTPServer(t, s.serve)
-	return srv.URL + "/mcp"
+	var s *fakeMCP
+	var expired atomic.Bool
+	s = newFakeMCP(t, fakeMCPConfig{Name: "faulty", Tools: faultyTools, Capabilities: map[string]any{"tools": map[string]any{}}, Sessions: true,
+		Script: func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
+			switch {
+			case r.URL.Path == "/redirected":
+				http.Redirect(w, r, "/mcp", http.StatusTemporaryRedirect)
+				return true
+			case r.Method == http.MethodGet:
+				// The notification stream closes at once: the client must cope.
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				return true
+			case r.Method == http.MethodDelete:
+				return true
+			case m.Method != "tools/call" || len(m.ID) == 0:
+				return false
+			}
+			return faultyCall(w, r, m, func() bool {
+				if expired.Swap(true) {
+					return false
+				}
+				s.endSession(m.SessionID)
+				return true
+			})
+		}})
+	return s.URL + "/mcp"
 }
 
-func (s *faultyMCP) serve(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.URL.Path == "/redirected":
-		http.Redirect(w, r, "/mcp", http.StatusTemporaryRedirect)
-		return
-	case r.Method == http.MethodGet:
-		// The notification stream closes at once: the client must cope.
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		return
-	case r.Method == http.MethodDelete:
-		return
-	}
-	var msg wireMessage
-	if err := json.NewDecoder(r.Body).Decode(&msg); err != nil {
-		http.Error(w, "bad json", http.StatusBadRequest)
-		return
-	}
-	sid := r.Header.Get("Mcp-Session-Id")
-	s.mu.Lock()
-	known := s.sessions[sid]
-	s.mu.Unlock()
-	if msg.Method == "initialize" {
-		s.mu.Lock()
-		s.next++
-		sid = "session-" + strconv.Itoa(s.next)
-		s.sessions[sid] = true
-		s.mu.Unlock()
-		w.Header().Set("Mcp-Session-Id", sid)
-		writeJSONBody(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"faulty","version":"1"}}}`, msg.ID, latestProtocolVersion))
-		return
-	}
-	if !known {
-		http.Error(w, "unknown session", http.StatusNotFound)
-		return
-	}
-	if len(msg.ID) == 0 {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
+// faultyCall answers the tools/call m of a faulty server by the tool's
+// name; expire ends the session the first time it is called and reports
+// whether it did.
+func faultyCall(w http.ResponseWriter, r *http.Request, m mcpExchange, expire func() bool) bool {
 	answer := func(text string) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, msg.ID, text)
-	}
-	switch msg.Method {
-	case "tools/list":
-		var tools []string
-		for _, n := range []string{"echo", "die_mid_stream", "expire_session", "status_500", "slow", "too_slow", "malformed_sse"} {
-			tools = append(tools, fmt.Sprintf(`{"name":%q,"inputSchema":{"type":"object"}}`, n))
-		}
-		writeJSONBody(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s]}}`, msg.ID, strings.Join(tools, ",")))
-		return
-	case "tools/call":
-	default:
-		writeJSONBody(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, msg.ID))
-		return
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, m.ID, text)
 	}
 	var p struct {
 		Name      string `json:"name"`
@@ -498,7 +468,7 @@ func (s *faultyMCP) serve(w http.ResponseWriter, r *http.Request) {
 			Message string `json:"message"`
 		} `json:"arguments"`
 	}
-	json.Unmarshal(msg.Params, &p)
+	json.Unmarshal(m.Params, &p)
 	switch p.Name {
 	case "echo":
 		writeSSE(w, "event: message\ndata: "+answer(p.Arguments.Message)+"\n\n")
@@ -509,16 +479,9 @@ func (s *faultyMCP) serve(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // cuts the connection mid-event
 	case "expire_session":
-		s.mu.Lock()
-		first := !s.expired
-		s.expired = true
-		if first {
-			delete(s.sessions, sid)
-		}
-		s.mu.Unlock()
-		if first {
+		if expire() {
 			http.Error(w, "session expired", http.StatusNotFound)
-			return
+			return true
 		}
 		writeJSONBody(w, answer("after re-initialize"))
 	case "status_500":
@@ -536,6 +499,7 @@ func (s *faultyMCP) serve(w http.ResponseWriter, r *http.Request) {
 	case "malformed_sse":
 		writeSSE(w, "event: message\ndata: {not json\n\nretry: x\nid\n: comment\n\n")
 	}
+	return true
 }
 
 func TestFaultsHTTPServers(t *testing.T) {

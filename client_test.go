@@ -8,10 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -559,137 +557,6 @@ func (h *recordingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h *recordingHandler) WithGroup(string) slog.Handler { return h }
 
-// An mcpExchange is one JSON-RPC message POSTed to a scriptedMCP.
-type mcpExchange struct {
-	Method    string
-	ID        json.RawMessage
-	Params    json.RawMessage
-	SessionID string
-}
-
-// A scriptedMCP is a Streamable HTTP MCP server whose answers a test
-// scripts: script answers a message by writing the response and returning
-// true, or returns false for the default answer (initialize with a new
-// session id, 202 for notifications, one echo tool). It records every
-// message. Safe for concurrent use.
-type scriptedMCP struct {
-	*httptest.Server
-	script func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool
-
-	mu sync.Mutex
-	// guards exchanges and sessions
-	exchanges []mcpExchange
-	sessions  int
-	changed   chan struct{} // 1-buffered: a message arrived since the last wait
-}
-
-// newScriptedMCP starts a scripted server, closed at cleanup.
-func newScriptedMCP(t *testing.T, script func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool) *scriptedMCP {
-	t.Helper()
-	s := &scriptedMCP{script: script, changed: make(chan struct{}, 1)}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *scriptedMCP) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		return
-	}
-	body, _ := io.ReadAll(r.Body)
-	var msg wireMessage
-	if err := json.Unmarshal(body, &msg); err != nil {
-		http.Error(w, "bad json", http.StatusBadRequest)
-		return
-	}
-	m := mcpExchange{Method: msg.Method, ID: msg.ID, Params: msg.Params, SessionID: r.Header.Get("Mcp-Session-Id")}
-	s.mu.Lock()
-	s.exchanges = append(s.exchanges, m)
-	s.mu.Unlock()
-	select {
-	case s.changed <- struct{}{}:
-	default:
-	}
-	if s.script != nil && s.script(w, r, m) {
-		return
-	}
-	switch {
-	case msg.Method == "initialize":
-		s.mu.Lock()
-		s.sessions++
-		w.Header().Set("Mcp-Session-Id", fmt.Sprintf("session-%d", s.sessions))
-		s.mu.Unlock()
-		writeRPCResult(w, msg.ID, map[string]any{
-			"protocolVersion": latestProtocolVersion,
-			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{}},
-			"serverInfo":      map[string]any{"name": "scripted", "version": "1"},
-		})
-	case len(msg.ID) == 0:
-		w.WriteHeader(http.StatusAccepted)
-	case msg.Method == "tools/list":
-		writeRPCResult(w, msg.ID, map[string]any{"tools": []any{map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}}}})
-	case msg.Method == "tools/call":
-		var p struct {
-			Arguments struct {
-				Message string `json:"message"`
-			} `json:"arguments"`
-		}
-		json.Unmarshal(msg.Params, &p)
-		writeRPCResult(w, msg.ID, text(p.Arguments.Message))
-	default:
-		writeJSONBody(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no such method"}}`, msg.ID))
-	}
-}
-
-// writeRPCResult writes a JSON answer with result for id.
-func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
-	writeJSONBody(w, string(b))
-}
-
-// received returns the messages seen so far with the given method.
-func (s *scriptedMCP) received(method string) []mcpExchange {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []mcpExchange
-	for _, m := range s.exchanges {
-		if m.Method == method {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// waitFor waits until the server has received a message with method that
-// satisfies match, and returns it; it fails the test after waitLimit.
-func (s *scriptedMCP) waitFor(t *testing.T, method string, match func(mcpExchange) bool) mcpExchange {
-	t.Helper()
-	timer := time.NewTimer(waitLimit)
-	defer timer.Stop()
-	for {
-		for _, m := range s.received(method) {
-			if match(m) {
-				return m
-			}
-		}
-		select {
-		case <-s.changed:
-		case <-timer.C:
-			t.Fatalf("waiting for %s: not received within %v", method, waitLimit)
-		}
-	}
-}
-
-// scriptedConfig returns the config of an inferred http server at s.
-func scriptedConfig(name string, s *scriptedMCP) serverConfig {
-	cfg := httpPeerConfig(name, transportHTTP, s.URL)
-	cfg.TransportInferred = true
-	cfg.Timeout = 5 * time.Second
-	cfg.StartupTimeout = 5 * time.Second
-	return cfg
-}
-
 // TestClientSessionExpiry answers a call with 404 for its session: the
 // client initializes a new session once and resends, and gives up if the
 // new session is refused too.
@@ -921,15 +788,9 @@ func TestClientAuthErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
 			t.Parallel()
-			var mu sync.Mutex
-			var methods []string
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				methods = append(methods, r.Method)
-				mu.Unlock()
+			srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "go away", tt.status)
-			}))
-			t.Cleanup(srv.Close)
+			})
 			cfg := httpPeerConfig("secured", transportHTTP, srv.URL)
 			cfg.TransportInferred = true
 			cfg.Headers = map[string]string{"Authorization": "Bearer " + secret}
@@ -946,8 +807,10 @@ func TestClientAuthErrors(t *testing.T) {
 			if strings.Contains(err.Error(), secret) {
 				t.Errorf("connect() = %v, shows the Authorization header's value", err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
+			var methods []string
+			for _, r := range srv.requests() {
+				methods = append(methods, r.method)
+			}
 			if !slices.Equal(methods, []string{http.MethodPost}) {
 				t.Errorf("requests = %q, want one POST (no legacy SSE fallback on %d)", methods, tt.status)
 			}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
@@ -28,60 +27,6 @@ const (
 	progressNote = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`
 	pingRequest  = `{"jsonrpc":"2.0","id":"s1","method":"ping"}`
 )
-
-// A recordedRequest is what a fake server saw of one request.
-type recordedRequest struct {
-	method string
-	path   string
-	header http.Header
-	body   string
-}
-
-// A fakeHTTPServer is an httptest server that records every request before
-// handing it to its handler. It is safe for concurrent use.
-type fakeHTTPServer struct {
-	*httptest.Server
-	// guards reqs
-	mu   sync.Mutex
-	reqs []recordedRequest
-}
-
-// newFakeHTTPServer starts a recording server around handler, closed at cleanup.
-func newFakeHTTPServer(t *testing.T, handler http.HandlerFunc) *fakeHTTPServer {
-	t.Helper()
-	f := &fakeHTTPServer{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		f.reqs = append(f.reqs, recordedRequest{r.Method, r.URL.Path, r.Header.Clone(), string(body)})
-		f.mu.Unlock()
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		handler(w, r)
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-// requests returns a copy of the requests seen so far.
-func (f *fakeHTTPServer) requests() []recordedRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.reqs)
-}
-
-// writeSSE writes a 200 event-stream answer made of the given raw text.
-func writeSSE(w http.ResponseWriter, text string) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	io.WriteString(w, text)
-	w.(http.Flusher).Flush()
-}
-
-// writeJSON writes a 200 JSON answer.
-func writeJSONBody(w http.ResponseWriter, body string) {
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, body)
-}
 
 func testConfig(url string) serverConfig {
 	return serverConfig{
@@ -499,7 +444,7 @@ func TestStreamableClose(t *testing.T) {
 
 func TestStreamableNoGoroutineLeak(t *testing.T) {
 	baseline := runtime.NumGoroutine()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
 			writeSSE(w, "data: "+progressNote+"\n\n")
@@ -508,7 +453,7 @@ func TestStreamableNoGoroutineLeak(t *testing.T) {
 			w.Header().Set("Mcp-Session-Id", "sess-1")
 			writeSSE(w, "data: "+listAnswer+"\n\n")
 		}
-	}))
+	})
 	tr := newStreamableTransport(testConfig(srv.URL), discardLogger())
 	// A client of its own: the shared one's pool holds other tests'
 	// connections, and closing its idle ones would close theirs.
@@ -547,7 +492,7 @@ func TestRedirects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var srv *fakeHTTPServer
+			var srv *fakeMCP
 			srv = newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/moved" {
 					writeJSONBody(w, listAnswer)
@@ -581,10 +526,10 @@ func TestRedirects(t *testing.T) {
 // (built from the server's URL) and relays, as message events, the
 // answer to every POST /messages. A GET ends its stream after the
 // endpoint when hangUp is set.
-func legacyServer(t *testing.T, endpoint func(srvURL string) string, hangUp bool) *fakeHTTPServer {
+func legacyServer(t *testing.T, endpoint func(srvURL string) string, hangUp bool) *fakeMCP {
 	t.Helper()
 	answers := make(chan string, 8)
-	var srv *fakeHTTPServer
+	var srv *fakeMCP
 	srv = newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == "/sse":

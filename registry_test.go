@@ -242,7 +242,7 @@ func TestRegistryReconnectsHTTPServer(t *testing.T) {
 // operator is told which tool is unreachable.
 func TestRegistryWarnsOfToolNameClashes(t *testing.T) {
 	t.Parallel()
-	offering := func(tool string) *scriptedMCP {
+	offering := func(tool string) *fakeMCP {
 		return newScriptedMCP(t, func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
 			if m.Method != "tools/list" {
 				return false
