@@ -53,20 +53,15 @@ func checkNoLeaks(t *testing.T) string {
 	}
 	base := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(leakDeadline)
-		for {
-			n := runtime.NumGoroutine()
-			procs := taggedProcesses(tag)
-			if n <= base && len(procs) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("after cleanup: %d goroutines (baseline %d), live processes %v; goroutines:\n%s", n, base, procs, buf)
-				return
-			}
-			time.Sleep(20 * time.Millisecond) // polling, not synchronisation
+		var n int
+		var procs []int
+		if !eventually(leakDeadline, func() bool {
+			n, procs = runtime.NumGoroutine(), taggedProcesses(tag)
+			return n <= base && len(procs) == 0
+		}) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Errorf("after cleanup: %d goroutines (baseline %d), live processes %v; goroutines:\n%s", n, base, procs, buf)
 		}
 	})
 	return tag
@@ -92,17 +87,6 @@ func taggedProcesses(tag string) []int {
 		}
 	}
 	return pids
-}
-
-// processAlive reports whether pid exists and is not a zombie.
-func processAlive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
 // pendingCalls returns how many requests of c await an answer.
@@ -264,13 +248,9 @@ func TestFaultsStdioServers(t *testing.T) {
 				// The run's servers are closed before its terminal status;
 				// a SIGKILL takes effect when the kernel next runs the
 				// process, so allow a moment for it.
-				deadline := time.Now().Add(2 * time.Second)
-				for procs := taggedProcesses(tag); len(procs) != 1; procs = taggedProcesses(tag) {
-					if time.Now().After(deadline) {
-						t.Errorf("after the run: live server processes %v, want only the global one", procs)
-						break
-					}
-					time.Sleep(10 * time.Millisecond) // polling, not synchronisation
+				var procs []int
+				if !eventually(2*time.Second, func() bool { procs = taggedProcesses(tag); return len(procs) == 1 }) {
+					t.Errorf("after the run: live server processes %v, want only the global one", procs)
 				}
 			}
 			if st := reg.server("good").snapshot(); st.Status != statusReady {
@@ -409,13 +389,7 @@ func TestFaultsModelHangsUntilCancelled(t *testing.T) {
 // waitForModelRequests waits until f has received n requests.
 func waitForModelRequests(t *testing.T, f *fakeModel, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(f.requests()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("model received %d requests, want %d", len(f.requests()), n)
-		}
-		time.Sleep(5 * time.Millisecond) // polling, not synchronisation
-	}
+	waitUntil(t, fmt.Sprintf("the model has received %d requests", n), func() bool { return len(f.requests()) >= n })
 }
 
 // faultyTools are the tools of newFaultyMCP, which misbehave by name.
@@ -591,13 +565,7 @@ func TestFaultsRestartingServerRecovers(t *testing.T) {
 	if v := waitRun(t, crash); !strings.Contains(v.Output, "exited with status 3") {
 		t.Errorf("crashing call = %q, want the exit status", v.Output)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for reg.server("bad").snapshot().Status != statusReady {
-		if time.Now().After(deadline) {
-			t.Fatalf("server bad = %+v, want ready again after its restart", reg.server("bad").snapshot())
-		}
-		time.Sleep(10 * time.Millisecond) // polling, not synchronisation
-	}
+	waitUntil(t, "server bad is ready again after its restart", func() bool { return reg.server("bad").snapshot().Status == statusReady })
 	if st := reg.server("bad").snapshot(); st.Restarts != 1 {
 		t.Errorf("restarts = %d, want 1", st.Restarts)
 	}

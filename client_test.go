@@ -25,9 +25,6 @@ import (
 // transport they offer, and HTTP faults at the client level with scripted
 // httptest servers.
 
-// waitLimit bounds every wait for an event in these tests.
-const waitLimit = 15 * time.Second
-
 // stdioPeerConfig returns the config of a stdio server run by peer.
 func stdioPeerConfig(name string, peer peerCommand) serverConfig {
 	return serverConfig{

@@ -469,11 +469,10 @@ func TestStreamableNoGoroutineLeak(t *testing.T) {
 	remaining(t, tr)
 	srv.Close()
 	client.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > baseline && time.Now().Before(deadline) {
+	eventually(5*time.Second, func() bool {
 		runtime.Gosched()
-		time.Sleep(10 * time.Millisecond) // polling a count, not synchronising
-	}
+		return runtime.NumGoroutine() <= baseline
+	})
 	if n := runtime.NumGoroutine(); n > baseline {
 		buf := make([]byte, 1<<16)
 		t.Errorf("goroutines after close = %d, want at most %d:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])

@@ -193,22 +193,6 @@ func markedProcesses(t *testing.T, marker string) []int {
 	return pids
 }
 
-// parentPID returns the parent of pid, or 0 when pid is gone.
-func parentPID(pid int) int {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces: skip past it.
-	i := bytes.LastIndexByte(stat, ')')
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(fields[1])
-	return ppid
-}
-
 // descendsFrom reports whether pid's chain of parents reaches ancestor.
 func descendsFrom(pid, ancestor int) bool {
 	for depth := 0; pid > 1 && depth < 64; depth++ {

@@ -536,7 +536,7 @@ func TestRegistryCloseLeavesNoProcess(t *testing.T) {
 	reg.close()
 	closed = true
 	for pid, cmdline := range before {
-		if !waitGone(pid, 5*time.Second) {
+		if !eventually(5*time.Second, func() bool { return !processAlive(pid) }) {
 			t.Errorf("after close: process %d (%s) still runs", pid, cmdline)
 		}
 	}

@@ -314,33 +314,6 @@ func TestStdioStartupFailures(t *testing.T) {
 	}
 }
 
-// processGone reports whether pid no longer runs (absent, or a zombie
-// awaiting a reaper that is not ours).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] == "Z"
-}
-
-// waitGone polls, up to limit, for a killed process to disappear: signal
-// delivery to another process is asynchronous.
-func waitGone(pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for !processGone(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
-
 func TestStdioCloseStopsStubbornServerAndGrandchildren(t *testing.T) {
 	tests := []string{"ignore-term", "grandchild"}
 	for _, mode := range tests {
@@ -359,7 +332,7 @@ func TestStdioCloseStopsStubbornServerAndGrandchildren(t *testing.T) {
 			c.close()
 			c.close() // idempotent
 			for _, pid := range []int{server, grandchild} {
-				if !waitGone(pid, 5*time.Second) {
+				if !eventually(5*time.Second, func() bool { return !processAlive(pid) }) {
 					t.Errorf("process %d still runs after close", pid)
 				}
 			}
