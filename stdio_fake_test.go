@@ -26,7 +26,9 @@ func TestMain(m *testing.M) {
 	if mode, ok := os.LookupEnv(fakeServerEnv); ok {
 		os.Exit(runFakeServer(mode))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeHarnessdBuild()
+	os.Exit(code)
 }
 
 // fakeServerConfig returns the config of a fake stdio server in mode.
