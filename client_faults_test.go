@@ -48,7 +48,9 @@ func checkNoLeaks(t *testing.T) string {
 	tag := hex.EncodeToString(b[:])
 	// The thread that spawns servers lives as long as the process: start
 	// it before the baseline, or the test that spawns first counts it.
-	if spawn := exec.Command(os.Args[0], "-test.run=^$"); startServerProcess(spawn) == nil {
+	spawn := exec.Command(os.Args[0], "-test.run=^$")
+	spawn.Env = append(os.Environ(), "GORACE="+raceExitNoSleep)
+	if startServerProcess(spawn) == nil {
 		spawn.Wait()
 	}
 	base := runtime.NumGoroutine()
