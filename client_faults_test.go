@@ -242,7 +242,7 @@ func TestFaultsStdioServers(t *testing.T) {
 			} else {
 				globals = append(globals, bad)
 			}
-			m, reg := runsOver(t, f, registryOptions{}, globals...)
+			m, reg := runsOver(t, f, registryOptions{Client: clientOptions{StopGrace: testStopGrace}}, globals...)
 
 			args := cmpOr(tt.args, "{}")
 			runBesideHealthy(t, m, runRequest{Prompt: callPrompt("mcp_bad_"+sanitizeName(tt.tool), args), MCPServers: perRun}, tt.want)

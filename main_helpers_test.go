@@ -18,6 +18,11 @@ import (
 // loaded; it only bounds a failure.
 const waitLimit = 15 * time.Second
 
+// testStopGrace is the step of the stop ladder in the tests whose servers
+// need the ladder (they ignore SIGTERM or their stdin's end): short, yet
+// long enough for a fake server to see its stdin end and exit.
+const testStopGrace = 250 * time.Millisecond
+
 // eventually polls cond until it holds or limit has passed, and reports
 // whether it held. The interval starts at a millisecond and doubles up to
 // 20ms, so a condition that soon holds is seen soon.

@@ -172,7 +172,7 @@ func TestStdioRecordsItsGroup(t *testing.T) {
 	skipUnlessLinux(t)
 	g := newTestProcGroups(t)
 	cfg := fakeServerConfig(t, "brood")
-	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), g, slog.New(slog.DiscardHandler))
+	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), g, testStopGrace, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

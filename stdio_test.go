@@ -319,7 +319,7 @@ func TestStdioCloseStopsStubbornServerAndGrandchildren(t *testing.T) {
 	for _, mode := range tests {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			c := connectFake(t, fakeServerConfig(t, mode), clientOptions{})
+			c := connectFake(t, fakeServerConfig(t, mode), clientOptions{StopGrace: testStopGrace})
 			res, err := c.callTool(t.Context(), "grandchild", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -349,7 +349,7 @@ func TestStdioCloseStopsStubbornServerAndGrandchildren(t *testing.T) {
 func TestStdioCloseDoesNotWaitForStuckWrite(t *testing.T) {
 	t.Parallel()
 	cfg := fakeServerConfig(t, "deaf")
-	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), nil, discardLogger())
+	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), nil, testStopGrace, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +398,7 @@ func TestStdioCloseDoesNotWaitForStuckWrite(t *testing.T) {
 		}
 	}
 
-	bound := 3 * stopGrace
+	bound := 3 * testStopGrace
 	start := time.Now()
 	tr.close()
 	if took := time.Since(start); took > bound {
