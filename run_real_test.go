@@ -15,7 +15,9 @@ import (
 )
 
 // This file holds agent runs against the real reference MCP servers (see
-// client_peers_test.go), scripted through the fake model in both wire formats.
+// client_peers_test.go), scripted through the fake model in both wire formats:
+// the shared helpers and the catalog, resource and result runs; connect_mcp,
+// run limits and the runs' own servers are in run_real_*_test.go.
 
 // wires are the model wire formats the scripted runs speak.
 var wires = []string{providerOpenAI, providerAnthropic}
