@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -20,62 +21,66 @@ import (
 // is still waiting then, and gets its answer.
 func TestClientProgressExtendsDeadline(t *testing.T) {
 	t.Parallel()
-	const timeout = time.Second
-	pt := newPipeTransport()
-	c := &client{conn: newConn(serverConfig{Name: "scripted", Timeout: timeout}, clientOptions{}, discardLogger(), pt)}
-	t.Cleanup(func() { c.close() })
+	// The bubble's clock is fake: the second the silent call waits takes
+	// no time.
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		pt := newPipeTransport()
+		c := &client{conn: newConn(serverConfig{Name: "scripted", Timeout: timeout}, clientOptions{}, discardLogger(), pt)}
+		t.Cleanup(func() { c.close() })
 
-	type outcome struct {
-		res *callResult
-		err error
-	}
-	// start calls tool and returns its outcome and the request's id and
-	// progress token as the server sees them.
-	start := func(tool string) (<-chan outcome, string, string) {
-		done := make(chan outcome, 1)
-		go func() {
-			res, err := c.callTool(t.Context(), tool, nil)
-			done <- outcome{res, err}
-		}()
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Params struct {
-				Meta struct {
-					ProgressToken json.RawMessage `json:"progressToken"`
-				} `json:"_meta"`
-			} `json:"params"`
+		type outcome struct {
+			res *callResult
+			err error
 		}
-		if err := json.Unmarshal(<-pt.sent, &req); err != nil {
-			t.Fatal(err)
-		}
-		return done, string(req.ID), string(req.Params.Meta.ProgressToken)
-	}
-	long, longID, token := start("long")
-	if token == "" {
-		t.Fatal("tools/call carries no progress token")
-	}
-	silent, _, _ := start("silent")
-
-	pace := time.NewTicker(timeout / 20)
-	defer pace.Stop()
-	for step := 0; ; step++ {
-		pt.msgs <- []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d}}`, token, step))
-		select {
-		case o := <-long:
-			t.Fatalf("callTool(long) with progress = %v, %v before the silent call timed out, want it still waiting", o.res, o.err)
-		case o := <-silent:
-			if !errors.Is(o.err, errTimeout) {
-				t.Fatalf("callTool(silent) = %v, %v, want errTimeout", o.res, o.err)
+		// start calls tool and returns its outcome and the request's id and
+		// progress token as the server sees them.
+		start := func(tool string) (<-chan outcome, string, string) {
+			done := make(chan outcome, 1)
+			go func() {
+				res, err := c.callTool(t.Context(), tool, nil)
+				done <- outcome{res, err}
+			}()
+			var req struct {
+				ID     json.RawMessage `json:"id"`
+				Params struct {
+					Meta struct {
+						ProgressToken json.RawMessage `json:"progressToken"`
+					} `json:"_meta"`
+				} `json:"params"`
 			}
-		case <-pace.C:
-			continue
+			if err := json.Unmarshal(<-pt.sent, &req); err != nil {
+				t.Fatal(err)
+			}
+			return done, string(req.ID), string(req.Params.Meta.ProgressToken)
 		}
-		break
-	}
-	pt.msgs <- []byte(`{"jsonrpc":"2.0","id":` + longID + `,"result":{"content":[{"type":"text","text":"done"}]}}`)
-	if o := <-long; o.err != nil || resultText(t, o.res) != "done" {
-		t.Errorf("callTool(long) = %v, %v, want done", o.res, o.err)
-	}
+		long, longID, token := start("long")
+		if token == "" {
+			t.Fatal("tools/call carries no progress token")
+		}
+		silent, _, _ := start("silent")
+
+		pace := time.NewTicker(timeout / 20)
+		defer pace.Stop()
+		for step := 0; ; step++ {
+			pt.msgs <- []byte(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%s,"progress":%d}}`, token, step))
+			select {
+			case o := <-long:
+				t.Fatalf("callTool(long) with progress = %v, %v before the silent call timed out, want it still waiting", o.res, o.err)
+			case o := <-silent:
+				if !errors.Is(o.err, errTimeout) {
+					t.Fatalf("callTool(silent) = %v, %v, want errTimeout", o.res, o.err)
+				}
+			case <-pace.C:
+				continue
+			}
+			break
+		}
+		pt.msgs <- []byte(`{"jsonrpc":"2.0","id":` + longID + `,"result":{"content":[{"type":"text","text":"done"}]}}`)
+		if o := <-long; o.err != nil || resultText(t, o.res) != "done" {
+			t.Errorf("callTool(long) = %v, %v, want done", o.res, o.err)
+		}
+	})
 }
 
 // TestHandshakeBoundedByStartupTimeout checks that the handshake waits
