@@ -188,6 +188,9 @@ type clientOptions struct {
 	// StopGrace is each step of a stdio server's stop ladder; zero means
 	// stopGrace (tests shorten it).
 	StopGrace time.Duration
+	// ListenBackoffMin is the first delay before an ended subscription is
+	// opened again; zero means listenBackoffMin (tests shorten it).
+	ListenBackoffMin time.Duration
 }
 
 // A client is one MCP session with one server: the handshake's outcome

@@ -58,7 +58,16 @@ func (s *listenServer) script(w http.ResponseWriter, r *http.Request, m mcpExcha
 func TestSubscriptionReopened(t *testing.T) {
 	srv := newListenServer(t)
 	changes := make(chan struct{}, 8)
-	c := connectPeer(t, httpPeerConfig("listener", transportHTTP, srv.URL), clientOptions{OnToolsChanged: func() { changes <- struct{}{} }})
+	c := connectPeer(t, httpPeerConfig("listener", transportHTTP, srv.URL), clientOptions{
+		// Reopened subscriptions keep coming: never block the session on them.
+		OnToolsChanged: func() {
+			select {
+			case changes <- struct{}{}:
+			default:
+			}
+		},
+		ListenBackoffMin: 10 * time.Millisecond,
+	})
 	if got := c.protocolVersion(); got != modernProtocolVersion {
 		t.Fatalf("protocol version = %q, want %q", got, modernProtocolVersion)
 	}
