@@ -143,7 +143,9 @@ func TestSSETransportConnectFails(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newFakeHTTPServer(t, tt.handler)
-			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+			// Only "no endpoint event" waits it out; 200ms proved too short
+			// for the response headers to arrive first on a loaded machine.
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
 			_, err := newSSETransport(ctx, testConfig(srv.URL), discardLogger())
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
