@@ -200,6 +200,12 @@ type clientOptions struct {
 	// DiscoverTimeout bounds the server/discover probe of a stdio server;
 	// zero means defaultDiscoverTimeout.
 	DiscoverTimeout time.Duration
+	// StopGrace is each step of a stdio server's stop ladder; zero means
+	// stopGrace (tests shorten it).
+	StopGrace time.Duration
+	// ListenBackoffMin is the first delay before an ended subscription is
+	// opened again; zero means listenBackoffMin (tests shorten it).
+	ListenBackoffMin time.Duration
 }
 
 // A client is one MCP session with one server: the handshake's outcome
@@ -285,7 +291,7 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 		if getenv == nil {
 			getenv = os.LookupEnv
 		}
-		t, err = startStdio(cfg, stdioEnv(cfg, getenv), opts.ProcessGroups, logger)
+		t, err = startStdio(cfg, stdioEnv(cfg, getenv), opts.ProcessGroups, opts.StopGrace, logger)
 	case transportHTTP:
 		st := newStreamableTransport(cfg, logger)
 		st.auth = opts.OAuth.forServer(cfg)

@@ -17,7 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -48,25 +48,22 @@ func checkNoLeaks(t *testing.T) string {
 	tag := hex.EncodeToString(b[:])
 	// The thread that spawns servers lives as long as the process: start
 	// it before the baseline, or the test that spawns first counts it.
-	if spawn := exec.Command(os.Args[0], "-test.run=^$"); startServerProcess(spawn) == nil {
+	spawn := exec.Command(os.Args[0], "-test.run=^$")
+	spawn.Env = append(os.Environ(), "GORACE="+raceExitNoSleep)
+	if startServerProcess(spawn) == nil {
 		spawn.Wait()
 	}
 	base := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(leakDeadline)
-		for {
-			n := runtime.NumGoroutine()
-			procs := taggedProcesses(tag)
-			if n <= base && len(procs) == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("after cleanup: %d goroutines (baseline %d), live processes %v; goroutines:\n%s", n, base, procs, buf)
-				return
-			}
-			time.Sleep(20 * time.Millisecond) // polling, not synchronisation
+		var n int
+		var procs []int
+		if !eventually(leakDeadline, func() bool {
+			n, procs = runtime.NumGoroutine(), taggedProcesses(tag)
+			return n <= base && len(procs) == 0
+		}) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Errorf("after cleanup: %d goroutines (baseline %d), live processes %v; goroutines:\n%s", n, base, procs, buf)
 		}
 	})
 	return tag
@@ -92,17 +89,6 @@ func taggedProcesses(tag string) []int {
 		}
 	}
 	return pids
-}
-
-// processAlive reports whether pid exists and is not a zombie.
-func processAlive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
 // pendingCalls returns how many requests of c await an answer.
@@ -256,7 +242,7 @@ func TestFaultsStdioServers(t *testing.T) {
 			} else {
 				globals = append(globals, bad)
 			}
-			m, reg := runsOver(t, f, registryOptions{}, globals...)
+			m, reg := runsOver(t, f, registryOptions{Client: clientOptions{StopGrace: testStopGrace}}, globals...)
 
 			args := cmpOr(tt.args, "{}")
 			runBesideHealthy(t, m, runRequest{Prompt: callPrompt("mcp_bad_"+sanitizeName(tt.tool), args), MCPServers: perRun}, tt.want)
@@ -264,13 +250,9 @@ func TestFaultsStdioServers(t *testing.T) {
 				// The run's servers are closed before its terminal status;
 				// a SIGKILL takes effect when the kernel next runs the
 				// process, so allow a moment for it.
-				deadline := time.Now().Add(2 * time.Second)
-				for procs := taggedProcesses(tag); len(procs) != 1; procs = taggedProcesses(tag) {
-					if time.Now().After(deadline) {
-						t.Errorf("after the run: live server processes %v, want only the global one", procs)
-						break
-					}
-					time.Sleep(10 * time.Millisecond) // polling, not synchronisation
+				var procs []int
+				if !eventually(2*time.Second, func() bool { procs = taggedProcesses(tag); return len(procs) == 1 }) {
+					t.Errorf("after the run: live server processes %v, want only the global one", procs)
 				}
 			}
 			if st := reg.server("good").snapshot(); st.Status != statusReady {
@@ -409,88 +391,52 @@ func TestFaultsModelHangsUntilCancelled(t *testing.T) {
 // waitForModelRequests waits until f has received n requests.
 func waitForModelRequests(t *testing.T, f *fakeModel, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(f.requests()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("model received %d requests, want %d", len(f.requests()), n)
-		}
-		time.Sleep(5 * time.Millisecond) // polling, not synchronisation
-	}
+	waitUntil(t, fmt.Sprintf("the model has received %d requests", n), func() bool { return len(f.requests()) >= n })
 }
 
-// A faultyMCP is a Streamable HTTP MCP server for fault tests. Its tools
-// misbehave by name. Safe for concurrent use.
-type faultyMCP struct {
-	mu sync.Mutex
-	// guards sessions and expired
-	sessions map[string]bool
-	expired  bool
-	next     int
-}
+// faultyTools are the tools of newFaultyMCP, which misbehave by name.
+var faultyTools = []string{"echo", "die_mid_stream", "expire_session", "status_500", "slow", "too_slow", "malformed_sse"}
 
-// newFaultyMCP starts a faultyMCP and returns its URL (ending in /mcp).
+// newFaultyMCP starts a fake server for fault tests whose tools misbehave
+// by name, and returns its URL (ending in /mcp). It refuses unknown
+// sessions, redirects /redirected to /mcp, and ends its GET stream at once.
 func newFaultyMCP(t *testing.T) string {
 	t.Helper()
-	s := &faultyMCP{sessions: map[string]bool{}}
-	srv := newFakeHTTPServer(t, s.serve)
-	return srv.URL + "/mcp"
+	var s *fakeMCP
+	var expired atomic.Bool
+	s = newFakeMCP(t, fakeMCPConfig{Name: "faulty", Tools: faultyTools, Capabilities: map[string]any{"tools": map[string]any{}}, Sessions: true,
+		Script: func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
+			switch {
+			case r.URL.Path == "/redirected":
+				http.Redirect(w, r, "/mcp", http.StatusTemporaryRedirect)
+				return true
+			case r.Method == http.MethodGet:
+				// The notification stream closes at once: the client must cope.
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				return true
+			case r.Method == http.MethodDelete:
+				return true
+			case m.Method != "tools/call" || len(m.ID) == 0:
+				return false
+			}
+			return faultyCall(w, r, m, func() bool {
+				if expired.Swap(true) {
+					return false
+				}
+				s.endSession(m.SessionID)
+				return true
+			})
+		}})
+	return s.URL + "/mcp"
 }
 
-func (s *faultyMCP) serve(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.URL.Path == "/redirected":
-		http.Redirect(w, r, "/mcp", http.StatusTemporaryRedirect)
-		return
-	case r.Method == http.MethodGet:
-		// The notification stream closes at once: the client must cope.
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		return
-	case r.Method == http.MethodDelete:
-		return
-	}
-	var msg wireMessage
-	if err := json.NewDecoder(r.Body).Decode(&msg); err != nil {
-		http.Error(w, "bad json", http.StatusBadRequest)
-		return
-	}
-	sid := r.Header.Get("Mcp-Session-Id")
-	s.mu.Lock()
-	known := s.sessions[sid]
-	s.mu.Unlock()
-	if msg.Method == "initialize" {
-		s.mu.Lock()
-		s.next++
-		sid = "session-" + strconv.Itoa(s.next)
-		s.sessions[sid] = true
-		s.mu.Unlock()
-		w.Header().Set("Mcp-Session-Id", sid)
-		writeJSONBody(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"faulty","version":"1"}}}`, msg.ID, latestProtocolVersion))
-		return
-	}
-	if !known {
-		http.Error(w, "unknown session", http.StatusNotFound)
-		return
-	}
-	if len(msg.ID) == 0 {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
+// faultyCall answers the tools/call m of a faulty server by the tool's
+// name; expire ends the session the first time it is called and reports
+// whether it did.
+func faultyCall(w http.ResponseWriter, r *http.Request, m mcpExchange, expire func() bool) bool {
 	answer := func(text string) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, msg.ID, text)
-	}
-	switch msg.Method {
-	case "tools/list":
-		var tools []string
-		for _, n := range []string{"echo", "die_mid_stream", "expire_session", "status_500", "slow", "too_slow", "malformed_sse"} {
-			tools = append(tools, fmt.Sprintf(`{"name":%q,"inputSchema":{"type":"object"}}`, n))
-		}
-		writeJSONBody(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[%s]}}`, msg.ID, strings.Join(tools, ",")))
-		return
-	case "tools/call":
-	default:
-		writeJSONBody(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, msg.ID))
-		return
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, m.ID, text)
 	}
 	var p struct {
 		Name      string `json:"name"`
@@ -498,7 +444,7 @@ func (s *faultyMCP) serve(w http.ResponseWriter, r *http.Request) {
 			Message string `json:"message"`
 		} `json:"arguments"`
 	}
-	json.Unmarshal(msg.Params, &p)
+	json.Unmarshal(m.Params, &p)
 	switch p.Name {
 	case "echo":
 		writeSSE(w, "event: message\ndata: "+answer(p.Arguments.Message)+"\n\n")
@@ -509,16 +455,9 @@ func (s *faultyMCP) serve(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		panic(http.ErrAbortHandler) // cuts the connection mid-event
 	case "expire_session":
-		s.mu.Lock()
-		first := !s.expired
-		s.expired = true
-		if first {
-			delete(s.sessions, sid)
-		}
-		s.mu.Unlock()
-		if first {
+		if expire() {
 			http.Error(w, "session expired", http.StatusNotFound)
-			return
+			return true
 		}
 		writeJSONBody(w, answer("after re-initialize"))
 	case "status_500":
@@ -536,6 +475,7 @@ func (s *faultyMCP) serve(w http.ResponseWriter, r *http.Request) {
 	case "malformed_sse":
 		writeSSE(w, "event: message\ndata: {not json\n\nretry: x\nid\n: comment\n\n")
 	}
+	return true
 }
 
 func TestFaultsHTTPServers(t *testing.T) {
@@ -627,13 +567,7 @@ func TestFaultsRestartingServerRecovers(t *testing.T) {
 	if v := waitRun(t, crash); !strings.Contains(v.Output, "exited with status 3") {
 		t.Errorf("crashing call = %q, want the exit status", v.Output)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for reg.server("bad").snapshot().Status != statusReady {
-		if time.Now().After(deadline) {
-			t.Fatalf("server bad = %+v, want ready again after its restart", reg.server("bad").snapshot())
-		}
-		time.Sleep(10 * time.Millisecond) // polling, not synchronisation
-	}
+	waitUntil(t, "server bad is ready again after its restart", func() bool { return reg.server("bad").snapshot().Status == statusReady })
 	if st := reg.server("bad").snapshot(); st.Restarts != 1 {
 		t.Errorf("restarts = %d, want 1", st.Restarts)
 	}

@@ -4,25 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 )
 
 // This file tests input-required results against a scripted Streamable HTTP
 // server whose tools/call and resources/read answers a test sets.
-
-// A mrtrServer is a scripted MCP server over Streamable HTTP (JSON
-// answers): it answers the handshake, and tools/call and resources/read
-// with what answer returns for each request, recording every request.
-type mrtrServer struct {
-	answer func(method string, params map[string]json.RawMessage) any
-
-	mu sync.Mutex
-	// guards requests
-	requests []mrtrRecorded
-}
 
 // A mrtrRecorded is one tools/call or resources/read the server received.
 type mrtrRecorded struct {
@@ -30,63 +17,40 @@ type mrtrRecorded struct {
 	Params map[string]json.RawMessage
 }
 
-func (s *mrtrServer) recorded() []mrtrRecorded {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]mrtrRecorded(nil), s.requests...)
-}
-
-func (s *mrtrServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
-		return
-	}
-	var msg struct {
-		ID     json.RawMessage            `json:"id"`
-		Method string                     `json:"method"`
-		Params map[string]json.RawMessage `json:"params"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&msg); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if len(msg.ID) == 0 {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	resp := map[string]any{"jsonrpc": "2.0", "id": msg.ID}
-	switch msg.Method {
-	case "initialize":
-		resp["result"] = map[string]any{
-			"protocolVersion": latestProtocolVersion,
-			"capabilities":    map[string]any{"tools": map[string]any{}, "resources": map[string]any{}},
-			"serverInfo":      map[string]any{"name": "mrtr", "version": "1"},
+// mrtrCalls returns the tools/call and resources/read requests s
+// received, in order.
+func mrtrCalls(s *fakeMCP) []mrtrRecorded {
+	var out []mrtrRecorded
+	for _, r := range s.requests() {
+		if r.msg.Method == "tools/call" || r.msg.Method == "resources/read" {
+			var params map[string]json.RawMessage
+			json.Unmarshal(r.msg.Params, &params)
+			out = append(out, mrtrRecorded{ID: string(r.msg.ID), Params: params})
 		}
-	case "tools/list":
-		resp["result"] = map[string]any{"tools": []any{map[string]any{"name": "ask", "inputSchema": map[string]any{"type": "object"}}}}
-	case "tools/call", "resources/read":
-		s.mu.Lock()
-		s.requests = append(s.requests, mrtrRecorded{ID: string(msg.ID), Params: msg.Params})
-		s.mu.Unlock()
-		resp["result"] = s.answer(msg.Method, msg.Params)
-	default:
-		resp["error"] = map[string]any{"code": codeMethodNotFound, "message": "unknown method " + msg.Method}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	// <, > and & go out unescaped, as servers in other languages send them.
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(resp)
+	return out
 }
 
-// startMRTRServer serves answer and returns the server and a session to it
-// whose questions are answered by policy.
-func startMRTRServer(t *testing.T, policy *inputPolicy, answer func(method string, params map[string]json.RawMessage) any) (*mrtrServer, *client) {
+// startMRTRServer starts a fake server with the tool ask that answers
+// tools/call and resources/read with what answer returns for each, and
+// returns it and a session to it whose questions are answered by policy.
+func startMRTRServer(t *testing.T, policy *inputPolicy, answer func(method string, params map[string]json.RawMessage) any) (*fakeMCP, *client) {
 	t.Helper()
-	s := &mrtrServer{answer: answer}
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	c := connectPeer(t, httpPeerConfig("mrtr", transportHTTP, hs.URL), clientOptions{Input: policy, Roots: []string{"/srv/data"}})
+	s := newFakeMCP(t, fakeMCPConfig{
+		Name:         "mrtr",
+		Tools:        []string{"ask"},
+		Capabilities: map[string]any{"tools": map[string]any{}, "resources": map[string]any{}},
+		Script: func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
+			if m.Method != "tools/call" && m.Method != "resources/read" || len(m.ID) == 0 {
+				return false
+			}
+			var params map[string]json.RawMessage
+			json.Unmarshal(m.Params, &params)
+			writeRPCResult(w, m.ID, answer(m.Method, params))
+			return true
+		},
+	})
+	c := connectPeer(t, httpPeerConfig("mrtr", transportHTTP, s.URL), clientOptions{Input: policy, Roots: []string{"/srv/data"}})
 	return s, c
 }
 
@@ -137,7 +101,7 @@ func TestInputRequiredRounds(t *testing.T) {
 	if err != nil || resultToText(res) != "done" {
 		t.Fatalf("callTool(ask) = %v, %v, want done", res, err)
 	}
-	got := srv.recorded()
+	got := mrtrCalls(srv)
 	if len(got) != 3 {
 		t.Fatalf("server got %d tools/call requests, want 3", len(got))
 	}
@@ -210,7 +174,7 @@ func TestInputRequiredOtherResults(t *testing.T) {
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Errorf("callTool() error = %v, want one containing %q", err, tt.wantErr)
 			}
-			if n := len(srv.recorded()); n != tt.wantCalls {
+			if n := len(mrtrCalls(srv)); n != tt.wantCalls {
 				t.Errorf("server got %d calls, want %d", n, tt.wantCalls)
 			}
 		})
@@ -228,7 +192,7 @@ func TestInputRequiredResourceRead(t *testing.T) {
 	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "secret" {
 		t.Fatalf("readResource(mem://a) = %+v, %v, want its text", res, err)
 	}
-	if got := srv.recorded(); len(got) != 2 || string(got[1].Params["uri"]) != `"mem://a"` || string(got[1].Params["requestState"]) != `"r"` {
+	if got := mrtrCalls(srv); len(got) != 2 || string(got[1].Params["uri"]) != `"mem://a"` || string(got[1].Params["requestState"]) != `"r"` {
 		t.Errorf("resources/read requests = %+v, want two, the retry with the uri and requestState", got)
 	}
 }

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,107 +73,48 @@ func TestNegotiateStdio(t *testing.T) {
 	}
 }
 
-// A eraHTTPServer answers server/discover as its test says and the rest
-// as a server of whichever revision the client ends up speaking. It
-// records every request.
-type eraHTTPServer struct {
-	discover func(n int) (status int, body string)
-	// call, when set, answers the nth tools/call; a status of 0 answers
-	// with an event stream that ends without the answer.
-	call     func(n int) (status int, body string)
-	mu       sync.Mutex
-	requests []discoverRecord
-	n        atomic.Int32
-	calls    atomic.Int32
-}
-
-// A discoverRecord is one HTTP request a eraHTTPServer received.
-type discoverRecord struct {
-	method string // the HTTP method
-	header http.Header
-	body   map[string]json.RawMessage
-}
-
-func (f *eraHTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(r.Body)
-	var msg map[string]json.RawMessage
-	json.Unmarshal(raw, &msg)
-	f.mu.Lock()
-	f.requests = append(f.requests, discoverRecord{method: r.Method, header: r.Header.Clone(), body: msg})
-	f.mu.Unlock()
-	if r.Method != http.MethodPost {
-		http.Error(w, "no", http.StatusMethodNotAllowed)
-		return
-	}
-	var method string
-	json.Unmarshal(msg["method"], &method)
-	if _, ok := msg["id"]; !ok {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
-	answer := func(result string) {
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg["id"], result)
-	}
-	switch method {
-	case "server/discover":
-		status, body := f.discover(int(f.n.Add(1)))
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		io.WriteString(w, strings.ReplaceAll(body, "ID", string(msg["id"])))
-	case "initialize":
-		w.Header().Set(headerSessionID, "session-1")
-		answer(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"older","version":"1"}}`)
-	case "tools/list":
-		answer(`{"tools":[{"name":"lookup","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},` +
-			`{"name":"bad","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}}]}`)
-	case "tools/call":
-		if f.call != nil {
-			status, body := f.call(int(f.calls.Add(1)))
-			if status == 0 {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.WriteHeader(http.StatusOK)
-				return
+// newEraServer starts a fake server that answers server/discover as its
+// test says (discover answers the nth; ID in a body stands for the
+// request's id) and the rest as a server of whichever revision the client
+// ends up speaking: call, when set, answers the nth tools/call, a status
+// of 0 with an event stream that ends without the answer.
+func newEraServer(t *testing.T, discover, call func(n int) (status int, body string)) *fakeMCP {
+	var discovers, calls atomic.Int32
+	return newFakeMCP(t, fakeMCPConfig{Name: "older", Capabilities: map[string]any{"tools": map[string]any{}}, Script: func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
+		if r.Method != http.MethodPost || len(m.ID) == 0 || m.Method == "initialize" {
+			return false
+		}
+		reply := func(status int, body string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			io.WriteString(w, strings.ReplaceAll(body, "ID", string(m.ID)))
+		}
+		ok := func(result string) { reply(http.StatusOK, `{"jsonrpc":"2.0","id":ID,"result":`+result+`}`) }
+		switch m.Method {
+		case "server/discover":
+			reply(discover(int(discovers.Add(1))))
+		case "tools/list":
+			ok(`{"tools":[{"name":"lookup","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}},` +
+				`{"name":"bad","inputSchema":{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}}]}`)
+		case "tools/call":
+			if call != nil {
+				status, body := call(int(calls.Add(1)))
+				if status == 0 {
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.WriteHeader(http.StatusOK)
+					return true
+				}
+				if status != http.StatusOK {
+					reply(status, body)
+					return true
+				}
 			}
-			if status != http.StatusOK {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(status)
-				io.WriteString(w, strings.ReplaceAll(body, "ID", string(msg["id"])))
-				return
-			}
+			ok(`{"content":[{"type":"text","text":"ok"}]}`)
+		default:
+			ok(`{"content":[{"type":"text","text":"ok"}]}`)
 		}
-		answer(`{"content":[{"type":"text","text":"ok"}]}`)
-	default:
-		answer(`{"content":[{"type":"text","text":"ok"}]}`)
-	}
-}
-
-// count returns how many requests of the JSON-RPC method f received.
-func (f *eraHTTPServer) count(method string) int {
-	n := 0
-	for _, m := range f.methods() {
-		if m == method {
-			n++
-		}
-	}
-	return n
-}
-
-// methods returns the JSON-RPC methods (or, for other HTTP methods, the
-// HTTP method) of the requests received, in order.
-func (f *eraHTTPServer) methods() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []string
-	for _, r := range f.requests {
-		var m string
-		json.Unmarshal(r.body["method"], &m)
-		if r.method != http.MethodPost {
-			m = r.method
-		}
-		out = append(out, m)
-	}
-	return out
+		return true
+	}})
 }
 
 const discoverOK = `{"jsonrpc":"2.0","id":ID,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"current","version":"1"}}}}`
@@ -213,10 +152,8 @@ func TestNegotiateHTTP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fake := &eraHTTPServer{discover: tt.discover}
-			srv := httptest.NewServer(fake)
-			t.Cleanup(srv.Close)
-			cfg := httpPeerConfig("fake", transportHTTP, srv.URL)
+			fake := newEraServer(t, tt.discover, nil)
+			cfg := httpPeerConfig("fake", transportHTTP, fake.URL)
 			c, err := connect(t.Context(), cfg, clientOptions{})
 			if tt.want == "" {
 				if err == nil {
@@ -260,19 +197,16 @@ func TestNegotiateHTTP(t *testing.T) {
 			if len(tools) != 1 || tools[0].Name != "lookup" {
 				t.Errorf("listTools() = %v, want only lookup (bad has x-mcp-header on a number)", tools)
 			}
-			fake.mu.Lock()
-			defer fake.mu.Unlock()
-			for _, r := range fake.requests {
-				var method string
-				json.Unmarshal(r.body["method"], &method)
+			for _, r := range fake.requests() {
+				method := r.msg.Method
 				var params struct {
 					Meta map[string]json.RawMessage `json:"_meta"`
 				}
-				json.Unmarshal(r.body["params"], &params)
+				json.Unmarshal(r.msg.Params, &params)
 				if r.header.Get(headerProtocolVersion) != sessionlessProtocolVersion || r.header.Get(headerMethod) != method ||
 					r.header.Get(headerSessionID) != "" || string(params.Meta[metaProtocolVersion]) != `"2026-07-28"` ||
 					params.Meta[metaClientCapabilities] == nil || params.Meta[metaClientInfo] == nil {
-					t.Errorf("%s: headers %v, _meta %s: want the revision's headers and _meta, no session", method, r.header, r.body["params"])
+					t.Errorf("%s: headers %v, _meta %s: want the revision's headers and _meta, no session", method, r.header, r.msg.Params)
 				}
 				if method == "tools/call" && (r.header.Get(headerName) != "lookup" || r.header.Get("Mcp-Param-Region") != "us-west1") {
 					t.Errorf("tools/call headers %v, want Mcp-Name lookup and Mcp-Param-Region us-west1", r.header)
@@ -419,10 +353,8 @@ func TestModernErrorsHTTP(t *testing.T) {
 			if discover == nil {
 				discover = func(int) (int, string) { return 200, discoverOK }
 			}
-			fake := &eraHTTPServer{discover: discover, call: tt.call}
-			srv := httptest.NewServer(fake)
-			t.Cleanup(srv.Close)
-			c, err := connect(t.Context(), httpPeerConfig("fake", transportHTTP, srv.URL), clientOptions{})
+			fake := newEraServer(t, discover, tt.call)
+			c, err := connect(t.Context(), httpPeerConfig("fake", transportHTTP, fake.URL), clientOptions{})
 			if err != nil {
 				t.Fatalf("connect = %v", err)
 			}
@@ -444,10 +376,8 @@ func TestModernErrorsHTTP(t *testing.T) {
 			}
 			// An initialize never carries a revision header: the older
 			// revisions send theirs only once it is negotiated.
-			fake.mu.Lock()
-			defer fake.mu.Unlock()
-			for _, r := range fake.requests {
-				if string(r.body["method"]) == `"initialize"` && r.header.Get(headerProtocolVersion) != "" {
+			for _, r := range fake.requests() {
+				if r.msg.Method == "initialize" && r.header.Get(headerProtocolVersion) != "" {
 					t.Errorf("initialize carried %s: %q, want none", headerProtocolVersion, r.header.Get(headerProtocolVersion))
 				}
 			}

@@ -26,7 +26,7 @@ func skillDigestOf(s string) string {
 // skillsMCP returns a scripted Streamable HTTP server that declares the
 // skills extension and lists one skill; serve returns the content each
 // resources/read gets (tampering with it is the test's business).
-func skillsMCP(t *testing.T, serve func(uri string) string) *scriptedMCP {
+func skillsMCP(t *testing.T, serve func(uri string) string) *fakeMCP {
 	t.Helper()
 	entry := map[string]any{
 		"uri": testSkillURI,

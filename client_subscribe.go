@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,7 +74,7 @@ func (c *client) listen() {
 				failures = 0
 			}
 			failures++
-			delay := backoffDelay(listenBackoffMin, listenBackoffMax, failures)
+			delay := backoffDelay(cmp.Or(c.opts.ListenBackoffMin, listenBackoffMin), listenBackoffMax, failures)
 			c.logger.Info("subscription ended; opening it again", "err", err, "after", delay)
 			if !sleepContext(ctx, delay) {
 				return

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,57 +13,61 @@ import (
 // 2026-07-28 that ends each subscription itself; the Go SDK server's
 // subscriptions are tested in client_sdkpeer_test.go.
 
-// A listenServer is a scripted Streamable HTTP server of revision
-// 2026-07-28: on subscriptions/listen it acknowledges, sends one tools
-// list_changed and ends the subscription with its result.
+// A listenServer is a fake server of revision 2026-07-28: on
+// subscriptions/listen it acknowledges, sends one tools list_changed and
+// ends the subscription with its result.
 type listenServer struct {
+	*fakeMCP
 	listens atomic.Int32
 	asked   atomic.Value // the notifications the last subscription asked for, as JSON
 }
 
-func (s *listenServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST only", http.StatusMethodNotAllowed)
-		return
-	}
-	var msg struct {
-		ID     json.RawMessage            `json:"id"`
-		Method string                     `json:"method"`
-		Params map[string]json.RawMessage `json:"params"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&msg); err != nil || len(msg.ID) == 0 {
-		w.WriteHeader(http.StatusAccepted)
-		return
-	}
+// newListenServer starts a listenServer, closed at cleanup.
+func newListenServer(t *testing.T) *listenServer {
+	s := &listenServer{}
+	s.fakeMCP = newFakeMCP(t, fakeMCPConfig{Tools: []string{"t"}, Script: s.script})
+	return s
+}
+
+func (s *listenServer) script(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
 	answer := func(result string) {
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, result)
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, result)
 	}
-	switch msg.Method {
-	case "server/discover":
+	switch {
+	case len(m.ID) == 0:
+		return false
+	case m.Method == "server/discover":
 		answer(`{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"listener","version":"1"}}}`)
-	case "tools/list":
-		answer(`{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)
-	case "subscriptions/listen":
+	case m.Method == "subscriptions/listen":
+		var params map[string]json.RawMessage
+		json.Unmarshal(m.Params, &params)
 		s.listens.Add(1)
-		s.asked.Store(string(msg.Params["notifications"]))
+		s.asked.Store(string(params["notifications"]))
 		w.Header().Set("Content-Type", "text/event-stream")
-		meta := fmt.Sprintf(`{"io.modelcontextprotocol/subscriptionId":%s}`, msg.ID)
+		meta := fmt.Sprintf(`{"io.modelcontextprotocol/subscriptionId":%s}`, m.ID)
 		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":%s,\"notifications\":{\"toolsListChanged\":true}}}\n\n", meta)
 		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":%s}}\n\n", meta)
-		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"_meta\":%s}}\n\n", msg.ID, meta)
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"_meta\":%s}}\n\n", m.ID, meta)
 	default:
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no %s"}}`, msg.ID, msg.Method)
+		return false
 	}
+	return true
 }
 
 func TestSubscriptionReopened(t *testing.T) {
-	srv := &listenServer{}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
+	srv := newListenServer(t)
 	changes := make(chan struct{}, 8)
-	c := connectPeer(t, httpPeerConfig("listener", transportHTTP, hs.URL), clientOptions{OnToolsChanged: func() { changes <- struct{}{} }})
+	c := connectPeer(t, httpPeerConfig("listener", transportHTTP, srv.URL), clientOptions{
+		// Reopened subscriptions keep coming: never block the session on them.
+		OnToolsChanged: func() {
+			select {
+			case changes <- struct{}{}:
+			default:
+			}
+		},
+		ListenBackoffMin: 10 * time.Millisecond,
+	})
 	if got := c.protocolVersion(); got != sessionlessProtocolVersion {
 		t.Fatalf("protocol version = %q, want %q", got, sessionlessProtocolVersion)
 	}

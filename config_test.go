@@ -53,14 +53,6 @@ func writeFile(t *testing.T, dir, name, data string) {
 	}
 }
 
-// errString returns err's message, or "" for nil.
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
 // summary renders servers as "name=command args|url,..." to compare winners.
 func summary(servers []serverConfig) string {
 	var parts []string

@@ -1,22 +1,24 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"testing/iotest"
 	"time"
 )
+
+// This file tests the Streamable HTTP transport against the fake server
+// (httptransport_fake_test.go): answers as JSON and as event streams,
+// sessions, status errors, the GET stream, resumption, close and
+// redirects. The legacy SSE transport and the SSE parser are tested in
+// httptransport_legacysse_test.go and httptransport_sse_test.go.
 
 const (
 	testSecret   = "s3cr3t-token-value"
@@ -28,60 +30,6 @@ const (
 	progressNote = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}`
 	pingRequest  = `{"jsonrpc":"2.0","id":"s1","method":"ping"}`
 )
-
-// A recordedRequest is what a fake server saw of one request.
-type recordedRequest struct {
-	method string
-	path   string
-	header http.Header
-	body   string
-}
-
-// A fakeHTTPServer is an httptest server that records every request before
-// handing it to its handler. It is safe for concurrent use.
-type fakeHTTPServer struct {
-	*httptest.Server
-	// guards reqs
-	mu   sync.Mutex
-	reqs []recordedRequest
-}
-
-// newFakeHTTPServer starts a recording server around handler, closed at cleanup.
-func newFakeHTTPServer(t *testing.T, handler http.HandlerFunc) *fakeHTTPServer {
-	t.Helper()
-	f := &fakeHTTPServer{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		f.mu.Lock()
-		f.reqs = append(f.reqs, recordedRequest{r.Method, r.URL.Path, r.Header.Clone(), string(body)})
-		f.mu.Unlock()
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		handler(w, r)
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-// requests returns a copy of the requests seen so far.
-func (f *fakeHTTPServer) requests() []recordedRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.reqs)
-}
-
-// writeSSE writes a 200 event-stream answer made of the given raw text.
-func writeSSE(w http.ResponseWriter, text string) {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	io.WriteString(w, text)
-	w.(http.Flusher).Flush()
-}
-
-// writeJSON writes a 200 JSON answer.
-func writeJSONBody(w http.ResponseWriter, body string) {
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, body)
-}
 
 func testConfig(url string) serverConfig {
 	return serverConfig{
@@ -499,7 +447,7 @@ func TestStreamableClose(t *testing.T) {
 
 func TestStreamableNoGoroutineLeak(t *testing.T) {
 	baseline := runtime.NumGoroutine()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
 			writeSSE(w, "data: "+progressNote+"\n\n")
@@ -508,7 +456,7 @@ func TestStreamableNoGoroutineLeak(t *testing.T) {
 			w.Header().Set("Mcp-Session-Id", "sess-1")
 			writeSSE(w, "data: "+listAnswer+"\n\n")
 		}
-	}))
+	})
 	tr := newStreamableTransport(testConfig(srv.URL), discardLogger())
 	// A client of its own: the shared one's pool holds other tests'
 	// connections, and closing its idle ones would close theirs.
@@ -524,11 +472,10 @@ func TestStreamableNoGoroutineLeak(t *testing.T) {
 	remaining(t, tr)
 	srv.Close()
 	client.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > baseline && time.Now().Before(deadline) {
+	eventually(5*time.Second, func() bool {
 		runtime.Gosched()
-		time.Sleep(10 * time.Millisecond) // polling a count, not synchronising
-	}
+		return runtime.NumGoroutine() <= baseline
+	})
 	if n := runtime.NumGoroutine(); n > baseline {
 		buf := make([]byte, 1<<16)
 		t.Errorf("goroutines after close = %d, want at most %d:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
@@ -547,7 +494,7 @@ func TestRedirects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var srv *fakeHTTPServer
+			var srv *fakeMCP
 			srv = newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == "/moved" {
 					writeJSONBody(w, listAnswer)
@@ -577,229 +524,6 @@ func TestRedirects(t *testing.T) {
 	}
 }
 
-// legacyServer is a fake 2024-11-05 server: GET /sse announces endpoint
-// (built from the server's URL) and relays, as message events, the
-// answer to every POST /messages. A GET ends its stream after the
-// endpoint when hangUp is set.
-func legacyServer(t *testing.T, endpoint func(srvURL string) string, hangUp bool) *fakeHTTPServer {
-	t.Helper()
-	answers := make(chan string, 8)
-	var srv *fakeHTTPServer
-	srv = newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case r.Method == http.MethodGet && r.URL.Path == "/sse":
-			writeSSE(w, "event: endpoint\ndata: "+endpoint(srv.URL)+"\n\n")
-			if hangUp {
-				return
-			}
-			for {
-				select {
-				case a := <-answers:
-					writeSSE(w, "event: message\ndata: "+a+"\n\n")
-				case <-r.Context().Done():
-					return
-				}
-			}
-		case r.Method == http.MethodPost && r.URL.Path == "/messages":
-			w.WriteHeader(http.StatusAccepted)
-			answers <- listAnswer
-		default:
-			w.WriteHeader(http.StatusNotFound)
-		}
-	})
-	return srv
-}
-
-func TestSSETransport(t *testing.T) {
-	tests := []struct {
-		name     string
-		endpoint func(srvURL string) string
-		wantErr  string
-	}{
-		{name: "root-relative endpoint", endpoint: func(string) string { return "/messages?sessionId=abc" }},
-		{name: "path-relative endpoint", endpoint: func(string) string { return "messages?sessionId=abc" }},
-		{name: "absolute endpoint", endpoint: func(u string) string { return u + "/messages?sessionId=abc" }},
-		{name: "cross-origin endpoint", endpoint: func(string) string { return "http://other.example/messages" }, wantErr: "another origin"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := legacyServer(t, tt.endpoint, false)
-			tr, err := newSSETransport(t.Context(), testConfig(srv.URL+"/sse"), discardLogger())
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("newSSETransport = %v, want an error containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("newSSETransport = %v, want nil", err)
-			}
-			t.Cleanup(func() { tr.close() })
-			if err := tr.send(t.Context(), []byte(listRequest)); err != nil {
-				t.Fatalf("send(%q) = %v, want nil", listRequest, err)
-			}
-			if got := receive(t, tr, 1); got[0] != listAnswer {
-				t.Errorf("recv = %q, want %q", got[0], listAnswer)
-			}
-			remaining(t, tr)
-			for _, req := range srv.requests() {
-				if got := req.header.Get("X-Api-Key"); got != testSecret {
-					t.Errorf("%s %s X-Api-Key = %q, want the configured value", req.method, req.path, got)
-				}
-				if req.method == http.MethodPost && (req.path != "/messages" || req.body != listRequest) {
-					t.Errorf("POST %s %q, want POST /messages %q", req.path, req.body, listRequest)
-				}
-			}
-			if err := tr.endErr(); err != nil {
-				t.Errorf("err() after close = %v, want nil", err)
-			}
-		})
-	}
-}
-
-func TestSSETransportStreamEnds(t *testing.T) {
-	srv := legacyServer(t, func(string) string { return "/messages" }, true)
-	tr, err := newSSETransport(t.Context(), testConfig(srv.URL+"/sse"), discardLogger())
-	if err != nil {
-		t.Fatalf("newSSETransport = %v, want nil", err)
-	}
-	t.Cleanup(func() { tr.close() })
-	select {
-	case _, ok := <-tr.recv():
-		if ok {
-			t.Fatal("recv delivered a message, want it closed")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("recv not closed within 5s of the stream's end")
-	}
-	if err := tr.endErr(); err == nil || !strings.Contains(err.Error(), "sse stream closed by server") {
-		t.Errorf("err() = %v, want it to say the sse stream closed", err)
-	}
-	if err := tr.send(t.Context(), []byte(listRequest)); !errors.Is(err, errTransportClosed) {
-		t.Errorf("send after the stream ended = %v, want %v", err, errTransportClosed)
-	}
-}
-
-func TestSSETransportConnectFails(t *testing.T) {
-	tests := []struct {
-		name    string
-		handler http.HandlerFunc
-		wantErr string
-	}{
-		{
-			name: "no endpoint event",
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				writeSSE(w, ": waiting\n\n")
-				<-r.Context().Done()
-			},
-			wantErr: "waiting for the endpoint event",
-		},
-		{
-			name:    "unauthorized",
-			handler: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusUnauthorized) },
-			wantErr: "authentication failed",
-		},
-		{
-			name:    "not an event stream",
-			handler: func(w http.ResponseWriter, r *http.Request) { writeJSONBody(w, "{}") },
-			wantErr: "not text/event-stream",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeHTTPServer(t, tt.handler)
-			ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
-			defer cancel()
-			_, err := newSSETransport(ctx, testConfig(srv.URL), discardLogger())
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("newSSETransport = %v, want an error containing %q", err, tt.wantErr)
-			}
-		})
-	}
-}
-
-// parseAll returns every event of stream, read through a buffer of bufSize
-// bytes (0: the pooled one) from a reader giving one byte at a time if slow.
-func parseAll(stream []byte, maxData, bufSize int, slow bool) []sseEvent {
-	var p *sseParser
-	if bufSize > 0 {
-		p = newSSEParserSize(iotestReader(stream, slow), maxData, bufSize)
-	} else {
-		p = newSSEParser(iotestReader(stream, slow), maxData)
-	}
-	defer p.release()
-	var events []sseEvent
-	for {
-		ev, err := p.next()
-		if err != nil {
-			return events
-		}
-		events = append(events, ev)
-	}
-}
-
-func formatEvents(events []sseEvent) string {
-	var b strings.Builder
-	for _, ev := range events {
-		fmt.Fprintf(&b, "[%s %q %v]", ev.name, ev.data, ev.tooLarge)
-	}
-	return b.String()
-}
-
-func TestSSEParser(t *testing.T) {
-	tests := []struct {
-		name       string
-		stream     string
-		want       string
-		wantLastID string
-		wantRetry  time.Duration
-	}{
-		{name: "lf", stream: "data: a\n\n", want: `[message "a" false]`},
-		{name: "crlf", stream: "data: a\r\n\r\n", want: `[message "a" false]`},
-		{name: "cr", stream: "data: a\r\rdata: b\r\r", want: `[message "a" false][message "b" false]`},
-		{name: "bom", stream: "\xEF\xBB\xBFdata: a\n\n", want: `[message "a" false]`},
-		{name: "multi-line data", stream: "data: a\ndata:b\ndata:  c\n\n", want: `[message "a\nb\n c" false]`},
-		{name: "empty data line", stream: "data\n\n", want: `[message "" false]`},
-		{name: "event name", stream: "event: endpoint\ndata: /m\n\ndata: x\n\n", want: `[endpoint "/m" false][message "x" false]`},
-		{name: "comments and unknown fields", stream: ": c\nfoo: bar\ndata: a\n\n", want: `[message "a" false]`},
-		{name: "no data no event", stream: "event: x\nid: 5\n\n", wantLastID: "5"},
-		{name: "unfinished event discarded", stream: "data: a\n\ndata: b\n", want: `[message "a" false]`},
-		{name: "id with nul ignored", stream: "id: 1\nid: a\x00b\ndata: x\n\n", want: `[message "x" false]`, wantLastID: "1"},
-		{name: "retry", stream: "retry: 250\nretry: x1\ndata: x\n\n", want: `[message "x" false]`, wantRetry: 250 * time.Millisecond},
-		{name: "data over limit", stream: "data: 0123456789abcdefg\n\ndata: ok\n\n", want: `[message "" true][message "ok" false]`},
-		{name: "joined data over limit", stream: "data: 01234567\ndata: 01234567\n\ndata: ok\n\n", want: `[message "" true][message "ok" false]`},
-		{name: "line over limit", stream: "data: " + strings.Repeat("z", 200) + "\n\ndata: ok\n\n", want: `[message "" true][message "ok" false]`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			for _, slow := range []bool{false, true} {
-				p := newSSEParserSize(iotestReader([]byte(tt.stream), slow), 16, 16)
-				var events []sseEvent
-				for {
-					ev, err := p.next()
-					if err != nil {
-						break
-					}
-					events = append(events, ev)
-				}
-				if got := formatEvents(events); got != tt.want {
-					t.Errorf("parse(%q, slow=%v) = %s, want %s", tt.stream, slow, got, tt.want)
-				}
-				if p.lastID != tt.wantLastID || p.retry != tt.wantRetry {
-					t.Errorf("parse(%q, slow=%v) lastID, retry = %q, %v, want %q, %v", tt.stream, slow, p.lastID, p.retry, tt.wantLastID, tt.wantRetry)
-				}
-			}
-		})
-	}
-}
-
-func iotestReader(b []byte, slow bool) io.Reader {
-	if slow {
-		return iotest.OneByteReader(bytes.NewReader(b))
-	}
-	return bytes.NewReader(b)
-}
-
 func TestJSONRPCShape(t *testing.T) {
 	tests := []struct {
 		msg       string
@@ -821,35 +545,6 @@ func TestJSONRPCShape(t *testing.T) {
 			t.Errorf("jsonrpcShape(%q) = %v, %q, want %v, %q", tt.msg, hasMethod, id, tt.hasMethod, tt.id)
 		}
 	}
-}
-
-func FuzzSSEParser(f *testing.F) {
-	f.Add([]byte("data: a\r\n\r\n"), []byte("event: x\rdata: b\r\r"))
-	f.Add([]byte("\xEF\xBB\xBFid: 1\nretry: 10\ndata:\n\n"), []byte(": c\ndata: 1\ndata: 2\n\n"))
-	f.Fuzz(func(t *testing.T, a, b []byte) {
-		const limit = 64
-		events := parseAll(a, limit, 0, false)
-		if slow := parseAll(a, limit, 16, true); formatEvents(slow) != formatEvents(events) {
-			t.Fatalf("parse(%q) byte by byte = %s, want %s", a, formatEvents(slow), formatEvents(events))
-		}
-		for _, ev := range events {
-			if bytes.ContainsRune(ev.data, '\r') || strings.ContainsAny(ev.name, "\r\n") {
-				t.Fatalf("parse(%q) gave event %q %q, want no CR in data and no line break in name", a, ev.name, ev.data)
-			}
-			if len(ev.data) > limit || (ev.tooLarge && len(ev.data) > 0) {
-				t.Fatalf("parse(%q) gave %d bytes of data (tooLarge %v), want at most %d", a, len(ev.data), ev.tooLarge, limit)
-			}
-		}
-		if bytes.HasPrefix(b, utf8BOM) {
-			return
-		}
-		first := append(slices.Clip(a), "\n\n"...)
-		whole := parseAll(append(slices.Clip(first), b...), limit, 0, false)
-		separate := append(parseAll(first, limit, 0, false), parseAll(b, limit, 0, false)...)
-		if formatEvents(whole) != formatEvents(separate) {
-			t.Fatalf("parse(%q + %q) = %s, want the events parsed separately %s", first, b, formatEvents(whole), formatEvents(separate))
-		}
-	})
 }
 
 // TestStreamableAnswerOutlivesCancel checks that an SSE answer stream is

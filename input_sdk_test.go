@@ -80,7 +80,7 @@ func TestServerInputSDKFormExample(t *testing.T) {
 			"username": json.RawMessage(`"ad"`), "email": json.RawMessage(`"ada@example.com"`), "password": json.RawMessage(`"correct horse"`)}})
 		var fe *fieldError
 		if !errors.As(err, &fe) || fe.Field != "username" {
-			done <- errors.New("answer with a 2-character username = " + errorString(err) + ", want a field error naming username (minLength 3)")
+			done <- errors.New("answer with a 2-character username = " + errString(err) + ", want a field error naming username (minLength 3)")
 			return
 		}
 		_, err = queue.answer(r.ID, inputAnswer{Action: actionAccept, Content: map[string]json.RawMessage{
@@ -123,14 +123,6 @@ func TestServerInputSDKSamplingExample(t *testing.T) {
 	if got := resultText(t, res); got != "A short summary." {
 		t.Errorf("summarize = %q, want the model's answer", got)
 	}
-}
-
-// errorString returns err's message, or "nil".
-func errorString(err error) string {
-	if err == nil {
-		return "nil"
-	}
-	return err.Error()
 }
 
 // TestServerInputSDKURLExample drives the SDK's URL elicitation example

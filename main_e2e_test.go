@@ -52,21 +52,49 @@ func e2eServerFor(t *testing.T) e2eServer {
 	return e2eServer{peer: everythingStdioCommand(t), echoDescription: "Echoes back the input string", echoPrefix: "Echo: "}
 }
 
-// buildHarnessd builds the static release binary (CGO_ENABLED=0, -s -w)
-// into a temporary directory.
+// harnessdBuild is the harnessd binary built once per test binary, in a
+// directory TestMain removes at the end.
+var harnessdBuild struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// buildHarnessd returns the static release binary (CGO_ENABLED=0, -s -w),
+// built on the first call into a temporary directory and shared by every
+// test after; callers must not change or remove it.
 func buildHarnessd(t testing.TB) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("build harnessd: %v", err)
+	b := &harnessdBuild
+	b.once.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			b.err = fmt.Errorf("build harnessd: %w", err)
+			return
+		}
+		if b.dir, err = os.MkdirTemp("", "harnessd-build-"); err != nil {
+			b.err = fmt.Errorf("build harnessd: %w", err)
+			return
+		}
+		b.bin = filepath.Join(b.dir, "harnessd")
+		cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", b.bin, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("CGO_ENABLED=0 go build -o %s .: %w\n%s", b.bin, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	bin := filepath.Join(t.TempDir(), "harnessd")
-	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("CGO_ENABLED=0 go build -o %s .: %v\n%s", bin, err, out)
+	return b.bin
+}
+
+// removeHarnessdBuild removes the binary buildHarnessd built, if any.
+func removeHarnessdBuild() {
+	if harnessdBuild.dir != "" {
+		os.RemoveAll(harnessdBuild.dir)
 	}
-	return bin
 }
 
 // A harnessdProcess is a running harnessd whose stderr is collected.
@@ -191,22 +219,6 @@ func markedProcesses(t *testing.T, marker string) []int {
 		pids = append(pids, pid)
 	}
 	return pids
-}
-
-// parentPID returns the parent of pid, or 0 when pid is gone.
-func parentPID(pid int) int {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, in parentheses, may hold spaces: skip past it.
-	i := bytes.LastIndexByte(stat, ')')
-	fields := strings.Fields(string(stat[i+1:]))
-	if len(fields) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(fields[1])
-	return ppid
 }
 
 // descendsFrom reports whether pid's chain of parents reaches ancestor.

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // This file holds the crash test: the real harnessd binary killed with
@@ -108,7 +107,7 @@ env = { %s = "brood", %s = %q }
 	// The servers harnessd started die with it (the parent-death signal);
 	// their children outlive it until the next start.
 	waitUntil(t, "the servers die with harnessd", func() bool {
-		return !slices.ContainsFunc(leaders, func(pid int) bool { return !isZombie(pid) })
+		return !slices.ContainsFunc(leaders, processAlive)
 	})
 	if len(leaders) != 1+active || len(orphans) != broodSize {
 		t.Errorf("before the kill: %d servers started by harnessd and %d children of theirs, want %d and %d",
@@ -164,19 +163,6 @@ env = { %s = "brood", %s = %q }
 		if resp.StatusCode != http.StatusOK || len(rest) != 1 || rest[0].Type != "run.failed" || strconv.Itoa(rest[0].Seq) != ids[len(ids)-1] {
 			t.Errorf("events of run %s after Last-Event-ID %s = %d %v, want run.failed alone", id, ids[len(ids)-2], resp.StatusCode, rest)
 		}
-	}
-}
-
-// waitUntil polls cond until it holds, failing the test with what after
-// a minute (generous: the machine may be loaded; it only bounds a failure).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
 	}
 }
 

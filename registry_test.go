@@ -242,7 +242,7 @@ func TestRegistryReconnectsHTTPServer(t *testing.T) {
 // operator is told which tool is unreachable.
 func TestRegistryWarnsOfToolNameClashes(t *testing.T) {
 	t.Parallel()
-	offering := func(tool string) *scriptedMCP {
+	offering := func(tool string) *fakeMCP {
 		return newScriptedMCP(t, func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
 			if m.Method != "tools/list" {
 				return false
@@ -541,7 +541,7 @@ func TestRegistryCloseLeavesNoProcess(t *testing.T) {
 	reg.close()
 	closed = true
 	for pid, cmdline := range before {
-		if !waitGone(pid, 5*time.Second) {
+		if !eventually(5*time.Second, func() bool { return !processAlive(pid) }) {
 			t.Errorf("after close: process %d (%s) still runs", pid, cmdline)
 		}
 	}

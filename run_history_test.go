@@ -150,16 +150,12 @@ func TestRunsRetentionRemovesFiles(t *testing.T) {
 		ids = append(ids, r.id)
 	}
 	// Retention runs once the run's goroutine is done with it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left, _ := filepath.Glob(filepath.Join(dir, ids[0]+"*"))
-		if len(m.list()) == 2 && m.get(ids[0]) == nil && len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kept runs = %d, files of the first = %v; want 2 runs without the first, and its files removed", len(m.list()), left)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval
+	var left []string
+	if !eventually(waitLimit, func() bool {
+		left, _ = filepath.Glob(filepath.Join(dir, ids[0]+"*"))
+		return len(m.list()) == 2 && m.get(ids[0]) == nil && len(left) == 0
+	}) {
+		t.Fatalf("kept runs = %d, files of the first = %v; want 2 runs without the first, and its files removed", len(m.list()), left)
 	}
 	for _, id := range ids[1:] {
 		if _, err := os.Stat(filepath.Join(dir, id+runRecordExt)); err != nil {

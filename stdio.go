@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,7 @@ type stdioTransport struct {
 	maxMessage int
 	secrets    *redactor // the server's env values, redacted from its stderr
 	groups     *procGroups
+	grace      time.Duration // each step of the stop ladder (stopGrace unless shortened)
 
 	stdout *os.File
 	stderr *os.File
@@ -69,8 +71,9 @@ type stdioTransport struct {
 // startStdio starts cfg.Command (no shell) with env in its own process
 // group, recorded in groups (which may be nil) until the group is stopped.
 // The process outlives no one: close stops it and its group, and where the
-// OS allows it the process dies with harnessd (serverProcAttr).
-func startStdio(cfg serverConfig, env []string, groups *procGroups, logger *slog.Logger) (*stdioTransport, error) {
+// OS allows it the process dies with harnessd (serverProcAttr). grace is
+// each step of the stop ladder; zero means stopGrace.
+func startStdio(cfg serverConfig, env []string, groups *procGroups, grace time.Duration, logger *slog.Logger) (*stdioTransport, error) {
 	if cfg.Command == "" {
 		return nil, errors.New("start: command is empty")
 	}
@@ -130,6 +133,7 @@ func startStdio(cfg serverConfig, env []string, groups *procGroups, logger *slog
 		maxMessage: cfg.messageLimit(),
 		secrets:    newRedactor(cfg.secretValues()...),
 		groups:     groups,
+		grace:      cmp.Or(grace, stopGrace),
 		stdin:      stdinW,
 		stdout:     stdoutR,
 		stderr:     stderrR,
@@ -421,7 +425,7 @@ func (t *stdioTransport) recordEnd() {
 		select {
 		case <-t.exited:
 		case <-t.quit:
-		case <-time.After(stopGrace):
+		case <-time.After(t.grace):
 		}
 		select {
 		case <-t.exited:
@@ -429,7 +433,7 @@ func (t *stdioTransport) recordEnd() {
 			select {
 			case <-t.stderrEOF:
 			case <-t.quit:
-			case <-time.After(stopGrace):
+			case <-time.After(t.grace):
 			}
 			t.endCause = fmt.Errorf("server process %s", t.exitErr)
 		default:
@@ -466,11 +470,11 @@ func (t *stdioTransport) close() error {
 		t.closing.Store(true)
 		close(t.quit)
 		t.stdin.Close()
-		if !t.waitExit(stopGrace) {
+		if !t.waitExit(t.grace) {
 			t.killGroup(syscall.SIGTERM)
-			if !t.waitExit(stopGrace) {
+			if !t.waitExit(t.grace) {
 				t.killGroup(syscall.SIGKILL)
-				if !t.waitExit(stopGrace) {
+				if !t.waitExit(t.grace) {
 					t.closeErr = fmt.Errorf("server %q: process %d did not exit after SIGKILL", t.name, t.cmd.Process.Pid)
 				}
 			}

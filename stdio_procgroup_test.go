@@ -7,10 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // This file holds the tests of the process group records: a stdio server's
@@ -72,35 +70,18 @@ func startGroup(t *testing.T, mode string) *exec.Cmd {
 // do not count), or fails the test at the deadline.
 func waitGroupSize(t *testing.T, pgid, want int, why string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		live := 0
+	live := 0
+	if !eventually(waitLimit, func() bool {
+		live = 0
 		for _, pid := range groupMembers(pgid) {
-			if !isZombie(pid) {
+			if processAlive(pid) {
 				live++
 			}
 		}
-		if live == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group %d has %d live processes, want %d: %s", pgid, live, want, why)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+		return live == want
+	}) {
+		t.Fatalf("group %d has %d live processes, want %d: %s", pgid, live, want, why)
 	}
-}
-
-// isZombie reports whether pid has exited and waits to be reaped.
-func isZombie(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return true
-	}
-	i := len(stat) - 1
-	for i >= 0 && stat[i] != ')' {
-		i--
-	}
-	return i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 // deadPID returns the pid of a process that has exited and been reaped.
@@ -191,7 +172,7 @@ func TestStdioRecordsItsGroup(t *testing.T) {
 	skipUnlessLinux(t)
 	g := newTestProcGroups(t)
 	cfg := fakeServerConfig(t, "brood")
-	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), g, slog.New(slog.DiscardHandler))
+	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), g, testStopGrace, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -314,39 +314,12 @@ func TestStdioStartupFailures(t *testing.T) {
 	}
 }
 
-// processGone reports whether pid no longer runs (absent, or a zombie
-// awaiting a reaper that is not ours).
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] == "Z"
-}
-
-// waitGone polls, up to limit, for a killed process to disappear: signal
-// delivery to another process is asynchronous.
-func waitGone(pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for !processGone(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
-
 func TestStdioCloseStopsStubbornServerAndGrandchildren(t *testing.T) {
 	tests := []string{"ignore-term", "grandchild"}
 	for _, mode := range tests {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			c := connectFake(t, fakeServerConfig(t, mode), clientOptions{})
+			c := connectFake(t, fakeServerConfig(t, mode), clientOptions{StopGrace: testStopGrace})
 			res, err := c.callTool(t.Context(), "grandchild", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -359,7 +332,7 @@ func TestStdioCloseStopsStubbornServerAndGrandchildren(t *testing.T) {
 			c.close()
 			c.close() // idempotent
 			for _, pid := range []int{server, grandchild} {
-				if !waitGone(pid, 5*time.Second) {
+				if !eventually(5*time.Second, func() bool { return !processAlive(pid) }) {
 					t.Errorf("process %d still runs after close", pid)
 				}
 			}
@@ -376,7 +349,7 @@ func TestStdioCloseStopsStubbornServerAndGrandchildren(t *testing.T) {
 func TestStdioCloseDoesNotWaitForStuckWrite(t *testing.T) {
 	t.Parallel()
 	cfg := fakeServerConfig(t, "deaf")
-	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), nil, discardLogger())
+	tr, err := startStdio(cfg, stdioEnv(cfg, os.LookupEnv), nil, testStopGrace, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +398,7 @@ func TestStdioCloseDoesNotWaitForStuckWrite(t *testing.T) {
 		}
 	}
 
-	bound := 3 * stopGrace
+	bound := 3 * testStopGrace
 	start := time.Now()
 	tr.close()
 	if took := time.Since(start); took > bound {
