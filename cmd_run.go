@@ -352,11 +352,7 @@ func (f *runFollower) show(ctx context.Context, typ string, raw json.RawMessage)
 		// Whatever model.delta did not show (none, before live output, or
 		// lost to a reconnection) comes from the whole answer.
 		shown := f.printed[d.Step]
-		rest := d.Content
-		if strings.HasPrefix(rest, shown) {
-			rest = rest[len(shown):]
-		}
-		f.text(rest)
+		f.text(strings.TrimPrefix(d.Content, shown))
 		if f.midLine {
 			f.text("\n")
 		}

@@ -36,7 +36,7 @@ const trimmedResultNote = "(result of %d bytes removed: the conversation reached
 func (m transcriptMessage) chat() chatMessage {
 	c := chatMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, IsError: m.IsError}
 	for _, tc := range m.ToolCalls {
-		c.ToolCalls = append(c.ToolCalls, toolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, ArgumentsError: tc.ArgumentsError})
+		c.ToolCalls = append(c.ToolCalls, toolCall(tc))
 	}
 	return c
 }

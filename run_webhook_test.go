@@ -419,14 +419,12 @@ func TestWebhookPendingRunsAreKept(t *testing.T) {
 	rcv := newWebhookReceiver(t, 0, 0)
 	m := newWebhookRuns(t, f, "", webhookTiming{})
 	m.opts.Retention = &retention{MaxRuns: 1}
-	var runs []*run
 	for _, prompt := range []string{"one", "two"} {
 		r, err := m.start(runRequest{Prompt: prompt, WebhookURL: rcv.srv.URL}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitRun(t, r)
-		runs = append(runs, r)
 	}
 	waitUntil(t, "both deliveries are in flight", func() bool { return len(rcv.received()) == 2 })
 	m.prune()
