@@ -66,7 +66,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	if m == nil {
 		m = newMetrics()
 	}
-	secrets := newLiveRedactor(baseSecrets(reg.globals(), nil))
+	secrets := reg.secrets()
 	if runs != nil {
 		secrets = runs.env.secrets
 	}
@@ -320,7 +320,7 @@ func (a *api) runSecrets(run *run) *redactor {
 	if run.secrets == nil {
 		return a.globalSecrets.load()
 	}
-	return run.secrets
+	return run.secrets.load()
 }
 
 // getRun answers GET /v1/runs/{id} with the run as one flat object.

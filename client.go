@@ -192,6 +192,11 @@ type clientOptions struct {
 	// OAuth authorizes Streamable HTTP servers that ask for it; nil sends
 	// only the configured headers.
 	OAuth *oauthClients
+	// Secrets is the daemon's live redactor: every session cuts what it
+	// logs and quotes with it (plus its own server's values), and the
+	// credentials obtained at run time join it (liveRedactor.add). Nil in
+	// newRegistry becomes a root holding the global servers' values.
+	Secrets *liveRedactor
 	// Cache keeps the list and read results servers mark cacheable
 	// (client_cache.go), shared by every session; nil caches nothing.
 	Cache *responseCache
@@ -295,6 +300,7 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 	case transportHTTP:
 		st := newStreamableTransport(cfg, logger)
 		st.auth = opts.OAuth.forServer(cfg)
+		st.secrets = opts.Secrets.derive(cfg.secretValues()...)
 		t = st
 	case transportSSE:
 		t, err = newSSETransport(ctx, cfg, logger)

@@ -29,7 +29,7 @@ type conn struct {
 	t      transport
 	// secrets are the server's env and header values, redacted from what
 	// it logs through notifications/message.
-	secrets *redactor
+	secrets *liveRedactor
 	nextID  atomic.Int64
 
 	mu sync.Mutex
@@ -67,7 +67,7 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 		logger:  logger,
 		t:       t,
 		pending: make(map[int64]*pendingCall),
-		secrets: newRedactor(cfg.secretValues()...),
+		secrets: opts.Secrets.derive(cfg.secretValues()...),
 		ended:   make(chan struct{}),
 		// ping and roots/list answer at once: 16 in flight is a flood.
 		answering: make(chan struct{}, 16),
@@ -514,7 +514,7 @@ func (c *conn) handleNotification(msg wireMessage) {
 		if json.Unmarshal(msg.Params, &p) != nil {
 			return
 		}
-		c.logger.Log(context.Background(), mcpLogLevel(p.Level), "server log", "level", p.Level, "logger", p.Logger, "data", c.secrets.cut(string(p.Data), 1000))
+		c.logger.Log(context.Background(), mcpLogLevel(p.Level), "server log", "level", p.Level, "logger", p.Logger, "data", c.secrets.load().cut(string(p.Data), 1000))
 	default:
 		c.logger.Debug("server notification", "method", msg.Method)
 	}

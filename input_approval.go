@@ -151,7 +151,7 @@ func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessag
 	if len(a.Annotations) == 0 {
 		a.Annotations = json.RawMessage("{}")
 	}
-	a.Arguments, a.ArgumentsBytes = r.secrets.cutSized(string(args), r.env.limits.MaxToolEventBytes)
+	a.Arguments, a.ArgumentsBytes = r.secrets.load().cutSized(string(args), r.env.limits.MaxToolEventBytes)
 	p := r.input
 	if p == nil || p.Queue == nil {
 		a.ID = "approval_" + strconv.FormatInt(r.approvalSeq.Add(1), 10)

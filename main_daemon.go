@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -213,22 +210,16 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 // serves the API on ln.
 func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *retention, budgets budgetLimits, ln net.Listener) {
 	logger := d.logger
-	// Tokens, DPoP keys and assertions join the daemon's redactors (the
-	// logger's and every later run's) before their first use.
+	// Tokens, DPoP keys and assertions join the daemon's live redactor
+	// (d.secrets, which every run's and session's derives from) before
+	// their first use: newRegistry hands it to the OAuth clients.
 	oauth := newOAuthClients(newTokenStore(oauthDir(d.load.Home)), logger)
-	var runSecrets atomic.Pointer[liveRedactor]
-	oauth.onSecret = func(values ...string) {
-		d.secrets.add(values...)
-		if rs := runSecrets.Load(); rs != nil {
-			rs.add(values...)
-		}
-	}
 	d.reg = newRegistry(cfg.Servers, registryOptions{
 		Logger: logger,
 		Client: clientOptions{Roots: []string{d.opts.workspace}, Getenv: a.getenv, ProcessGroups: groups,
 			OAuth: oauth,
 			Input: outsideRunInput(cfg.Model, a.getenv, logger), Cache: newResponseCache(),
-			LogPayloads: d.opts.logPayloads},
+			LogPayloads: d.opts.logPayloads, Secrets: d.secrets},
 		Restart: true,
 	})
 	d.metrics = newMetrics()
@@ -251,10 +242,6 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 
 		SamplingModels: cfg.Model.SamplingModels,
 	})
-	runSecrets.Store(d.runs.env.secrets)
-	if held := oauth.secrets.load(); held != nil {
-		d.runs.env.secrets.add(slices.Collect(maps.Keys(held.set))...)
-	}
 	d.stopping = make(chan struct{})
 	d.api = newAPI(d.runs, d.reg, cfg.AuthKeys, d.metrics, logger, d.stopping)
 	d.api.hosts = newHostPolicy(d.opts.addr, cfg.AllowedHosts)

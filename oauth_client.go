@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,6 +50,9 @@ type oauthClient struct {
 	// authorize approves authorization URLs; nil when no person is there
 	// (the daemon): the server then needs "harnessd mcp login".
 	authorize authorizeFunc
+	// secrets is told every credential the client obtains or loads, before
+	// its first use (see learn); nil tells no one.
+	secrets *liveRedactor
 
 	// lock is held (a token in it) during token requests and while rec
 	// is read or written; waiting for it respects the caller's context.
@@ -59,9 +63,6 @@ type oauthClient struct {
 	// prover signs the DPoP proofs of this server, guarded by lock; nil
 	// until the first DPoP token request (oauth_dpop.go).
 	prover *dpopProver
-	// secret hands every token, key, proof and assertion to the
-	// redactors before its first use; never nil.
-	secret func(...string)
 	// getenv reads oauth.assertion_env; never nil.
 	getenv func(string) (string, bool)
 }
@@ -77,7 +78,6 @@ func newOAuthClient(cfg serverConfig, store *tokenStore, httpClient *http.Client
 		logger:    logger,
 		lock:      make(chan struct{}, 1),
 		rec:       oauthRecord{ServerURL: cfg.URL},
-		secret:    func(...string) {},
 		getenv:    os.LookupEnv,
 	}
 	if cfg.OAuth != nil {
@@ -111,7 +111,31 @@ func (c *oauthClient) reload() {
 		c.logger.Warn("oauth store unreadable", "err", err)
 		return
 	}
+	c.learn(rec.credentials()...)
 	c.rec = rec
+}
+
+// learn hands credentials to the redactor of everything harnessd logs,
+// stores and answers: every credential the client obtains (tokens,
+// registered client secrets, assertions, DPoP keys and proof headers,
+// identity assertions) passes here the moment it exists, before its
+// first use. Empty values are skipped. Safe for concurrent use.
+func (c *oauthClient) learn(values ...string) { c.secrets.add(values...) }
+
+// credentials returns the secret values of a stored record: its tokens
+// and the registered clients' secrets.
+func (rec oauthRecord) credentials() []string {
+	var out []string
+	if rec.Token != nil {
+		out = append(out, rec.Token.AccessToken, rec.Token.RefreshToken)
+	}
+	if rec.DPoPKey != "" {
+		out = append(out, rec.DPoPKey)
+	}
+	for _, id := range rec.Clients {
+		out = append(out, id.ClientSecret)
+	}
+	return out
 }
 
 // persist saves the record. Called with the lock held.
@@ -162,7 +186,7 @@ func (c *oauthClient) presentation(ctx context.Context) (string, *dpopProver, er
 		}
 	}
 	tok = c.rec.Token
-	c.secret(tok.AccessToken, tok.RefreshToken)
+	c.learn(tok.AccessToken, tok.RefreshToken)
 	if tok.TokenType != "DPoP" {
 		return tok.AccessToken, nil, nil
 	}
@@ -216,7 +240,7 @@ func (c *oauthClient) requestor(endpoint string, id oauthClientID, issuer string
 		id = oauthClientID{Issuer: issuer, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret,
 			AuthMethod: chooseAuthMethod(nil, c.cfg.ClientSecret != "")}
 	}
-	tr := &tokenRequestor{http: c.http, endpoint: endpoint, client: id, secret: c.secret}
+	tr := &tokenRequestor{http: c.http, endpoint: endpoint, client: id, learn: c.learn}
 	if id.AuthMethod == authMethodJWT {
 		key, err := c.signingKey()
 		if err != nil {
@@ -396,6 +420,7 @@ func (c *oauthClient) begin(ctx context.Context, d discovery, ch bearerChallenge
 		if err != nil {
 			return nil, fmt.Errorf("server %q: %w", c.server, err)
 		}
+		c.learn(reg.ClientSecret)
 		if c.rec.Clients == nil {
 			c.rec.Clients = map[string]oauthClientID{}
 		}
@@ -506,14 +531,13 @@ func oauthDir(home string) string { return filepath.Join(home, "oauth") }
 type oauthClients struct {
 	store  *tokenStore
 	logger *slog.Logger
+	// secrets is given to every client (oauthClient.secrets): every token,
+	// DPoP key and proof, and assertion the clients obtain joins it. A
+	// fresh root until learnInto makes it the daemon's live redactor,
+	// before the first forServer.
+	secrets *liveRedactor
 	// authorize is given to every client; nil in the daemon.
 	authorize authorizeFunc
-	// secrets holds every token, DPoP key and proof, and assertion the
-	// clients obtained; their logs redact it.
-	secrets *liveRedactor
-	// onSecret, when set, also gets each such value (the daemon adds them
-	// to its own redactors); set before the first forServer.
-	onSecret func(...string)
 	// getenv reads oauth.assertion_env; nil means os.LookupEnv.
 	getenv func(string) (string, bool)
 
@@ -558,27 +582,22 @@ func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
 func (m *oauthClients) newClient(cfg serverConfig, store *tokenStore) *oauthClient {
 	c := newOAuthClient(cfg, store, clientFor(cfg), redactLoggerLive(m.logger.With("server", cfg.Name), m.secrets))
 	c.authorize = m.authorize
-	c.secret = m.addSecret
+	c.secrets = m.secrets
 	if m.getenv != nil {
 		c.getenv = m.getenv
 	}
 	return c
 }
 
-// addSecret hands values (empty ones skipped) to the clients' redactor
-// and to onSecret.
-func (m *oauthClients) addSecret(values ...string) {
-	var keep []string
-	for _, v := range values {
-		if v != "" && !m.secrets.load().has(v) {
-			keep = append(keep, v)
-		}
-	}
-	if len(keep) == 0 {
+// learnInto makes secrets the redactor every client of m tells its
+// credentials, keeping what m's clients already told. Called before m
+// hands out clients; a nil m does nothing.
+func (m *oauthClients) learnInto(secrets *liveRedactor) {
+	if m == nil || secrets == nil || m.secrets == secrets {
 		return
 	}
-	m.secrets.add(keep...)
-	if m.onSecret != nil {
-		m.onSecret(keep...)
+	if held := m.secrets.load(); held != nil {
+		secrets.add(slices.Collect(maps.Keys(held.set))...)
 	}
+	m.secrets = secrets
 }

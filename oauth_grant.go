@@ -166,9 +166,9 @@ type tokenRequestor struct {
 	key *signingKey
 	// dpop signs DPoP proofs of the requests; nil sends none.
 	dpop *dpopProver
-	// secret is called with every assertion and token before use
-	// (redaction); nil for none.
-	secret func(...string)
+	// learn is told every credential the requestor makes or receives
+	// (assertion, tokens) before it is used; nil tells no one.
+	learn func(values ...string)
 }
 
 // A tokenError is an error answer of a token endpoint (RFC 6749 §5.2).
@@ -217,6 +217,9 @@ func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requeste
 		}
 		answer = tokenAnswer{}
 		jsonErr := json.Unmarshal(raw, &answer)
+		// Whatever the answer holds is a credential from here on, even in
+		// an answer refused below.
+		tr.tell(answer.AccessToken, answer.RefreshToken, answer.IDToken)
 		if tr.dpop != nil {
 			u, _ := url.Parse(tr.endpoint)
 			if tr.dpop.note(u, header) && answer.Error == "use_dpop_nonce" && attempt == 0 {
@@ -252,10 +255,14 @@ func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requeste
 	if answer.ExpiresIn > 0 {
 		tok.Expiry = time.Now().Add(time.Duration(answer.ExpiresIn) * time.Second)
 	}
-	if tr.secret != nil {
-		tr.secret(tok.AccessToken, tok.RefreshToken)
-	}
 	return tok, nil
+}
+
+// tell hands credentials to learn, if set.
+func (tr *tokenRequestor) tell(values ...string) {
+	if tr.learn != nil {
+		tr.learn(values...)
+	}
 }
 
 // A tokenAnswer is a token endpoint's answer (RFC 6749 §5.1, §5.2).
@@ -264,6 +271,7 @@ type tokenAnswer struct {
 	TokenType        string `json:"token_type"`
 	ExpiresIn        int64  `json:"expires_in"`
 	RefreshToken     string `json:"refresh_token"`
+	IDToken          string `json:"id_token"`
 	Scope            string `json:"scope"`
 	Error            string `json:"error"`
 	ErrorDescription string `json:"error_description"`
@@ -285,9 +293,7 @@ func (tr *tokenRequestor) authenticate(form url.Values) error {
 		if err != nil {
 			return err
 		}
-		if tr.secret != nil {
-			tr.secret(assertion)
-		}
+		tr.tell(assertion)
 		form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
 		form.Set("client_assertion", assertion)
 	default:

@@ -86,7 +86,7 @@ func (c *oauthClient) readAssertion() (string, error) {
 	if v == "" {
 		return "", fmt.Errorf("server %q: %s is empty; the platform's JWT should be there", c.server, from)
 	}
-	c.secret(v)
+	c.learn(v)
 	return v, nil
 }
 
@@ -143,7 +143,7 @@ func (c *oauthClient) identityAssertionGrant(ctx context.Context, idToken string
 	if id.ClientSecret != "" {
 		id.AuthMethod = authMethodBasic
 	}
-	tr := &tokenRequestor{http: c.http, endpoint: c.cfg.IdPTokenEndpoint, client: id, secret: c.secret}
+	tr := &tokenRequestor{http: c.http, endpoint: c.cfg.IdPTokenEndpoint, client: id, learn: c.learn}
 	form := url.Values{
 		"grant_type":           {tokenExchangeGrant},
 		"requested_token_type": {tokenTypeIDJAG},
@@ -176,6 +176,6 @@ func (c *oauthClient) identityAssertionGrant(ctx context.Context, idToken string
 	case answer.IssuedTokenType != "" && answer.IssuedTokenType != tokenTypeIDJAG:
 		return "", fmt.Errorf("server %q: token exchange at the IdP: issued a %s, not an identity assertion grant", c.server, answer.IssuedTokenType)
 	}
-	c.secret(answer.AccessToken)
+	c.learn(answer.AccessToken)
 	return answer.AccessToken, nil
 }

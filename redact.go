@@ -378,24 +378,68 @@ func redactLoggerLive(logger *slog.Logger, rd *liveRedactor) *slog.Logger {
 func (h *redactingHandler) current() *redactor { return h.rd.load() }
 
 // A liveRedactor is a redactor that may gain secrets while it is in use
-// (a reload adds the new servers' values): readers load the current one.
-// It never loses secrets. Safe for concurrent use.
+// (a reload adds the new servers' values, a login its tokens): readers
+// load the current one. It never loses secrets. A derived liveRedactor
+// (see derive) hides its parent's secrets as they are now plus its own.
+// Safe for concurrent use; a nil *liveRedactor hides nothing.
 type liveRedactor struct {
 	current atomic.Pointer[redactor]
+	// parent is nil for a root; a derived one rebuilds current from the
+	// parent's redactor (noted in from) and own when the parent gained
+	// secrets.
+	parent *liveRedactor
+	own    []string
+	from   atomic.Pointer[redactor]
 }
 
-// newLiveRedactor returns a liveRedactor holding rd (nil for none).
+// newLiveRedactor returns a root liveRedactor holding rd (nil for none).
 func newLiveRedactor(rd *redactor) *liveRedactor {
 	l := &liveRedactor{}
 	l.current.Store(rd)
 	return l
 }
 
-// load returns the current redactor (nil, which hides nothing, for none).
-func (l *liveRedactor) load() *redactor { return l.current.Load() }
+// derive returns a liveRedactor hiding l's secrets, whenever they were
+// added, and own. On a nil l it is a root holding own.
+func (l *liveRedactor) derive(own ...string) *liveRedactor {
+	if l == nil {
+		return newLiveRedactor(newRedactor(own...))
+	}
+	return &liveRedactor{parent: l, own: own}
+}
 
-// add makes values secrets too, for every later load.
+// load returns the current redactor (nil, which hides nothing, for none).
+// A derived one is rebuilt at most once per change of its parent.
+func (l *liveRedactor) load() *redactor {
+	if l == nil {
+		return nil
+	}
+	if l.parent == nil {
+		return l.current.Load()
+	}
+	base := l.parent.load()
+	if cur := l.current.Load(); cur != nil && l.from.Load() == base {
+		return cur
+	}
+	rd := base.with(l.own...)
+	l.current.Store(rd)
+	l.from.Store(base)
+	return rd
+}
+
+// add makes values secrets too, for every later load: the one way a
+// credential harnessd obtains at run time (an OAuth token, a registered
+// client's secret, an assertion) joins the redaction of every log line,
+// event, file and answer. It is called before the credential is first
+// used. On a derived liveRedactor it adds to the root, so that no reader
+// misses it; a nil l adds nowhere.
 func (l *liveRedactor) add(values ...string) {
+	if l == nil {
+		return
+	}
+	for l.parent != nil {
+		l = l.parent
+	}
 	for {
 		old := l.current.Load()
 		if l.current.CompareAndSwap(old, old.with(values...)) {
@@ -484,6 +528,11 @@ func serverLogger(logger *slog.Logger, cfg serverConfig) *slog.Logger {
 // plaintext API tokens of HARNESS_API_KEYS found through getenv (nil for
 // none).
 func baseSecrets(globals []serverConfig, getenv func(string) (string, bool)) *redactor {
+	return newRedactor(baseSecretValues(globals, getenv)...)
+}
+
+// baseSecretValues returns the values baseSecrets hides.
+func baseSecretValues(globals []serverConfig, getenv func(string) (string, bool)) []string {
 	values := serverSecrets(globals)
 	if getenv != nil {
 		for _, w := range []wireDefaults{openaiDefaults, anthropicDefaults} {
@@ -502,7 +551,7 @@ func baseSecrets(globals []serverConfig, getenv func(string) (string, bool)) *re
 			}
 		}
 	}
-	return newRedactor(values...)
+	return values
 }
 
 // serverSecrets returns the env and header values of servers.

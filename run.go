@@ -84,9 +84,9 @@ type run struct {
 	maxSteps int
 	profile  []serverConfig
 	perRun   []serverConfig
-	// secrets hides env's secrets and those of the run's own servers;
-	// set once the servers are resolved.
-	secrets   *redactor
+	// secrets hides env's secrets, as they grow, and those of the run's
+	// own servers; set once the servers are resolved.
+	secrets   *liveRedactor
 	createdAt time.Time
 	scope     *runScope
 	catalog   *catalog
@@ -532,7 +532,7 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 // max_tool_event_bytes, and data[key+"_bytes"] to the redacted text's
 // full length when it was cut.
 func (r *run) putCut(data map[string]any, key, text string) {
-	cut, full := r.secrets.cutSized(text, r.env.limits.MaxToolEventBytes)
+	cut, full := r.secrets.load().cutSized(text, r.env.limits.MaxToolEventBytes)
 	data[key] = cut
 	if full > 0 {
 		data[key+"_bytes"] = full

@@ -22,8 +22,8 @@ const bodyInMemory = 4 << 10
 // redact, which are fixed.
 type runDisk struct {
 	store  *runStore
-	redact *redactor // the run's secrets, cut out of what is written
-	log    *runLog   // nil for a run loaded from the store
+	redact *liveRedactor // the run's secrets, cut out of what is written
+	log    *runLog       // nil for a run loaded from the store
 	// messages is the run's transcript (run_transcript.go); nil for a run
 	// loaded from the store.
 	messages *runLog
@@ -49,7 +49,7 @@ func (m *runManager) persistNew(r *run) error {
 			return fmt.Errorf("run %s: write webhook delivery: %w; check the free space and permissions of %s", r.id, err, d.store.dir)
 		}
 	}
-	l, err := d.store.create(r.view(), d.redact)
+	l, err := d.store.create(r.view(), d.redact.load())
 	if err != nil {
 		d.store.remove(r.id)
 		return err
@@ -86,7 +86,7 @@ func (d *runDisk) appendLocked(r *run, ev runEvent, sync bool) {
 		}
 	}
 	first := d.log.err == nil
-	if err := d.log.append(d.redact.marshal(ev, false), sync); err != nil && first {
+	if err := d.log.append(d.redact.load().marshal(ev, false), sync); err != nil && first {
 		r.logger.Error("writing the run's events to disk failed; they are kept in memory only", "err", err)
 	}
 }
@@ -110,7 +110,7 @@ func (d *runDisk) appendMessageLocked(r *run, line []byte) {
 func (d *runDisk) archive(r *run, v runView) *runView {
 	d.log.close()
 	d.messages.close()
-	b := encodeRecord(v, d.redact)
+	b := encodeRecord(v, d.redact.load())
 	if sum := sha256.Sum256(b); sum != d.recordSum {
 		n, err := d.store.writeRecordData(v.ID, b)
 		if err != nil {

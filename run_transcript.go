@@ -93,7 +93,7 @@ func (r *run) record(step int, msgs []chatMessage, calls []toolCall) {
 			}
 			m.ToolCalls = append(m.ToolCalls, transcriptToolCall{ID: tc.ID, Name: tc.Name, Arguments: args, ArgumentsError: tc.ArgumentsError})
 		}
-		lines = append(lines, r.secrets.marshal(m, false))
+		lines = append(lines, r.secrets.load().marshal(m, false))
 	}
 	limit := int64(r.env.limits.MaxTranscriptBytes)
 	r.mu.Lock()
