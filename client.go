@@ -508,7 +508,7 @@ func listAll[T any](ctx context.Context, c *client, method, key string) ([]T, er
 			return all, nil
 		}
 		if seen[next] {
-			c.logger.Warn("stopped paginating: server repeated a cursor", "method", method, "cursor", truncate(next, 100))
+			c.logger.Warn("stopped paginating: server repeated a cursor", "method", method, "cursor", c.secrets.load().cut(next, 100))
 			return all, nil
 		}
 		seen[next] = true

@@ -426,7 +426,7 @@ func (c *conn) dispatch(raw []byte) {
 	}
 	var msg wireMessage
 	if err := json.Unmarshal(raw, &msg); err != nil {
-		c.logger.Warn("ignoring malformed message from server", "err", err, "message", truncate(string(raw), 200))
+		c.logger.Warn("ignoring malformed message from server", "err", err, "message", c.secrets.load().cut(string(raw), 200))
 		return
 	}
 	switch {
@@ -449,7 +449,7 @@ func (c *conn) dispatch(raw []byte) {
 	case len(msg.ID) > 0:
 		c.deliverResponse(msg.ID, rpcResponse{Result: msg.Result, Error: msg.Error})
 	default:
-		c.logger.Warn("ignoring message that is neither request, notification nor response", "message", truncate(string(raw), 200))
+		c.logger.Warn("ignoring message that is neither request, notification nor response", "message", c.secrets.load().cut(string(raw), 200))
 	}
 }
 

@@ -273,13 +273,12 @@ func (r *run) viewLocked() runView {
 func (r *run) finish(status, output, errMsg string) {
 	r.closeOpenToolCalls(status, errMsg)
 	r.closeInput()
-	fullOutput := len(output)
-	output = truncate(output, r.env.limits.MaxOutputBytes)
+	output, fullOutput := r.secrets.load().cutSized(output, r.env.limits.MaxOutputBytes)
 	data := map[string]any{"status": status}
 	if output != "" {
 		data["output"] = output
 	}
-	if len(output) < fullOutput {
+	if fullOutput > 0 {
 		data["output_bytes"] = fullOutput
 	}
 	if errMsg != "" {
@@ -487,7 +486,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	for _, tc := range resp.ToolCalls {
 		calls = append(calls, tc.Name)
 	}
-	r.emit(evModelResponse, map[string]any{"step": step, "content": truncate(resp.Content, r.env.limits.MaxOutputBytes), "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
+	r.emit(evModelResponse, map[string]any{"step": step, "content": r.secrets.load().cut(resp.Content, r.env.limits.MaxOutputBytes), "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
 	return resp, nil
 }
 
