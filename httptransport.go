@@ -83,7 +83,7 @@ type httpEndpoint struct {
 func newHTTPEndpoint(cfg serverConfig, logger *slog.Logger) httpEndpoint {
 	return httpEndpoint{
 		header:     configuredHeader(cfg),
-		secrets:    newLiveRedactor(newRedactor(cfg.secretValues()...)),
+		secrets:    (*liveRedactor)(nil).derive(cfg.secretValues()...),
 		maxMessage: cfg.messageLimit(),
 		logger:     logger,
 		client:     clientFor(cfg),

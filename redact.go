@@ -29,12 +29,14 @@ const redactedText = "[redacted]"
 // A redactor replaces secrets in text with "[redacted]", whole tokens
 // only: a match must not continue a word on either side, so a secret that
 // happens to be part of a longer word is left alone. It is built once per
-// set of secrets; matching costs one pass over the text per distinct secret
-// length, however many secrets there are. A nil *redactor hides nothing.
-// Safe for concurrent use (never modified).
+// set of secrets (an Aho–Corasick automaton, redact_match.go); matching
+// costs one pass over the text, however many secrets there are and
+// whatever their lengths. A nil *redactor hides nothing. Safe for
+// concurrent use (never modified).
 type redactor struct {
 	set     map[string]struct{}
-	lengths []int // distinct lengths in set, longest first
+	maxLen  int // the length of the longest secret
+	matcher *acMatcher
 	// escaped holds the secrets as encodeCompact writes them inside a JSON
 	// string; nil when no secret needs escaping.
 	escaped *redactor
@@ -49,47 +51,48 @@ func newRedactor(values ...string) *redactor {
 // with returns a redactor hiding the secrets of rd and those of values.
 // It returns rd itself when values add nothing.
 func (rd *redactor) with(values ...string) *redactor {
-	var added []string
+	added := map[string]struct{}{}
 	for _, v := range values {
 		for _, p := range secretParts(v) {
-			if !rd.has(p) && !slices.Contains(added, p) {
-				added = append(added, p)
+			if !rd.has(p) {
+				added[p] = struct{}{}
 			}
 		}
 	}
 	if len(added) == 0 {
 		return rd
 	}
-	out := &redactor{set: make(map[string]struct{}, rd.size()+len(added))}
+	set := make(map[string]struct{}, rd.size()+len(added))
 	if rd != nil {
-		for s := range rd.set {
-			out.set[s] = struct{}{}
-		}
+		maps.Copy(set, rd.set)
 	}
-	var escaped []string
-	for _, s := range added {
-		out.set[s] = struct{}{}
-	}
+	maps.Copy(set, added)
+	out := newRedactorOf(set)
+	var escaped map[string]struct{}
 	for s := range out.set {
-		if !slices.Contains(out.lengths, len(s)) {
-			out.lengths = append(out.lengths, len(s))
-		}
 		if esc := encodeCompact(s); string(esc[1:len(esc)-1]) != s {
-			escaped = append(escaped, string(esc[1:len(esc)-1]))
+			if escaped == nil {
+				escaped = map[string]struct{}{}
+			}
+			escaped[string(esc[1:len(esc)-1])] = struct{}{}
 		}
 	}
-	slices.SortFunc(out.lengths, func(a, b int) int { return b - a })
-	if len(escaped) > 0 {
-		out.escaped = &redactor{set: map[string]struct{}{}}
-		for _, s := range escaped {
-			out.escaped.set[s] = struct{}{}
-			if !slices.Contains(out.escaped.lengths, len(s)) {
-				out.escaped.lengths = append(out.escaped.lengths, len(s))
-			}
-		}
-		slices.SortFunc(out.escaped.lengths, func(a, b int) int { return b - a })
+	if escaped != nil {
+		out.escaped = newRedactorOf(escaped)
 	}
 	return out
+}
+
+// newRedactorOf returns the redactor of exactly the secrets in set (none
+// empty), which it keeps.
+func newRedactorOf(set map[string]struct{}) *redactor {
+	list := make([]string, 0, len(set))
+	longest := 0
+	for s := range set {
+		list = append(list, s)
+		longest = max(longest, len(s))
+	}
+	return &redactor{set: set, maxLen: longest, matcher: newACMatcher(list)}
 }
 
 // has reports whether s is one of rd's secrets.
@@ -166,45 +169,24 @@ func (rd *redactor) redact(s string) string {
 	if rd.size() == 0 {
 		return s
 	}
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(s); i++ {
-		if i > 0 && isWordByte(s[i-1]) && isWordByte(s[i]) {
-			continue // inside a word: no secret starts here
-		}
-		if n := rd.matchAt(s, i); n > 0 {
-			if b.Len() == 0 {
-				b.Grow(len(s))
-			}
-			b.WriteString(s[last:i])
-			b.WriteString(redactedText)
-			last = i + n
-			i = last - 1
-		}
-	}
-	if last == 0 {
+	best := rd.matcher.wholeMatches(s)
+	if best == nil {
 		return s
+	}
+	starts := slices.Sorted(maps.Keys(best))
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, start := range starts {
+		if start < last {
+			continue // inside a secret already replaced
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(redactedText)
+		last = start + best[start]
 	}
 	b.WriteString(s[last:])
 	return b.String()
-}
-
-// matchAt returns the length of the longest secret that starts at s[i]
-// and ends at a word boundary, or 0.
-func (rd *redactor) matchAt(s string, i int) int {
-	for _, n := range rd.lengths {
-		end := i + n
-		if end > len(s) {
-			continue
-		}
-		if end < len(s) && isWordByte(s[end-1]) && isWordByte(s[end]) {
-			continue
-		}
-		if _, ok := rd.set[s[i:end]]; ok {
-			return n
-		}
-	}
-	return 0
 }
 
 // occurs reports whether a secret of rd appears anywhere in s, even
@@ -214,16 +196,7 @@ func (rd *redactor) occurs(s []byte) bool {
 	if rd.size() == 0 {
 		return false
 	}
-	for i := range s {
-		for _, n := range rd.lengths {
-			if i+n <= len(s) {
-				if _, ok := rd.set[string(s[i:i+n])]; ok {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return rd.matcher.occurs(s)
 }
 
 // longest returns the length of the longest secret, 0 for none.
@@ -231,7 +204,7 @@ func (rd *redactor) longest() int {
 	if rd.size() == 0 {
 		return 0
 	}
-	return rd.lengths[0]
+	return rd.maxLen
 }
 
 // cut returns s redacted, then cut to at most n bytes (see truncate).
@@ -400,10 +373,11 @@ func newLiveRedactor(rd *redactor) *liveRedactor {
 }
 
 // derive returns a liveRedactor hiding l's secrets, whenever they were
-// added, and own. On a nil l it is a root holding own.
+// added, and own; it is built when first loaded. On a nil l it derives
+// from a root of its own.
 func (l *liveRedactor) derive(own ...string) *liveRedactor {
 	if l == nil {
-		return newLiveRedactor(newRedactor(own...))
+		l = newLiveRedactor(nil)
 	}
 	return &liveRedactor{parent: l, own: own}
 }

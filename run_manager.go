@@ -341,8 +341,7 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	}
 	own := serverSecrets(r.profile, r.perRun)
 	r.secrets = m.env.secrets.derive(own...)
-	// The daemon's logger already hides env's secrets.
-	r.logger = redactLogger(r.logger, newRedactor(own...))
+	r.logger = redactLoggerLive(r.logger, r.secrets)
 	newProvider := func(spec modelSpec) (modelProvider, error) { return m.opts.newProvider(spec, m.opts.Getenv, r.logger) }
 	if err := r.setupInput(m.opts.Limits, m.opts.SamplingModels, newProvider); err != nil {
 		return nil, err
