@@ -27,6 +27,7 @@ type runEvent struct {
 type runView struct {
 	ID             string         `json:"id"`
 	ConversationID string         `json:"conversation_id,omitempty"`
+	Owner          string         `json:"owner"` // the name of the API key that started it; "" with auth off
 	Status         string         `json:"status"`
 	QueuePosition  int            `json:"queue_position,omitempty"` // 1 for the next queued run to start
 	Prompt         string         `json:"prompt"`
@@ -224,6 +225,7 @@ func (r *run) viewLocked() runView {
 	v := runView{
 		ID:             r.id,
 		ConversationID: r.conversationID(),
+		Owner:          r.req.Owner,
 		Status:         r.status,
 		Prompt:         r.req.Prompt,
 		Profile:        r.req.Profile,

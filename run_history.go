@@ -180,6 +180,7 @@ func historyRun(env *runEnv, s *runStore, stored storedRun) *run {
 		env:       env,
 		logger:    env.logger.With("run", v.ID),
 		createdAt: v.CreatedAt,
+		req:       runRequest{Owner: v.Owner},
 		cancel:    func() {},
 		done:      make(chan struct{}),
 		changed:   make(chan struct{}),

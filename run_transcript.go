@@ -175,8 +175,8 @@ type messagesAnswer struct {
 
 // runMessages answers GET /v1/runs/{id}/messages: the run's conversation
 // so far, in order, redacted; 404 for an unknown run.
-func (a *api) runMessages(w http.ResponseWriter, r *http.Request, _ authInfo) {
-	run := a.findRun(w, r)
+func (a *api) runMessages(w http.ResponseWriter, r *http.Request, info authInfo) {
+	run := a.findRun(w, r, info)
 	if run == nil {
 		return
 	}
