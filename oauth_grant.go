@@ -108,6 +108,9 @@ func (r *authorizationRequest) URL() (string, error) {
 	if err != nil || r.AS.AuthorizationEndpoint == "" {
 		return "", fmt.Errorf("oauth: authorization server %q has no usable authorization_endpoint", r.AS.Issuer)
 	}
+	if err := checkOAuthEndpoint("authorization_endpoint", r.AS.AuthorizationEndpoint); err != nil {
+		return "", err
+	}
 	q := u.Query()
 	q.Set("response_type", "code")
 	q.Set("client_id", r.Client.ClientID)
@@ -205,6 +208,9 @@ func invalidGrant(err error) bool {
 func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requested []string) (oauthToken, error) {
 	if tr.endpoint == "" {
 		return oauthToken{}, fmt.Errorf("oauth: authorization server %q has no token_endpoint", tr.client.Issuer)
+	}
+	if err := checkOAuthEndpoint("token_endpoint", tr.endpoint); err != nil {
+		return oauthToken{}, err
 	}
 	if err := tr.authenticate(form); err != nil {
 		return oauthToken{}, err
@@ -400,6 +406,9 @@ func chooseAuthMethod(supported []string, hasSecret bool) string {
 func registerClient(ctx context.Context, client *http.Client, as authServerMetadata, redirectURI string, scopes []string) (oauthClientID, error) {
 	if as.RegistrationEndpoint == "" {
 		return oauthClientID{}, fmt.Errorf("oauth: authorization server %q does not offer dynamic client registration; register harnessd there and set oauth.client_id (and client_secret) for this server", as.Issuer)
+	}
+	if err := checkOAuthEndpoint("registration_endpoint", as.RegistrationEndpoint); err != nil {
+		return oauthClientID{}, err
 	}
 	method := authMethodBasic
 	for _, m := range []string{authMethodBasic, authMethodPost, authMethodNone} {
