@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -220,7 +221,7 @@ Exits 1 if the tool reports an error or the call fails.
 `
 
 // mcpCall implements "harnessd mcp call".
-func (a *app) mcpCall(ctx context.Context, args []string) error {
+func (a *app) mcpCall(ctx context.Context, args []string) (err error) {
 	var f mcpFlags
 	flagArgs, command := splitCommand(args)
 	fs := a.mcpFlagSet("mcp call", mcpCallUsage, &f)
@@ -271,6 +272,10 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 		return err
 	}
 	defer reg.close()
+	// What the servers answer may quote their env or header values, or a
+	// token obtained meanwhile: the errors pass the same redactor as the
+	// output (printResult).
+	defer func() { err = redactedError(reg.secrets().load(), err) }()
 	scope := reg.newScope(logger)
 	var failures []string
 	for _, st := range reg.statuses() {
@@ -296,13 +301,29 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 			if err != nil {
 				return fmt.Errorf("mcp call %s: %w", toolName, err)
 			}
-			return a.printResult(&f, toolName, res)
+			return a.printResult(&f, toolName, res, reg.secrets().load())
 		}
 	}
 	if len(failures) > 0 {
 		return fmt.Errorf("mcp call %s: %s", toolName, strings.Join(failures, "; "))
 	}
 	return fmt.Errorf("mcp call: no tool named %q (see harnessd mcp list)", toolName)
+}
+
+// redactedError returns err with rd's secrets redacted from its message,
+// keeping its exit status; nil for nil.
+func redactedError(rd *redactor, err error) error {
+	if err == nil || rd.size() == 0 {
+		return err
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err == nil {
+			return err
+		}
+		return &exitError{code: ee.code, err: errors.New(rd.redact(ee.err.Error()))}
+	}
+	return errors.New(rd.redact(err.Error()))
 }
 
 // hiddenBy returns an error naming the setting of cfg (include_tools or
@@ -319,12 +340,16 @@ func hiddenBy(cfg serverConfig, serverTool string) error {
 	return nil
 }
 
-// printResult prints a tool result; an isError result is an exit 1.
-func (a *app) printResult(f *mcpFlags, toolName string, res *callResult) error {
+// printResult prints a tool result, with rd's secrets redacted; an
+// isError result is an exit 1.
+func (a *app) printResult(f *mcpFlags, toolName string, res *callResult, rd *redactor) error {
 	if f.json {
 		raw := res.Raw
 		if len(raw) == 0 {
 			raw, _ = json.Marshal(res)
+		}
+		if rd.occurs(raw) || (rd != nil && rd.escaped.occurs(raw)) {
+			raw = rd.marshal(json.RawMessage(raw), false)
 		}
 		fmt.Fprintf(a.stdout, "%s\n", raw)
 		if res.IsError {
@@ -332,7 +357,7 @@ func (a *app) printResult(f *mcpFlags, toolName string, res *callResult) error {
 		}
 		return nil
 	}
-	text := resultToText(res)
+	text := rd.redact(resultToText(res))
 	if res.IsError {
 		return &exitError{code: 1, err: fmt.Errorf("tool %s reported an error: %s", toolName, text)}
 	}
