@@ -245,6 +245,10 @@ func (r *run) viewLocked() runView {
 	if r.scope != nil {
 		v.Servers = r.scope.localStatuses()
 		v.ActivatedTools = r.catalog.activatedNames()
+		if isTerminal(r.status) {
+			// Ended, its servers still closing: the tails are gone already.
+			v.Servers = withoutStderrTails(v.Servers)
+		}
 	}
 	if v.Servers == nil {
 		v.Servers = []serverStatus{}
