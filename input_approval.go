@@ -209,19 +209,6 @@ func (req *inputRequest) approvalView() approvalRequest {
 	return a
 }
 
-// openApprovals returns the run's open approvals, oldest first (none for
-// a run that is not interactive).
-func (r *run) openApprovals() []approvalRequest {
-	out := []approvalRequest{}
-	if r.input == nil || r.input.Queue == nil {
-		return out
-	}
-	for _, req := range r.input.Queue.listKind(true) {
-		out = append(out, req.approvalView())
-	}
-	return out
-}
-
 // answerApproval delivers a decision on the open approval id, made by by
 // (an API key's name). It returns errInputNotFound when id is not an open
 // approval, or a *requestError for a malformed answer; on any error the

@@ -239,8 +239,6 @@ func (r *run) viewLocked() runView {
 		Servers:        r.servers,
 		ActivatedTools: r.activated,
 		CreatedAt:      r.createdAt,
-		InputRequests:  r.openInputs(),
-		Approvals:      r.openApprovals(),
 	}
 	if r.scope != nil {
 		v.Servers = r.scope.localStatuses()
@@ -253,6 +251,7 @@ func (r *run) viewLocked() runView {
 	if v.Servers == nil {
 		v.Servers = []serverStatus{}
 	}
+	r.waitingView(&v)
 	if !r.startedAt.IsZero() {
 		t := r.startedAt
 		v.StartedAt = &t
