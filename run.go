@@ -160,13 +160,13 @@ func newRun(env *runEnv, req runRequest) *run {
 	}
 }
 
-// emit appends an event and wakes every follower. Every event of a run
-// passes here.
+// emit appends an event and wakes every follower; the run's writer puts
+// it on disk later, without mu. Every event of a run passes here.
 func (r *run) emit(typ string, data any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev := runEvent{Seq: len(r.events) + 1, Type: typ, Time: time.Now().UTC(), Data: data}
-	r.disk.appendLocked(r, ev, false)
+	r.disk.appendLocked(ev, false)
 	r.publishLocked(ev)
 }
 
@@ -291,12 +291,15 @@ func (r *run) finish(status, output, errMsg string) {
 	}
 	r.mu.Lock()
 	ev := runEvent{Seq: len(r.events) + 1, Type: terminalEventType(status), Time: time.Now().UTC(), Data: data}
-	r.disk.appendLocked(r, ev, true)
+	durable := r.disk.appendLocked(ev, true)
 	v := r.viewLocked()
 	v.Status, v.Output, v.Error, v.EndedAt = status, output, errMsg, &ev.Time
 	v.Servers = withoutStderrTails(v.Servers)
 	steps := r.steps
 	r.mu.Unlock()
+	if durable != nil {
+		<-durable // written and fsynced by the writer, outside mu
+	}
 	if r.disk != nil {
 		r.disk.archive(r, v)
 	}

@@ -113,7 +113,7 @@ func (r *run) record(step int, msgs []chatMessage, calls []toolCall) {
 			r.transcript.lines = append(r.transcript.lines, line)
 			continue
 		}
-		r.disk.appendMessageLocked(r, line)
+		r.disk.appendMessageLocked(line)
 	}
 }
 
