@@ -30,7 +30,9 @@ type conn struct {
 	// secrets are the server's env and header values, redacted from what
 	// it logs through notifications/message.
 	secrets *liveRedactor
-	nextID  atomic.Int64
+	// drops throttles the log line of dropped server requests.
+	drops  logThrottle
+	nextID atomic.Int64
 
 	mu sync.Mutex
 	// guards pending
@@ -442,7 +444,9 @@ func (c *conn) dispatch(raw []byte) {
 		default:
 			// A server that floods requests without reading the answers
 			// gets no more goroutines: it times the request out itself.
-			c.logger.Warn("dropping server request: too many unanswered", "method", msg.Method, "limit", cap(c.answering))
+			if ok, held := c.drops.allow(); ok {
+				c.logger.Warn("dropping server request: too many unanswered", "method", msg.Method, "limit", cap(c.answering), "held_back", held)
+			}
 		}
 	case msg.Method != "":
 		c.handleNotification(msg)

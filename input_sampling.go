@@ -299,7 +299,9 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	refuse := func(format string, args ...any) *rpcError {
 		msg := fmt.Sprintf(format, args...)
 		p.emit(evSamplingRefused, map[string]any{"server": server.Name, "reason": msg})
-		p.logger().Warn("sampling refused", "server", server.Name, "reason", msg)
+		if ok, held := p.refusals.allow(); ok {
+			p.logger().Warn("sampling refused", "server", server.Name, "reason", msg, "held_back", held)
+		}
 		return &rpcError{Code: codeSamplingRefused, Message: "sampling refused by harnessd: " + msg}
 	}
 	if !server.Sampling {
