@@ -202,15 +202,17 @@ func (r *registry) retireLocked(s *managedServer, why error) {
 // serveFlags are the flags of harnessd serve that override configuration
 // settings; a reload overlays them again, so a flag keeps winning.
 type serveFlags struct {
-	limits   runLimits
-	keepRuns keptRunsSettings
-	maxConns int
-	budgets  budgetSettings
+	limits          runLimits
+	keepRuns        keptRunsSettings
+	outsideSampling outsideSamplingSettings
+	maxConns        int
+	budgets         budgetSettings
 }
 
 // overlay applies the flags to cfg as serve does at start.
 func (f serveFlags) overlay(cfg *config) {
 	cfg.KeptRuns.merge(f.keepRuns)
+	cfg.OutsideSampling.merge(f.outsideSampling)
 	cfg.Limits.overlay(f.limits)
 	cfg.Budgets.merge(f.budgets)
 	if f.maxConns > 0 {

@@ -97,6 +97,9 @@ type inputPolicy struct {
 	Emit func(typ string, data any)
 	// Logger receives what the policy decides; nil discards it.
 	Logger *slog.Logger
+	// Outside bounds sampling per server and hour: set on the policy of
+	// requests outside any run's call (the daemon's); nil bounds nothing.
+	Outside *outsideSamplingBudget
 
 	// declines and refusals throttle the repeated log lines of declined
 	// elicitations and refused sampling (input_limits.go).

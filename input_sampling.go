@@ -329,6 +329,13 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 			return nil, refuse("%v", err)
 		}
 	}
+	if p.Outside != nil {
+		outsideLeft, err := p.Outside.take(server.Name)
+		if err != nil {
+			return nil, refuse("%v", err)
+		}
+		left = min(left, outsideLeft)
+	}
 	maxTokens := s.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = defaultSamplingMaxTokens
@@ -354,6 +361,7 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 		s.Budget.spend(resp.Usage)
 	}
 	resp.Usage = s.RunBudget.spend(provider.name(), resp.Usage)
+	p.Outside.spend(server.Name, resp.Usage)
 	if s.OnUsage != nil {
 		s.OnUsage(resp.Usage)
 	}
