@@ -290,8 +290,8 @@ func (d serverDiff) summary() []any {
 
 // restartSettings returns the names of the settings that differ between
 // the configuration harnessd started with and next and that a reload does
-// not apply: the run limits, the retention of finished runs,
-// max_connections and allowed_hosts.
+// not apply: the run limits, the retention of finished runs, the budget of
+// sampling outside runs' calls, max_connections and allowed_hosts.
 func restartSettings(started, next *config) []string {
 	var names []string
 	for _, s := range limitSettings {
@@ -306,6 +306,8 @@ func restartSettings(started, next *config) []string {
 		{"max_kept_runs", started.KeptRuns.runs, next.KeptRuns.runs},
 		{"max_kept_run_age", started.KeptRuns.age, next.KeptRuns.age},
 		{"max_kept_run_bytes", started.KeptRuns.bytes, next.KeptRuns.bytes},
+		{"max_outside_sampling_requests", started.OutsideSampling.requests, next.OutsideSampling.requests},
+		{"max_outside_sampling_tokens", started.OutsideSampling.tokens, next.OutsideSampling.tokens},
 	} {
 		if k.was.value != k.now.value {
 			names = append(names, k.name)

@@ -328,7 +328,6 @@ func TestReloaderAppliesSettings(t *testing.T) {
 	logs := newLogRecorder()
 	rl := &daemon{opts: serveOptions{addr: "0.0.0.0:8080"}, load: load, started: cfg, reg: reg, api: a, runs: runs, metrics: runs.opts.Metrics,
 		secrets: reg.secrets(), logger: logs.logger()} // as in serve: one live redactor
-
 	keyNames := func() []string {
 		var names []string
 		for _, k := range a.authKeys() {
