@@ -492,9 +492,15 @@ func loggerSecrets(logger *slog.Logger) *redactor {
 }
 
 // serverLogger returns logger for the server cfg: with its name, and with
-// its env and header values redacted from every line.
+// its env and header values redacted from every line (their redactor is
+// built at the first line).
 func serverLogger(logger *slog.Logger, cfg serverConfig) *slog.Logger {
-	return redactLogger(logger.With("server", cfg.Name), newRedactor(cfg.secretValues()...))
+	logger = logger.With("server", cfg.Name)
+	values := cfg.secretValues()
+	if len(values) == 0 {
+		return logger
+	}
+	return redactLoggerLive(logger, (*liveRedactor)(nil).derive(values...))
 }
 
 // baseSecrets returns the redactor of what every run may quote: the env

@@ -19,38 +19,54 @@ type acMatcher struct {
 	// in the sibling list).
 	wide   []int32
 	tables [][256]int32
-	// Per state (index): its first child, its next sibling, the byte that
-	// leads to it, its depth (the length of the text it stands for),
-	// whether a secret ends there, its failure link and its output link
-	// (the nearest proper suffix state where a secret ends, -1 for none).
-	child, sibling []int32
-	label          []byte
-	depth          []int32
-	terminal       []bool
-	fail, out      []int32
+	states []acState
+}
+
+// An acState is one state of the automaton: its first child, its next
+// sibling, its depth (the length of the text it stands for), its failure
+// link and its output link (the nearest proper suffix state where a
+// secret ends, -1 for none), the byte that leads to it, and whether a
+// secret ends there.
+type acState struct {
+	child, sibling, depth, fail, out int32
+	label                            byte
+	terminal                         bool
 }
 
 // newACMatcher builds the automaton of secrets (none empty). It takes
 // time and memory linear in their total length.
 func newACMatcher(secrets []string) *acMatcher {
-	m := &acMatcher{
-		child: make([]int32, 1), sibling: make([]int32, 1), label: make([]byte, 1),
-		depth: make([]int32, 1), terminal: make([]bool, 1),
+	total := 1
+	for _, s := range secrets {
+		total += len(s)
 	}
-	m.child[0], m.sibling[0] = -1, -1
+	m := &acMatcher{states: make([]acState, 1, total)}
+	m.states[acRoot] = acState{child: -1, sibling: -1, out: -1}
 	for i := range m.rootNext {
 		m.rootNext[i] = -1
 	}
+	// The trie is built a level at a time, so that states are numbered
+	// breadth first: link then walks them in order, and the shallow
+	// states every failure link leads to stay together.
+	cur := make([]int32, len(secrets))
+	longest := 0
 	for _, s := range secrets {
-		state := int32(acRoot)
-		for i := 0; i < len(s); i++ {
-			next := m.next(state, s[i])
-			if next < 0 {
-				next = m.addState(state, s[i])
+		longest = max(longest, len(s))
+	}
+	for d := range longest {
+		for i, s := range secrets {
+			if d >= len(s) {
+				continue
 			}
-			state = next
+			next := m.next(cur[i], s[d])
+			if next < 0 {
+				next = m.addState(cur[i], s[d])
+			}
+			cur[i] = next
+			if d == len(s)-1 {
+				m.states[next].terminal = true
+			}
 		}
-		m.terminal[state] = true
 	}
 	m.widen()
 	m.link()
@@ -64,11 +80,11 @@ const wideChildren = 6
 
 // widen gives every state with wideChildren children or more a table.
 func (m *acMatcher) widen() {
-	m.wide = make([]int32, len(m.child))
+	m.wide = make([]int32, len(m.states))
 	for state := range m.wide {
 		m.wide[state] = -1
 		n := 0
-		for ch := m.child[state]; ch >= 0 && n < wideChildren; ch = m.sibling[ch] {
+		for ch := m.states[state].child; ch >= 0 && n < wideChildren; ch = m.states[ch].sibling {
 			n++
 		}
 		if state == acRoot || n < wideChildren {
@@ -78,8 +94,8 @@ func (m *acMatcher) widen() {
 		for i := range table {
 			table[i] = -1
 		}
-		for ch := m.child[state]; ch >= 0; ch = m.sibling[ch] {
-			table[m.label[ch]] = ch
+		for ch := m.states[state].child; ch >= 0; ch = m.states[ch].sibling {
+			table[m.states[ch].label] = ch
 		}
 		m.wide[state] = int32(len(m.tables))
 		m.tables = append(m.tables, table)
@@ -88,17 +104,13 @@ func (m *acMatcher) widen() {
 
 // addState adds a child of state reached by c and returns it.
 func (m *acMatcher) addState(state int32, c byte) int32 {
-	id := int32(len(m.child))
-	m.child = append(m.child, -1)
-	m.label = append(m.label, c)
-	m.depth = append(m.depth, m.depth[state]+1)
-	m.terminal = append(m.terminal, false)
+	id := int32(len(m.states))
+	m.states = append(m.states, acState{child: -1, sibling: -1, depth: m.states[state].depth + 1, label: c})
 	if state == acRoot {
-		m.sibling = append(m.sibling, -1)
 		m.rootNext[c] = id
 	} else {
-		m.sibling = append(m.sibling, m.child[state])
-		m.child[state] = id
+		m.states[id].sibling = m.states[state].child
+		m.states[state].child = id
 	}
 	return id
 }
@@ -111,8 +123,8 @@ func (m *acMatcher) next(state int32, c byte) int32 {
 	if m.wide != nil && m.wide[state] >= 0 {
 		return m.tables[m.wide[state]][c]
 	}
-	for ch := m.child[state]; ch >= 0; ch = m.sibling[ch] {
-		if m.label[ch] == c {
+	for ch := m.states[state].child; ch >= 0; ch = m.states[ch].sibling {
+		if m.states[ch].label == c {
 			return ch
 		}
 	}
@@ -129,33 +141,26 @@ func (m *acMatcher) children(state int32, fn func(int32)) {
 		}
 		return
 	}
-	for ch := m.child[state]; ch >= 0; ch = m.sibling[ch] {
+	for ch := m.states[state].child; ch >= 0; ch = m.states[ch].sibling {
 		fn(ch)
 	}
 }
 
-// link computes the failure and output links, breadth first.
+// link computes the failure and output links, breadth first: the states
+// are numbered so.
 func (m *acMatcher) link() {
-	n := len(m.child)
-	m.fail = make([]int32, n)
-	m.out = make([]int32, n)
-	m.out[acRoot] = -1
-	queue := make([]int32, 0, n)
 	m.children(acRoot, func(ch int32) {
-		m.fail[ch], m.out[ch] = acRoot, -1
-		queue = append(queue, ch)
+		m.states[ch].fail, m.states[ch].out = acRoot, -1
 	})
-	for head := 0; head < len(queue); head++ {
-		state := queue[head]
+	for state := int32(1); state < int32(len(m.states)); state++ {
 		m.children(state, func(ch int32) {
-			f := m.step(m.fail[state], m.label[ch])
-			m.fail[ch] = f
-			if m.terminal[f] {
-				m.out[ch] = f
+			f := m.step(m.states[state].fail, m.states[ch].label)
+			m.states[ch].fail = f
+			if m.states[f].terminal {
+				m.states[ch].out = f
 			} else {
-				m.out[ch] = m.out[f]
+				m.states[ch].out = m.states[f].out
 			}
-			queue = append(queue, ch)
 		})
 	}
 }
@@ -169,17 +174,17 @@ func (m *acMatcher) step(state int32, c byte) int32 {
 		if state == acRoot {
 			return acRoot
 		}
-		state = m.fail[state]
+		state = m.states[state].fail
 	}
 }
 
 // firstEnd returns the state's own secret if one ends there, else its
 // output link: the first of the secrets ending at this point, -1 for none.
 func (m *acMatcher) firstEnd(state int32) int32 {
-	if m.terminal[state] {
+	if m.states[state].terminal {
 		return state
 	}
-	return m.out[state]
+	return m.states[state].out
 }
 
 // occurs reports whether any secret appears in s, anywhere.
@@ -207,16 +212,17 @@ func (m *acMatcher) wholeMatches(s string) map[int]int {
 		if end < len(s) && isWordByte(s[end-1]) && isWordByte(s[end]) {
 			continue // inside a word: no secret ends here
 		}
-		for st := m.firstEnd(state); st >= 0; st = m.out[st] {
-			start := end - int(m.depth[st])
+		for st := m.firstEnd(state); st >= 0; st = m.states[st].out {
+			depth := int(m.states[st].depth)
+			start := end - depth
 			if start > 0 && isWordByte(s[start-1]) && isWordByte(s[start]) {
 				continue
 			}
 			if best == nil {
 				best = map[int]int{}
 			}
-			if int(m.depth[st]) > best[start] {
-				best[start] = int(m.depth[st])
+			if depth > best[start] {
+				best[start] = depth
 			}
 		}
 	}
