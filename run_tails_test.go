@@ -5,16 +5,16 @@ import (
 	"testing"
 )
 
-// TestEndedRunShowsNoStderrTails ends a run whose servers are slow to
-// stop (one ignores SIGTERM): while they close, the run already shows as
-// ended, and its view must already be without stderr tails.
+// TestEndedRunShowsNoStderrTails ends a run whose server crashed during
+// it (its status then shows its stderr tail) and whose other server is
+// slow to stop (it ignores SIGTERM): while that one closes, the run
+// already shows as ended, and its view must already be without tails.
 func TestEndedRunShowsNoStderrTails(t *testing.T) {
 	t.Parallel()
-	failing := fakeServerConfig(t, "exit-in-initialize")
-	stubborn := fakeServerConfig(t, "ignore-term")
-	body := fmt.Sprintf(`[{"name":"db","command":%q,"env":{%q:"exit-in-initialize"},"required":false},{"name":"slow","command":%q,"env":{%q:"ignore-term"}}]`,
-		failing.Command, fakeServerEnv, stubborn.Command, fakeServerEnv)
-	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "fine without it"})
+	exe := fakeServerConfig(t, "normal").Command
+	body := fmt.Sprintf(`[{"name":"db","command":%q,"env":{%q:"normal"},"required":false},{"name":"slow","command":%q,"env":{%q:"ignore-term"}}]`,
+		exe, fakeServerEnv, exe, fakeServerEnv)
+	f := newFakeModel(t, providerOpenAI, fakeTurn{ToolCalls: []toolCall{call("mcp_db_crash", "{}")}}, fakeTurn{Text: "fine without it"})
 	m := newTestRuns(t, f)
 	r, err := m.start(runRequest{Prompt: "go", MCPServers: []byte(body)}, true)
 	if err != nil {
