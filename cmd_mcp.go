@@ -272,9 +272,7 @@ func (a *app) mcpCall(ctx context.Context, args []string) (err error) {
 		return err
 	}
 	defer reg.close()
-	// What the servers answer may quote their env or header values, or a
-	// token obtained meanwhile: the errors pass the same redactor as the
-	// output (printResult).
+	// Errors may quote what the output may (see printResult).
 	defer func() { err = redactedError(reg.secrets().load(), err) }()
 	scope := reg.newScope(logger)
 	var failures []string

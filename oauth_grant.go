@@ -206,10 +206,7 @@ func invalidGrant(err error) bool {
 // requestor and form; scopes default to requested when the answer names
 // none.
 func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requested []string) (oauthToken, error) {
-	if tr.endpoint == "" {
-		return oauthToken{}, fmt.Errorf("oauth: authorization server %q has no token_endpoint", tr.client.Issuer)
-	}
-	if err := checkOAuthEndpoint("token_endpoint", tr.endpoint); err != nil {
+	if err := tr.checkEndpoint(); err != nil {
 		return oauthToken{}, err
 	}
 	if err := tr.authenticate(form); err != nil {
@@ -262,6 +259,15 @@ func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requeste
 		tok.Expiry = time.Now().Add(time.Duration(answer.ExpiresIn) * time.Second)
 	}
 	return tok, nil
+}
+
+// checkEndpoint refuses a missing token endpoint and one that is not
+// https (or loopback).
+func (tr *tokenRequestor) checkEndpoint() error {
+	if tr.endpoint == "" {
+		return fmt.Errorf("oauth: authorization server %q has no token_endpoint", tr.client.Issuer)
+	}
+	return checkOAuthEndpoint("token_endpoint", tr.endpoint)
 }
 
 // tell hands credentials to learn, if set.
