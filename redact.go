@@ -474,10 +474,11 @@ func redactAttr(rd *redactor, a slog.Attr) slog.Attr {
 	return slog.Attr{Key: a.Key, Value: v}
 }
 
-// loggerSecrets returns the secrets logger redacts from its lines: those
-// of each redactingHandler its handler chain starts with (nil for none).
-func loggerSecrets(logger *slog.Logger) *redactor {
-	var out *redactor
+// loggerRedactors returns the redactors logger applies to its lines: that
+// of each redactingHandler its handler chain starts with, as they are now
+// (none for a plain logger). Nothing is built: each is in use already.
+func loggerRedactors(logger *slog.Logger) []*redactor {
+	var out []*redactor
 	h := logger.Handler()
 	for {
 		rh, ok := h.(*redactingHandler)
@@ -485,10 +486,19 @@ func loggerSecrets(logger *slog.Logger) *redactor {
 			return out
 		}
 		if cur := rh.current(); cur != nil {
-			out = out.with(slices.Collect(maps.Keys(cur.set))...)
+			out = append(out, cur)
 		}
 		h = rh.next
 	}
+}
+
+// cutAll returns s redacted by each of rds, then cut to at most n bytes
+// (see truncate): redact-then-cut for text several redactors cover.
+func cutAll(rds []*redactor, s string, n int) string {
+	for _, rd := range rds {
+		s = rd.redact(s)
+	}
+	return truncate(s, n)
 }
 
 // serverLogger returns logger for the server cfg: with its name, and with
