@@ -256,6 +256,11 @@ func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client
 // does not.
 func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, error) {
 	opts.Logger = orDiscard(opts.Logger)
+	if opts.Secrets == nil {
+		// A session outside any registry: it quotes through its OAuth
+		// clients' redactor, which the credentials they obtain join.
+		opts.Secrets = opts.OAuth.redactor()
+	}
 	startup := cfg.startupTimeout()
 	ctx, cancel := context.WithTimeout(ctx, startup)
 	defer cancel()

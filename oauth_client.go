@@ -509,8 +509,8 @@ type oauthClients struct {
 	logger *slog.Logger
 	// secrets is given to every client (oauthClient.secrets): every token,
 	// DPoP key and proof, and assertion the clients obtain joins it. A
-	// fresh root until learnInto makes it the daemon's live redactor,
-	// before the first forServer.
+	// fresh root until learnInto makes it the daemon's live redactor;
+	// guarded by mu.
 	secrets *liveRedactor
 	// authorize is given to every client; nil in the daemon.
 	authorize authorizeFunc
@@ -518,7 +518,7 @@ type oauthClients struct {
 	getenv func(string) (string, bool)
 
 	mu sync.Mutex
-	// guards byName
+	// guards byName and secrets
 	byName map[string]*oauthClient
 }
 
@@ -539,12 +539,12 @@ func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
 	if m == nil || cfg.Transport != transportHTTP || cfg.Untrusted {
 		return nil
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if cfg.Origin.ownsTokens() {
 		return m.newClient(cfg, nil)
 	}
 	key := cfg.Source + "\x00" + cfg.Name
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	c := m.byName[key]
 	if c == nil || c.serverURL != cfg.URL {
 		c = m.newClient(cfg, m.store)
@@ -554,7 +554,7 @@ func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
 }
 
 // newClient returns a new OAuth client of cfg keeping its tokens in store
-// (in memory only when store is nil).
+// (in memory only when store is nil). Called with mu held.
 func (m *oauthClients) newClient(cfg serverConfig, store *tokenStore) *oauthClient {
 	c := newOAuthClient(cfg, store, clientFor(cfg), redactLoggerLive(m.logger.With("server", cfg.Name), m.secrets))
 	c.authorize = m.authorize

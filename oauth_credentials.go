@@ -34,15 +34,31 @@ func (rec oauthRecord) credentials() []string {
 	return out
 }
 
-// learnInto makes secrets the redactor every client of m tells its
-// credentials, keeping what m's clients already told. Called before m
-// hands out clients; a nil m does nothing.
+// learnInto makes secrets the redactor every client m hands out from then
+// on tells its credentials, carrying over what m's clients told before;
+// a nil m does nothing. Safe for concurrent use.
 func (m *oauthClients) learnInto(secrets *liveRedactor) {
-	if m == nil || secrets == nil || m.secrets == secrets {
+	if m == nil || secrets == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.secrets == secrets {
 		return
 	}
 	if held := m.secrets.load(); held != nil {
 		secrets.add(slices.Collect(maps.Keys(held.set))...)
 	}
 	m.secrets = secrets
+}
+
+// redactor returns the redactor m's clients tell their credentials (a
+// fresh one for a nil m). Safe for concurrent use.
+func (m *oauthClients) redactor() *liveRedactor {
+	if m == nil {
+		return newLiveRedactor(nil)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.secrets
 }
