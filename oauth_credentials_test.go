@@ -150,3 +150,41 @@ func TestOAuthTokensNeverShown(t *testing.T) {
 		t.Error("the logs have no message payloads: the trace was not on")
 	}
 }
+
+// TestMCPCallHidesStoredToken logs in to the test authorization server,
+// then calls the tool that echoes its bearer token with "mcp call": the
+// token read from the store is redacted from what it prints.
+func TestMCPCallHidesStoredToken(t *testing.T) {
+	a := newTestAS(t)
+	serveEchoMCP(a)
+	home := t.TempDir()
+	cfg := serverConfig{Name: "docs", URL: a.srv.URL + "/mcp", Transport: transportHTTP}
+	store := newTokenStore(oauthDir(home))
+	login := newOAuthClient(cfg, store, a.srv.Client(), discardLogger())
+	authURL, err := login.startLogin(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	redirected, err := readRedirect(t.Context(), noRedirects, authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := login.completeLogin(t.Context(), redirected); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := store.load("docs", cfg.URL)
+	if rec.Token == nil {
+		t.Fatal("no token stored")
+	}
+	env := map[string]string{"HARNESS_HOME": home, "HARNESS_MCP_SERVERS": serversJSON(t, map[string]any{"name": "docs", "url": cfg.URL})}
+	for _, args := range [][]string{{"mcp", "call", "mcp_docs_echo"}, {"mcp", "call", "--json", "mcp_docs_echo"}} {
+		code, stdout, stderr := runHarnessd(t, env, args...)
+		if code != 0 || !strings.Contains(stdout, "Echo: denied for [redacted]") {
+			t.Errorf("%v = %d\nstdout: %s\nstderr: %s\nwant the echo, redacted", args, code, stdout, stderr)
+		}
+		if strings.Contains(stdout+stderr, rec.Token.AccessToken) {
+			t.Errorf("%v printed the access token:\n%s%s", args, stdout, stderr)
+		}
+	}
+}
