@@ -220,6 +220,23 @@ Exits 1 if the tool reports an error or the call fails.
 
 `
 
+// callArgs returns the tool name and JSON arguments of "mcp call" (an
+// empty object when none are given), or a usage error.
+func callArgs(args []string) (string, json.RawMessage, error) {
+	if len(args) < 1 || len(args) > 2 {
+		return "", nil, usageError("mcp call: want TOOL [JSON-ARGS], got %d arguments (see harnessd mcp call --help)", len(args))
+	}
+	toolArgs := json.RawMessage("{}")
+	if len(args) == 2 {
+		toolArgs = json.RawMessage(args[1])
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(toolArgs, &obj); err != nil || obj == nil {
+			return "", nil, usageError("mcp call: JSON-ARGS must be a JSON object, like '{\"message\":\"hi\"}'")
+		}
+	}
+	return args[0], toolArgs, nil
+}
+
 // mcpCall implements "harnessd mcp call".
 func (a *app) mcpCall(ctx context.Context, args []string) (err error) {
 	var f mcpFlags
@@ -229,17 +246,9 @@ func (a *app) mcpCall(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		return usageError("mcp call: want TOOL [JSON-ARGS], got %d arguments (see harnessd mcp call --help)", fs.NArg())
-	}
-	toolName := fs.Arg(0)
-	toolArgs := json.RawMessage("{}")
-	if fs.NArg() == 2 {
-		toolArgs = json.RawMessage(fs.Arg(1))
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(toolArgs, &obj); err != nil || obj == nil {
-			return usageError("mcp call: JSON-ARGS must be a JSON object, like '{\"message\":\"hi\"}'")
-		}
+	toolName, toolArgs, err := callArgs(fs.Args())
+	if err != nil {
+		return err
 	}
 	servers, model, err := a.mcpServers(&f, command, logger, workspace)
 	if err != nil {

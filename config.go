@@ -300,15 +300,6 @@ func (cfg *config) applyEnvMaxConnections(getenv func(string) (string, bool)) er
 	return nil
 }
 
-// applyEnvOutsideSampling lets the HARNESS_ variables of the budget of
-// sampling outside runs' calls override the files' settings, and checks
-// the result.
-func (cfg *config) applyEnvOutsideSampling(getenv func(string) (string, bool)) error {
-	cfg.OutsideSampling.merge(outsideSamplingFromEnv(getenv))
-	_, err := cfg.OutsideSampling.budget()
-	return err
-}
-
 // applyEnvKeptRuns lets the HARNESS_ retention variables override the
 // files' settings, and checks the result.
 func (cfg *config) applyEnvKeptRuns(getenv func(string) (string, bool)) error {

@@ -49,6 +49,15 @@ func outsideSamplingFromEnv(getenv func(string) (string, bool)) outsideSamplingS
 	return outsideSamplingSettings{requests: get("HARNESS_MAX_OUTSIDE_SAMPLING_REQUESTS"), tokens: get("HARNESS_MAX_OUTSIDE_SAMPLING_TOKENS")}
 }
 
+// applyEnvOutsideSampling lets the HARNESS_ variables of the budget of
+// sampling outside runs' calls override the files' settings, and checks
+// the result.
+func (cfg *config) applyEnvOutsideSampling(getenv func(string) (string, bool)) error {
+	cfg.OutsideSampling.merge(outsideSamplingFromEnv(getenv))
+	_, err := cfg.OutsideSampling.budget()
+	return err
+}
+
 // budget returns the budget the settings describe (defaults where unset),
 // or an error naming each bad value's source.
 func (s outsideSamplingSettings) budget() (*outsideSamplingBudget, error) {
