@@ -155,6 +155,9 @@ func (c *oauthClient) identityAssertionGrant(ctx context.Context, idToken string
 	if len(scopes) > 0 {
 		form.Set("scope", strings.Join(scopes, " "))
 	}
+	if err := tr.checkEndpoint(); err != nil {
+		return "", fmt.Errorf("server %q: oauth.idp_token_endpoint: %w", c.server, err)
+	}
 	if err := tr.authenticate(form); err != nil {
 		return "", err
 	}
@@ -167,6 +170,8 @@ func (c *oauthClient) identityAssertionGrant(ctx context.Context, idToken string
 		IssuedTokenType string `json:"issued_token_type"`
 	}
 	jsonErr := json.Unmarshal(raw, &answer)
+	// Credentials from here on, even in an answer refused below.
+	tr.tell(answer.AccessToken, answer.RefreshToken, answer.IDToken)
 	switch {
 	case status/100 != 2 || answer.Error != "":
 		return "", fmt.Errorf("server %q: token exchange at the IdP: %w", c.server,
@@ -176,6 +181,5 @@ func (c *oauthClient) identityAssertionGrant(ctx context.Context, idToken string
 	case answer.IssuedTokenType != "" && answer.IssuedTokenType != tokenTypeIDJAG:
 		return "", fmt.Errorf("server %q: token exchange at the IdP: issued a %s, not an identity assertion grant", c.server, answer.IssuedTokenType)
 	}
-	c.learn(answer.AccessToken)
 	return answer.AccessToken, nil
 }
