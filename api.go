@@ -66,7 +66,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	if m == nil {
 		m = newMetrics()
 	}
-	secrets := newLiveRedactor(baseSecrets(reg.globals(), nil))
+	secrets := reg.secrets()
 	if runs != nil {
 		secrets = runs.env.secrets
 	}
@@ -274,6 +274,7 @@ func (a *api) writeStartError(w http.ResponseWriter, err error) {
 // runSummary is a run in GET /v1/runs.
 type runSummary struct {
 	ID        string     `json:"id"`
+	Owner     string     `json:"owner"`
 	Status    string     `json:"status"`
 	Model     string     `json:"model"`
 	Steps     int        `json:"steps"`
@@ -285,8 +286,9 @@ type runSummary struct {
 // runStatuses are the values GET /v1/runs?status= accepts.
 var runStatuses = []string{runQueued, runRunning, runWaitingInput, runWaitingApproval, runCompleted, runFailed, runCancelled}
 
-// listRuns answers GET /v1/runs[?status=S]: the kept runs, newest first.
-func (a *api) listRuns(w http.ResponseWriter, r *http.Request, _ authInfo) {
+// listRuns answers GET /v1/runs[?status=S]: the kept runs the caller
+// sees (see authInfo.sees), newest first.
+func (a *api) listRuns(w http.ResponseWriter, r *http.Request, info authInfo) {
 	status := r.URL.Query().Get("status")
 	if status != "" && !slices.Contains(runStatuses, status) {
 		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q: want one of %s", status, strings.Join(runStatuses, ", ")))
@@ -295,19 +297,27 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	out := []runSummary{}
 	for _, run := range a.runs.list() {
 		v := run.summary()
-		if status != "" && v.Status != status {
+		if (status != "" && v.Status != status) || !info.sees(v.Owner) {
 			continue
 		}
 		// The error is the one field that may quote a secret.
-		out = append(out, runSummary{ID: v.ID, Status: v.Status, Model: v.Model, Steps: v.Steps, Error: a.runSecrets(run).redact(v.Error), CreatedAt: v.CreatedAt, EndedAt: v.EndedAt})
+		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Status: v.Status, Model: v.Model, Steps: v.Steps, Error: a.runSecrets(run).redact(v.Error), CreatedAt: v.CreatedAt, EndedAt: v.EndedAt})
 	}
 	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"runs": out}, true))
 }
 
-// findRun returns the run named in the path or answers 404 and returns nil.
-func (a *api) findRun(w http.ResponseWriter, r *http.Request) *run {
+// findRun returns the run named in the path if info may see it (its
+// owner, an admin key, or anyone with auth off: authInfo.sees); otherwise
+// it answers 404, the same for a run of another key as for no run, so
+// ids are not confirmed, and returns nil. Every route about one run, and
+// everything that belongs to a run (its questions, messages, events),
+// finds it here.
+func (a *api) findRun(w http.ResponseWriter, r *http.Request, info authInfo) *run {
 	id := r.PathValue("id")
 	run := a.runs.get(id)
+	if run != nil && !info.sees(run.req.Owner) {
+		run = nil
+	}
 	if run == nil {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: not found (runs are listed at GET /v1/runs)", id))
 	}
@@ -320,12 +330,12 @@ func (a *api) runSecrets(run *run) *redactor {
 	if run.secrets == nil {
 		return a.globalSecrets.load()
 	}
-	return run.secrets
+	return run.secrets.load()
 }
 
 // getRun answers GET /v1/runs/{id} with the run as one flat object.
-func (a *api) getRun(w http.ResponseWriter, r *http.Request, _ authInfo) {
-	if run := a.findRun(w, r); run != nil {
+func (a *api) getRun(w http.ResponseWriter, r *http.Request, info authInfo) {
+	if run := a.findRun(w, r, info); run != nil {
 		v := run.view()
 		v.Webhook = run.webhook.status()
 		writeBody(w, http.StatusOK, a.runSecrets(run).marshal(v, true))
@@ -337,7 +347,7 @@ func (a *api) getRun(w http.ResponseWriter, r *http.Request, _ authInfo) {
 // answer that fails the requested schema, the request staying open; 404
 // for a request that is not open (answered, timed out, cancelled).
 func (a *api) answerRunInput(w http.ResponseWriter, r *http.Request, info authInfo) {
-	run := a.findRun(w, r)
+	run := a.findRun(w, r, info)
 	if run == nil {
 		return
 	}
@@ -368,7 +378,7 @@ func (a *api) answerRunInput(w http.ResponseWriter, r *http.Request, info authIn
 // approval staying open; 404 for an approval that is not open (decided,
 // timed out, or the run ended). The decision is made by the key's name.
 func (a *api) answerRunApproval(w http.ResponseWriter, r *http.Request, info authInfo) {
-	run := a.findRun(w, r)
+	run := a.findRun(w, r, info)
 	if run == nil {
 		return
 	}
@@ -402,7 +412,7 @@ func (a *api) answerRunApproval(w http.ResponseWriter, r *http.Request, info aut
 // for it to end: 200 with the final status, or 202 while it still ends.
 // A run that has already ended is a 409.
 func (a *api) cancelRun(w http.ResponseWriter, r *http.Request, info authInfo) {
-	run := a.findRun(w, r)
+	run := a.findRun(w, r, info)
 	if run == nil {
 		return
 	}
@@ -449,8 +459,8 @@ func eventCursor(r *http.Request) (int, error) {
 // runEvents streams a run's events as SSE: the history after the cursor
 // first, then live events, with heartbeat comments; it ends after the
 // terminal event, when the client goes away, or at shutdown.
-func (a *api) runEvents(w http.ResponseWriter, r *http.Request, _ authInfo) {
-	run := a.findRun(w, r)
+func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
+	run := a.findRun(w, r, info)
 	if run == nil {
 		return
 	}

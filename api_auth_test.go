@@ -27,7 +27,8 @@ func TestAPIAuthMatrix(t *testing.T) {
 		testKey("writer", writeToken, scopeRunsWrite),
 		testKey("root", adminToken, scopeAdmin),
 	}, fakeServerConfig(t, "normal"))
-	setup, err := at.runs.start(runRequest{Prompt: "setup"}, false)
+	// The run is the writer's: the reader, another key, gets 404 for it.
+	setup, err := at.runs.start(runRequest{Prompt: "setup", Owner: "writer"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +55,9 @@ func TestAPIAuthMatrix(t *testing.T) {
 		{"GET", "/metrics", "", [7]int{401, 401, 401, 200, 200, 200, 200}},
 		{"GET", "/v1/mcp/servers", "", [7]int{401, 401, 401, 200, 200, 200, 200}},
 		{"GET", "/v1/runs", "", [7]int{401, 401, 401, 200, 200, 200, 200}},
-		{"GET", "/v1/runs/" + setup.id, "", [7]int{401, 401, 401, 200, 200, 200, 200}},
-		{"GET", "/v1/runs/" + setup.id + "/events", "", [7]int{401, 401, 401, 200, 200, 200, 200}},
-		{"GET", "/v1/runs/" + setup.id + "/messages", "", [7]int{401, 401, 401, 200, 200, 200, 200}},
+		{"GET", "/v1/runs/" + setup.id, "", [7]int{401, 401, 401, 404, 200, 200, 200}},
+		{"GET", "/v1/runs/" + setup.id + "/events", "", [7]int{401, 401, 401, 404, 200, 200, 200}},
+		{"GET", "/v1/runs/" + setup.id + "/messages", "", [7]int{401, 401, 401, 404, 200, 200, 200}},
 		{"GET", "/v1/runs/run_missing", "", [7]int{401, 401, 401, 404, 404, 404, 404}},
 		{"GET", "/v1/runs/run_missing/messages", "", [7]int{401, 401, 401, 404, 404, 404, 404}},
 		{"POST", "/v1/runs/" + setup.id + "/cancel", "", [7]int{401, 401, 401, 403, 409, 409, 409}},

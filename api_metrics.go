@@ -37,6 +37,9 @@ type metrics struct {
 	webhooks map[string]uint64
 	// budgetStops counts runs stopped past a budget, by budget.
 	budgetStops map[string]uint64
+	// outsideSampling counts sampling outside runs' calls; set once at
+	// start (nil for none) and counted by itself.
+	outsideSampling *outsideSamplingBudget
 }
 
 // A histogram is one server's tool-call latencies; guarded by metrics.mu.
@@ -221,6 +224,7 @@ func (m *metrics) write(w io.Writer, servers []serverStatus) {
 	for _, outcome := range []string{webhookDelivered, "retried", webhookFailed} {
 		fmt.Fprintf(&b, "harnessd_webhook_deliveries_total{outcome=%q} %d\n", outcome, m.webhooks[outcome])
 	}
+	m.outsideSampling.writeMetrics(&b)
 	io.WriteString(w, b.String())
 }
 

@@ -290,7 +290,7 @@ func TestAPIErrorShapes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(profiles, "clash.toml"), []byte("[mcp_servers.FAKE]\nurl = \"http://127.0.0.1:1/mcp\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	existing, err := at.runs.start(runRequest{Prompt: "setup"}, false)
+	existing, err := at.runs.start(runRequest{Prompt: "setup", Owner: "writer"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

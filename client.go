@@ -192,6 +192,11 @@ type clientOptions struct {
 	// OAuth authorizes Streamable HTTP servers that ask for it; nil sends
 	// only the configured headers.
 	OAuth *oauthClients
+	// Secrets is the daemon's live redactor: every session cuts what it
+	// logs and quotes with it (plus its own server's values), and the
+	// credentials obtained at run time join it (liveRedactor.add). Nil in
+	// newRegistry becomes a root holding the global servers' values.
+	Secrets *liveRedactor
 	// Cache keeps the list and read results servers mark cacheable
 	// (client_cache.go), shared by every session; nil caches nothing.
 	Cache *responseCache
@@ -251,6 +256,11 @@ func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client
 // does not.
 func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, error) {
 	opts.Logger = orDiscard(opts.Logger)
+	if opts.Secrets == nil {
+		// A session outside any registry: it quotes through its OAuth
+		// clients' redactor, which the credentials they obtain join.
+		opts.Secrets = opts.OAuth.redactor()
+	}
 	startup := cfg.startupTimeout()
 	ctx, cancel := context.WithTimeout(ctx, startup)
 	defer cancel()
@@ -295,6 +305,7 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 	case transportHTTP:
 		st := newStreamableTransport(cfg, logger)
 		st.auth = opts.OAuth.forServer(cfg)
+		st.secrets = opts.Secrets.derive(cfg.secretValues()...)
 		t = st
 	case transportSSE:
 		t, err = newSSETransport(ctx, cfg, logger)
@@ -502,7 +513,7 @@ func listAll[T any](ctx context.Context, c *client, method, key string) ([]T, er
 			return all, nil
 		}
 		if seen[next] {
-			c.logger.Warn("stopped paginating: server repeated a cursor", "method", method, "cursor", truncate(next, 100))
+			c.logger.Warn("stopped paginating: server repeated a cursor", "method", method, "cursor", c.secrets.load().cut(next, 100))
 			return all, nil
 		}
 		seen[next] = true

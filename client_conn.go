@@ -29,8 +29,10 @@ type conn struct {
 	t      transport
 	// secrets are the server's env and header values, redacted from what
 	// it logs through notifications/message.
-	secrets *redactor
-	nextID  atomic.Int64
+	secrets *liveRedactor
+	// drops throttles the log line of dropped server requests.
+	drops  logThrottle
+	nextID atomic.Int64
 
 	mu sync.Mutex
 	// guards pending
@@ -67,7 +69,7 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 		logger:  logger,
 		t:       t,
 		pending: make(map[int64]*pendingCall),
-		secrets: newRedactor(cfg.secretValues()...),
+		secrets: opts.Secrets.derive(cfg.secretValues()...),
 		ended:   make(chan struct{}),
 		// ping and roots/list answer at once: 16 in flight is a flood.
 		answering: make(chan struct{}, 16),
@@ -426,7 +428,7 @@ func (c *conn) dispatch(raw []byte) {
 	}
 	var msg wireMessage
 	if err := json.Unmarshal(raw, &msg); err != nil {
-		c.logger.Warn("ignoring malformed message from server", "err", err, "message", truncate(string(raw), 200))
+		c.logger.Warn("ignoring malformed message from server", "err", err, "message", c.secrets.load().cut(string(raw), 200))
 		return
 	}
 	switch {
@@ -442,14 +444,16 @@ func (c *conn) dispatch(raw []byte) {
 		default:
 			// A server that floods requests without reading the answers
 			// gets no more goroutines: it times the request out itself.
-			c.logger.Warn("dropping server request: too many unanswered", "method", msg.Method, "limit", cap(c.answering))
+			if ok, held := c.drops.allow(); ok {
+				c.logger.Warn("dropping server request: too many unanswered", "method", msg.Method, "limit", cap(c.answering), "held_back", held)
+			}
 		}
 	case msg.Method != "":
 		c.handleNotification(msg)
 	case len(msg.ID) > 0:
 		c.deliverResponse(msg.ID, rpcResponse{Result: msg.Result, Error: msg.Error})
 	default:
-		c.logger.Warn("ignoring message that is neither request, notification nor response", "message", truncate(string(raw), 200))
+		c.logger.Warn("ignoring message that is neither request, notification nor response", "message", c.secrets.load().cut(string(raw), 200))
 	}
 }
 
@@ -514,7 +518,7 @@ func (c *conn) handleNotification(msg wireMessage) {
 		if json.Unmarshal(msg.Params, &p) != nil {
 			return
 		}
-		c.logger.Log(context.Background(), mcpLogLevel(p.Level), "server log", "level", p.Level, "logger", p.Logger, "data", c.secrets.cut(string(p.Data), 1000))
+		c.logger.Log(context.Background(), mcpLogLevel(p.Level), "server log", "level", p.Level, "logger", p.Logger, "data", c.secrets.load().cut(string(p.Data), 1000))
 	default:
 		c.logger.Debug("server notification", "method", msg.Method)
 	}

@@ -64,24 +64,42 @@ func asInputRequired(raw json.RawMessage) (res inputRequiredResult, ok bool) {
 // answer (a person, the run's model); ctx bounds it.
 func (c *client) requestWithInput(ctx context.Context, req request) (json.RawMessage, error) {
 	retry := req
+	asked := 0 // questions answered in this call so far
 	for round := 0; ; round++ {
 		var raw json.RawMessage
 		if err := c.request(ctx, retry, &raw); err != nil {
 			return nil, err
 		}
-		asked, ok := asInputRequired(raw)
+		res, ok := asInputRequired(raw)
 		if !ok {
 			return raw, nil
 		}
 		if round == maxInputRounds {
 			return nil, fmt.Errorf("%s: server %q still asks for input after %d answered rounds; giving up", req.method, c.cfg.Name, maxInputRounds)
 		}
-		answers, err := c.answerInputRequests(ctx, asked.InputRequests)
+		if err := c.boundQuestions(ctx, len(res.InputRequests), asked); err != nil {
+			return nil, fmt.Errorf("%s: %w", req.method, err)
+		}
+		asked += len(res.InputRequests)
+		answers, err := c.answerInputRequests(ctx, res.InputRequests)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", req.method, err)
 		}
-		retry = withInputResponses(req, answers, asked.RequestState)
+		retry = withInputResponses(req, answers, res.RequestState)
 	}
+}
+
+// boundQuestions refuses a round of n questions, after askedBefore in the
+// same call, past the bounds per round, per call and (for a call of a run)
+// per run; nothing of a refused round is asked.
+func (c *client) boundQuestions(ctx context.Context, n, askedBefore int) error {
+	if err := checkRoundInputs(c.cfg.Name, n, askedBefore); err != nil {
+		return err
+	}
+	if run, _ := ctx.Value(inputPolicyKey{}).(*inputPolicy); run != nil {
+		return run.takeQuestions(c.cfg.Name, n)
+	}
+	return nil
 }
 
 // answerInputRequests answers each question of an input-required result,

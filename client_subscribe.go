@@ -98,7 +98,7 @@ func (c *client) listen() {
 func (c *conn) subscriptionAcknowledged(params json.RawMessage) {
 	var ack listenRequest
 	if json.Unmarshal(params, &ack) != nil {
-		c.logger.Warn("ignoring malformed subscriptions/acknowledged", "params", truncate(string(params), 200))
+		c.logger.Warn("ignoring malformed subscriptions/acknowledged", "params", c.secrets.load().cut(string(params), 200))
 		return
 	}
 	c.logger.Debug("subscription acknowledged", "tools_list_changed", ack.Notifications.ToolsListChanged, "resources_list_changed", ack.Notifications.ResourcesListChanged)

@@ -129,7 +129,7 @@ func (t *mcpTrace) message(sent bool, raw []byte) {
 	if t.payloads {
 		// The secrets the logger redacts, taken out before the cut so that
 		// no prefix of one survives; read at each line, as they may grow.
-		attrs = append(attrs, slog.String("payload", loggerSecrets(t.logger).cut(string(raw), tracePayloadBytes)))
+		attrs = append(attrs, slog.String("payload", cutAll(loggerRedactors(t.logger), string(raw), tracePayloadBytes)))
 	}
 	t.logger.LogAttrs(context.Background(), slog.LevelDebug, "mcp message", attrs...)
 }

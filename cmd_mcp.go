@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -219,8 +220,25 @@ Exits 1 if the tool reports an error or the call fails.
 
 `
 
+// callArgs returns the tool name and JSON arguments of "mcp call" (an
+// empty object when none are given), or a usage error.
+func callArgs(args []string) (string, json.RawMessage, error) {
+	if len(args) < 1 || len(args) > 2 {
+		return "", nil, usageError("mcp call: want TOOL [JSON-ARGS], got %d arguments (see harnessd mcp call --help)", len(args))
+	}
+	toolArgs := json.RawMessage("{}")
+	if len(args) == 2 {
+		toolArgs = json.RawMessage(args[1])
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(toolArgs, &obj); err != nil || obj == nil {
+			return "", nil, usageError("mcp call: JSON-ARGS must be a JSON object, like '{\"message\":\"hi\"}'")
+		}
+	}
+	return args[0], toolArgs, nil
+}
+
 // mcpCall implements "harnessd mcp call".
-func (a *app) mcpCall(ctx context.Context, args []string) error {
+func (a *app) mcpCall(ctx context.Context, args []string) (err error) {
 	var f mcpFlags
 	flagArgs, command := splitCommand(args)
 	fs := a.mcpFlagSet("mcp call", mcpCallUsage, &f)
@@ -228,17 +246,9 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		return usageError("mcp call: want TOOL [JSON-ARGS], got %d arguments (see harnessd mcp call --help)", fs.NArg())
-	}
-	toolName := fs.Arg(0)
-	toolArgs := json.RawMessage("{}")
-	if fs.NArg() == 2 {
-		toolArgs = json.RawMessage(fs.Arg(1))
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(toolArgs, &obj); err != nil || obj == nil {
-			return usageError("mcp call: JSON-ARGS must be a JSON object, like '{\"message\":\"hi\"}'")
-		}
+	toolName, toolArgs, err := callArgs(fs.Args())
+	if err != nil {
+		return err
 	}
 	servers, model, err := a.mcpServers(&f, command, logger, workspace)
 	if err != nil {
@@ -271,6 +281,8 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 		return err
 	}
 	defer reg.close()
+	// Errors may quote what the output may (see printResult).
+	defer func() { err = redactedError(reg.secrets().load(), err) }()
 	scope := reg.newScope(logger)
 	var failures []string
 	for _, st := range reg.statuses() {
@@ -296,13 +308,29 @@ func (a *app) mcpCall(ctx context.Context, args []string) error {
 			if err != nil {
 				return fmt.Errorf("mcp call %s: %w", toolName, err)
 			}
-			return a.printResult(&f, toolName, res)
+			return a.printResult(&f, toolName, res, reg.secrets().load())
 		}
 	}
 	if len(failures) > 0 {
 		return fmt.Errorf("mcp call %s: %s", toolName, strings.Join(failures, "; "))
 	}
 	return fmt.Errorf("mcp call: no tool named %q (see harnessd mcp list)", toolName)
+}
+
+// redactedError returns err with rd's secrets redacted from its message,
+// keeping its exit status; nil for nil.
+func redactedError(rd *redactor, err error) error {
+	if err == nil || rd.size() == 0 {
+		return err
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err == nil {
+			return err
+		}
+		return &exitError{code: ee.code, err: errors.New(rd.redact(ee.err.Error()))}
+	}
+	return errors.New(rd.redact(err.Error()))
 }
 
 // hiddenBy returns an error naming the setting of cfg (include_tools or
@@ -319,12 +347,16 @@ func hiddenBy(cfg serverConfig, serverTool string) error {
 	return nil
 }
 
-// printResult prints a tool result; an isError result is an exit 1.
-func (a *app) printResult(f *mcpFlags, toolName string, res *callResult) error {
+// printResult prints a tool result, with rd's secrets redacted; an
+// isError result is an exit 1.
+func (a *app) printResult(f *mcpFlags, toolName string, res *callResult, rd *redactor) error {
 	if f.json {
 		raw := res.Raw
 		if len(raw) == 0 {
 			raw, _ = json.Marshal(res)
+		}
+		if rd.occurs(raw) || (rd != nil && rd.escaped.occurs(raw)) {
+			raw = rd.marshal(json.RawMessage(raw), false)
 		}
 		fmt.Fprintf(a.stdout, "%s\n", raw)
 		if res.IsError {
@@ -332,7 +364,7 @@ func (a *app) printResult(f *mcpFlags, toolName string, res *callResult) error {
 		}
 		return nil
 	}
-	text := resultToText(res)
+	text := rd.redact(resultToText(res))
 	if res.IsError {
 		return &exitError{code: 1, err: fmt.Errorf("tool %s reported an error: %s", toolName, text)}
 	}

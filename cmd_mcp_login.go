@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -83,8 +85,10 @@ func (a *app) mcpLogin(ctx context.Context, args []string) error {
 		fmt.Fprintf(a.stdout, "logged in to %s (client credentials)\n", server.Name)
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, loginTimeout)
+	defer cancel()
 	redirects := make(chan string, 2)
-	stopCallback, err := listenCallback(c.cfg.RedirectURI, redirects)
+	stopCallback, err := listenCallback(c.cfg.RedirectURI, c.pendingState(), redirects)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "cannot listen for the callback (%v): paste the URL the browser ends on\n", err)
 	} else {
@@ -99,6 +103,9 @@ func (a *app) mcpLogin(ctx context.Context, args []string) error {
 			return err
 		}
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("mcp login %s: no authorization within %s; run the login again", server.Name, loginTimeout)
+		}
 		return ctx.Err()
 	}
 	fmt.Fprintf(a.stdout, "logged in to %s\n", server.Name)
@@ -147,10 +154,15 @@ func readPastedRedirect(in io.Reader, redirects chan<- string) {
 	}
 }
 
+// loginTimeout bounds how long "mcp login" waits for the authorization.
+const loginTimeout = 10 * time.Minute
+
 // listenCallback serves the loopback redirect URI: the first request to
-// its path is sent to redirects as the full redirected URL. It returns a
-// function that stops the listener.
-func listenCallback(redirectURI string, redirects chan<- string) (stop func(), err error) {
+// its path that carries state is sent to redirects as the full redirected
+// URL. Any other request (a forged callback from another local process or
+// a web page) is answered 400 and the wait goes on. It returns a function
+// that stops the listener.
+func listenCallback(redirectURI, state string, redirects chan<- string) (stop func(), err error) {
 	u, err := url.Parse(redirectURI)
 	if err != nil {
 		return nil, err
@@ -165,6 +177,11 @@ func listenCallback(redirectURI string, redirects chan<- string) (stop func(), e
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(cmpPath(u.Path), func(w http.ResponseWriter, r *http.Request) {
+		got := r.URL.Query().Get("state")
+		if state == "" || subtle.ConstantTimeCompare([]byte(got), []byte(state)) != 1 {
+			http.Error(w, "harnessd: this is not the answer to the login in progress (state differs); the login goes on waiting.", http.StatusBadRequest)
+			return
+		}
 		select {
 		case redirects <- redirectURI + "?" + r.URL.RawQuery:
 		default:

@@ -41,6 +41,9 @@ type config struct {
 	MaxConnections int
 	// KeptRuns are the retention settings of the files and environment.
 	KeptRuns keptRunsSettings
+	// OutsideSampling are the settings of the budget of sampling outside
+	// runs' calls, of the files and environment.
+	OutsideSampling outsideSamplingSettings
 	// Limits are the run limits the files and environment set (see
 	// config_limits.go); unset ones are 0.
 	Limits runLimits
@@ -87,6 +90,10 @@ type tomlConfig struct {
 	} `toml:"connect_mcp"`
 	Webhooks  tomlWebhooks  `toml:"webhooks"`
 	Schedules []rawSchedule `toml:"schedules"`
+
+	// The budget of sampling outside runs' calls (input_budget.go).
+	MaxOutsideSamplingRequests *int64 `toml:"max_outside_sampling_requests"`
+	MaxOutsideSamplingTokens   *int64 `toml:"max_outside_sampling_tokens"`
 }
 
 // A tomlProfile is one profile file: only [mcp_servers] is read.
@@ -109,6 +116,9 @@ type configLayer struct {
 	webhooks       webhookSettings
 	schedules      []scheduleConfig
 	budgets        budgetSettings
+	// outsideSampling is what the file sets of the budget of sampling
+	// outside runs' calls.
+	outsideSampling outsideSamplingSettings
 }
 
 // defaultHome returns $HARNESS_HOME, or $HOME/.harness when it is unset or
@@ -145,6 +155,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 		cfg.applyEnvModel(opts.Getenv),
 		cfg.applyEnvMaxConnections(opts.Getenv),
 		cfg.applyEnvKeptRuns(opts.Getenv),
+		cfg.applyEnvOutsideSampling(opts.Getenv),
 		cfg.addEnvKeys(opts.Getenv),
 		cfg.applyEnvWebhooks(opts.Getenv),
 	)
@@ -210,6 +221,7 @@ func (cfg *config) readFiles(paths []string, getenv func(string) (string, bool))
 			cfg.MaxConnections = *layer.maxConnections
 		}
 		cfg.KeptRuns.merge(layer.keptRuns)
+		cfg.OutsideSampling.merge(layer.outsideSampling)
 		cfg.Limits.overlay(layer.limits)
 		cfg.Webhooks.merge(layer.webhooks)
 		cfg.Schedules = mergeByName(cfg.Schedules, layer.schedules, func(s scheduleConfig) string { return s.Name })
@@ -369,6 +381,12 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	}
 	if n := doc.MaxKeptRunBytes; n != nil {
 		layer.keptRuns.bytes = setting("max_kept_run_bytes", strconv.FormatInt(*n, 10))
+	}
+	if n := doc.MaxOutsideSamplingRequests; n != nil {
+		layer.outsideSampling.requests = setting("max_outside_sampling_requests", strconv.FormatInt(*n, 10))
+	}
+	if n := doc.MaxOutsideSamplingTokens; n != nil {
+		layer.outsideSampling.tokens = setting("max_outside_sampling_tokens", strconv.FormatInt(*n, 10))
 	}
 	errs = append(errs, doc.runLimits.checkTOML(file)...)
 	layer.limits = doc.runLimits

@@ -22,9 +22,18 @@ import (
 // (an empty input wraps io.EOF; a read error such as *http.MaxBytesError)
 // are returned unchanged for the caller to describe.
 func decodeStrict(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	// Last-wins on a repeated key would let a proxy in front of harnessd
+	// read another request than harnessd does.
+	if key, ok := duplicateKey(data); ok {
+		return fmt.Errorf("duplicate key %q: send each key once", key)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	err = dec.Decode(v)
 	if err == nil {
 		_, err = dec.Token()
 		switch {
@@ -45,6 +54,56 @@ func decodeStrict(r io.Reader, v any) error {
 		return fmt.Errorf("unknown field %s; valid fields are %s", field, jsonFields(v))
 	}
 	return err
+}
+
+// duplicateKey returns the first key that appears twice in one object of
+// the JSON text data, at any depth; false when there is none or data is
+// not JSON (decoding reports that).
+func duplicateKey(data []byte) (string, bool) {
+	type frame struct {
+		keys    map[string]struct{} // nil for an array
+		wantKey bool
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var stack []*frame
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].wantKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		if n := len(stack); n > 0 && stack[n-1].wantKey {
+			top := stack[n-1]
+			key, isKey := tok.(string)
+			if !isKey { // the closing brace
+				stack = stack[:n-1]
+				valueDone()
+				continue
+			}
+			if _, dup := top.keys[key]; dup {
+				return key, true
+			}
+			top.keys[key] = struct{}{}
+			top.wantKey = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{keys: map[string]struct{}{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
 }
 
 // decodeJSONArray splits the JSON array data into its elements, undecoded,

@@ -202,15 +202,17 @@ func (r *registry) retireLocked(s *managedServer, why error) {
 // serveFlags are the flags of harnessd serve that override configuration
 // settings; a reload overlays them again, so a flag keeps winning.
 type serveFlags struct {
-	limits   runLimits
-	keepRuns keptRunsSettings
-	maxConns int
-	budgets  budgetSettings
+	limits          runLimits
+	keepRuns        keptRunsSettings
+	outsideSampling outsideSamplingSettings
+	maxConns        int
+	budgets         budgetSettings
 }
 
 // overlay applies the flags to cfg as serve does at start.
 func (f serveFlags) overlay(cfg *config) {
 	cfg.KeptRuns.merge(f.keepRuns)
+	cfg.OutsideSampling.merge(f.outsideSampling)
 	cfg.Limits.overlay(f.limits)
 	cfg.Budgets.merge(f.budgets)
 	if f.maxConns > 0 {
@@ -242,8 +244,8 @@ func (d *daemon) reload() error {
 	// Secrets first: the new servers' lines and answers are hidden from
 	// their first byte.
 	secrets := append(serverSecrets(cfg.Servers), cfg.Webhooks.Secret)
+	// d.secrets is the runs' live redactor too.
 	d.secrets.add(secrets...)
-	d.runs.env.secrets.add(secrets...)
 	diff, started, err := d.reg.reload(cfg.Servers)
 	if err != nil {
 		d.metrics.reloaded(false, serverDiff{})
@@ -288,8 +290,8 @@ func (d serverDiff) summary() []any {
 
 // restartSettings returns the names of the settings that differ between
 // the configuration harnessd started with and next and that a reload does
-// not apply: the run limits, the retention of finished runs,
-// max_connections and allowed_hosts.
+// not apply: the run limits, the retention of finished runs, the budget of
+// sampling outside runs' calls, max_connections and allowed_hosts.
 func restartSettings(started, next *config) []string {
 	var names []string
 	for _, s := range limitSettings {
@@ -304,6 +306,8 @@ func restartSettings(started, next *config) []string {
 		{"max_kept_runs", started.KeptRuns.runs, next.KeptRuns.runs},
 		{"max_kept_run_age", started.KeptRuns.age, next.KeptRuns.age},
 		{"max_kept_run_bytes", started.KeptRuns.bytes, next.KeptRuns.bytes},
+		{"max_outside_sampling_requests", started.OutsideSampling.requests, next.OutsideSampling.requests},
+		{"max_outside_sampling_tokens", started.OutsideSampling.tokens, next.OutsideSampling.tokens},
 	} {
 		if k.was.value != k.now.value {
 			names = append(names, k.name)

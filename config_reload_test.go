@@ -327,7 +327,7 @@ func TestReloaderAppliesSettings(t *testing.T) {
 	a := newAPI(runs, reg, cfg.AuthKeys, runs.opts.Metrics, nil, nil)
 	logs := newLogRecorder()
 	rl := &daemon{opts: serveOptions{addr: "0.0.0.0:8080"}, load: load, started: cfg, reg: reg, api: a, runs: runs, metrics: runs.opts.Metrics,
-		secrets: newLiveRedactor(nil), logger: logs.logger()}
+		secrets: reg.secrets(), logger: logs.logger()} // as in serve: one live redactor
 	keyNames := func() []string {
 		var names []string
 		for _, k := range a.authKeys() {

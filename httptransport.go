@@ -71,7 +71,7 @@ func configuredHeader(cfg serverConfig) http.Header {
 // message size limit, the HTTP client and the logger. Read-only.
 type httpEndpoint struct {
 	header     http.Header // configured headers, canonical keys
-	secrets    *redactor
+	secrets    *liveRedactor
 	maxMessage int
 	logger     *slog.Logger
 	client     *http.Client
@@ -83,7 +83,7 @@ type httpEndpoint struct {
 func newHTTPEndpoint(cfg serverConfig, logger *slog.Logger) httpEndpoint {
 	return httpEndpoint{
 		header:     configuredHeader(cfg),
-		secrets:    newRedactor(cfg.secretValues()...),
+		secrets:    (*liveRedactor)(nil).derive(cfg.secretValues()...),
 		maxMessage: cfg.messageLimit(),
 		logger:     logger,
 		client:     clientFor(cfg),

@@ -69,14 +69,14 @@ func (e httpEndpoint) statusError(op string, resp *http.Response) error {
 	}
 	// Read past the limit by the longest secret, so that one crossing the
 	// cut is redacted whole before the cut.
-	prefix, _ := io.ReadAll(io.LimitReader(resp.Body, int64(statusBodyLimit+e.secrets.longest())))
+	prefix, _ := io.ReadAll(io.LimitReader(resp.Body, int64(statusBodyLimit+e.secrets.load().longest())))
 	if isHTML(resp.Header, prefix) {
 		// A web server's error page: its text says what went wrong, its
 		// markup only buries that.
-		text := e.secrets.cut(htmlText(prefix), statusBodyLimit/2)
+		text := e.secrets.load().cut(htmlText(prefix), statusBodyLimit/2)
 		return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: fmt.Sprintf("an HTML page %q", text)})
 	}
-	return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: e.secrets.cut(printable(prefix), statusBodyLimit-len("…"))})
+	return fmt.Errorf("%s: %w", op, &httpStatusError{StatusCode: resp.StatusCode, Body: e.secrets.load().cut(printable(prefix), statusBodyLimit-len("…"))})
 }
 
 // isHTML reports whether an answer, with header and body starting with
@@ -128,7 +128,7 @@ func (e httpEndpoint) notMCPError(op string, resp *http.Response, body []byte) e
 	case len(bytes.TrimSpace(body)) == 0:
 		what += " and an empty body"
 	case !e.untrusted:
-		what += fmt.Sprintf(" and %q", e.secrets.cut(printable(body), 80))
+		what += fmt.Sprintf(" and %q", e.secrets.load().cut(printable(body), 80))
 	}
 	return fmt.Errorf("%s: the server answered %s, not a JSON-RPC message or an event stream: is the url an MCP endpoint?", op, what)
 }

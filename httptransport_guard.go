@@ -13,7 +13,8 @@ import (
 )
 
 // This file holds what an HTTP server may make harnessd reach: the
-// addresses never dialled (link-local and metadata), the allow_hosts of
+// addresses never dialled (link-local and metadata, also inside IPv6
+// addresses carrying an IPv4 one), the allow_hosts of
 // connect_mcp, and redirects kept within the first request's origin.
 
 // refuseBlockedAddress is a dialer control that refuses link-local and
@@ -23,11 +24,8 @@ func refuseBlockedAddress(network, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", address, err)
 	}
-	ip := net.ParseIP(host)
-	for _, n := range blockedNets {
-		if ip != nil && n.Contains(ip) {
-			return fmt.Errorf("dial %s: a link-local or metadata address harnessd never connects to", address)
-		}
+	if isBlockedIP(net.ParseIP(host)) {
+		return fmt.Errorf("dial %s: a link-local or metadata address harnessd never connects to", address)
 	}
 	return nil
 }
@@ -62,11 +60,14 @@ func originHost(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), port)
 }
 
-// Addresses connect_mcp never reaches: link-local (cloud metadata lives
-// there) and the AWS IPv6 metadata endpoint.
+// Addresses connect_mcp never reaches: link-local (AWS, GCP and others'
+// metadata live there), the AWS IPv6 metadata endpoint, Alibaba's
+// (100.100.100.200), Oracle's (192.0.0.192) and Azure's wire server
+// (168.63.129.16). isBlockedIP also finds them inside IPv6 addresses.
 var blockedNets = func() []*net.IPNet {
 	var nets []*net.IPNet
-	for _, cidr := range []string{"169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128"} {
+	for _, cidr := range []string{"169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128",
+		"100.100.100.200/32", "192.0.0.192/32", "168.63.129.16/32"} {
 		_, n, _ := net.ParseCIDR(cidr)
 		nets = append(nets, n)
 	}
@@ -139,11 +140,64 @@ func checkResolvedHost(ctx context.Context, host string) error {
 		}
 	}
 	for _, ip := range ips {
-		for _, n := range blockedNets {
-			if n.Contains(ip) {
-				return fmt.Errorf("host %q resolves to %s, a link-local or metadata address harnessd never connects to", host, ip)
-			}
+		if isBlockedIP(ip) {
+			return fmt.Errorf("host %q resolves to %s, a link-local or metadata address harnessd never connects to", host, ip)
 		}
 	}
 	return nil
+}
+
+// isBlockedIP reports whether ip is in blockedNets, directly, as an
+// IPv4-mapped address, or as the IPv4 address embedded in a NAT64
+// (64:ff9b::/96), 6to4 (2002::/16) or Teredo (2001::/32: server and
+// client) address, each of which a gateway may turn into a connection to
+// that IPv4 address.
+func isBlockedIP(ip net.IP) bool {
+	if ip == nil {
+		return false
+	}
+	for _, candidate := range append([]net.IP{ip}, embeddedIPv4(ip)...) {
+		for _, n := range blockedNets {
+			if n.Contains(candidate) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Prefixes of IPv6 addresses that carry an IPv4 address.
+var (
+	nat64Prefix  = mustCIDR("64:ff9b::/96")
+	sixToFour    = mustCIDR("2002::/16")
+	teredoPrefix = mustCIDR("2001::/32")
+)
+
+// embeddedIPv4 returns the IPv4 addresses an IPv6 address carries: the
+// last 32 bits of NAT64, bits 16-47 of 6to4, and Teredo's server (bits
+// 32-63) and client (the last 32 bits, inverted). Nil for others.
+func embeddedIPv4(ip net.IP) []net.IP {
+	ip16 := ip.To16()
+	if ip16 == nil || ip.To4() != nil {
+		return nil
+	}
+	switch {
+	case nat64Prefix.Contains(ip16):
+		return []net.IP{net.IPv4(ip16[12], ip16[13], ip16[14], ip16[15])}
+	case sixToFour.Contains(ip16):
+		return []net.IP{net.IPv4(ip16[2], ip16[3], ip16[4], ip16[5])}
+	case teredoPrefix.Contains(ip16):
+		return []net.IP{net.IPv4(ip16[4], ip16[5], ip16[6], ip16[7]),
+			net.IPv4(ip16[12]^0xff, ip16[13]^0xff, ip16[14]^0xff, ip16[15]^0xff)}
+	}
+	return nil
+}
+
+// mustCIDR parses a constant CIDR.
+func mustCIDR(cidr string) *net.IPNet {
+	_, n, err := net.ParseCIDR(cidr)
+	if err != nil {
+		panic(err)
+	}
+	return n
 }

@@ -97,6 +97,16 @@ type inputPolicy struct {
 	Emit func(typ string, data any)
 	// Logger receives what the policy decides; nil discards it.
 	Logger *slog.Logger
+	// Outside bounds sampling per server and hour: set on the policy of
+	// requests outside any run's call (the daemon's); nil bounds nothing.
+	Outside *outsideSamplingBudget
+
+	// declines and refusals throttle the repeated log lines of declined
+	// elicitations and refused sampling (input_limits.go).
+	declines, refusals logThrottle
+	questionsMu        sync.Mutex
+	// guards questions: those of input-required results in the run so far
+	questions int
 }
 
 func (p *inputPolicy) emit(typ string, data any) {
@@ -195,7 +205,9 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 		reason = "declined by policy"
 	}
 	p.emit(evInputRequested, map[string]any{"server": server, "mode": req.Mode, "message": req.Message, "action": actionDecline, "reason": reason})
-	log.Info("input declined", "reason", reason)
+	if ok, held := p.declines.allow(); ok {
+		log.Info("input declined", "reason", reason, "held_back", held)
+	}
 	return elicitResult{Action: actionDecline}, nil
 }
 

@@ -151,7 +151,7 @@ func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessag
 	if len(a.Annotations) == 0 {
 		a.Annotations = json.RawMessage("{}")
 	}
-	a.Arguments, a.ArgumentsBytes = r.secrets.cutSized(string(args), r.env.limits.MaxToolEventBytes)
+	a.Arguments, a.ArgumentsBytes = r.secrets.load().cutSized(string(args), r.env.limits.MaxToolEventBytes)
 	p := r.input
 	if p == nil || p.Queue == nil {
 		a.ID = "approval_" + strconv.FormatInt(r.approvalSeq.Add(1), 10)
@@ -207,19 +207,6 @@ func (req *inputRequest) approvalView() approvalRequest {
 	a := *req.approval
 	a.ID, a.CreatedAt, a.ExpiresAt = req.ID, req.CreatedAt, req.ExpiresAt
 	return a
-}
-
-// openApprovals returns the run's open approvals, oldest first (none for
-// a run that is not interactive).
-func (r *run) openApprovals() []approvalRequest {
-	out := []approvalRequest{}
-	if r.input == nil || r.input.Queue == nil {
-		return out
-	}
-	for _, req := range r.input.Queue.listKind(true) {
-		out = append(out, req.approvalView())
-	}
-	return out
 }
 
 // answerApproval delivers a decision on the open approval id, made by by

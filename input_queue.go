@@ -227,16 +227,31 @@ func (q *inputQueue) list() []inputRequest {
 // listKind returns the open approvals (approvals true) or elicitations,
 // oldest first.
 func (q *inputQueue) listKind(approvals bool) []inputRequest {
+	questions, open := q.snapshot()
+	if approvals {
+		return open
+	}
+	return questions
+}
+
+// snapshot returns the open elicitations and the open approvals, each
+// oldest first, as one state of the queue (taken under one lock): a run's
+// view derives its waiting status from it (run.waitingView).
+func (q *inputQueue) snapshot() (questions, approvals []inputRequest) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make([]inputRequest, 0, len(q.open))
+	questions, approvals = []inputRequest{}, []inputRequest{}
 	for _, r := range q.open {
-		if (r.approval != nil) == approvals {
-			out = append(out, *r)
+		if r.approval != nil {
+			approvals = append(approvals, *r)
+		} else {
+			questions = append(questions, *r)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].CreatedAt.Before(out[j].CreatedAt) || out[i].ID < out[j].ID && out[i].CreatedAt.Equal(out[j].CreatedAt)
-	})
-	return out
+	for _, out := range [][]inputRequest{questions, approvals} {
+		sort.Slice(out, func(i, j int) bool {
+			return out[i].CreatedAt.Before(out[j].CreatedAt) || out[i].ID < out[j].ID && out[i].CreatedAt.Equal(out[j].CreatedAt)
+		})
+	}
+	return questions, approvals
 }

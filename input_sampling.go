@@ -299,7 +299,9 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	refuse := func(format string, args ...any) *rpcError {
 		msg := fmt.Sprintf(format, args...)
 		p.emit(evSamplingRefused, map[string]any{"server": server.Name, "reason": msg})
-		p.logger().Warn("sampling refused", "server", server.Name, "reason", msg)
+		if ok, held := p.refusals.allow(); ok {
+			p.logger().Warn("sampling refused", "server", server.Name, "reason", msg, "held_back", held)
+		}
 		return &rpcError{Code: codeSamplingRefused, Message: "sampling refused by harnessd: " + msg}
 	}
 	if !server.Sampling {
@@ -327,6 +329,13 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 			return nil, refuse("%v", err)
 		}
 	}
+	if p.Outside != nil {
+		outsideLeft, err := p.Outside.take(server.Name)
+		if err != nil {
+			return nil, refuse("%v", err)
+		}
+		left = min(left, outsideLeft)
+	}
 	maxTokens := s.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = defaultSamplingMaxTokens
@@ -352,6 +361,7 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 		s.Budget.spend(resp.Usage)
 	}
 	resp.Usage = s.RunBudget.spend(provider.name(), resp.Usage)
+	p.Outside.spend(server.Name, resp.Usage)
 	if s.OnUsage != nil {
 		s.OnUsage(resp.Usage)
 	}

@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -90,6 +87,8 @@ func (a *app) parseServe(args []string) (serveOptions, error) {
 		{&o.flags.keepRuns.runs, "max-kept-runs", fmt.Sprintf("finished runs kept, newest first; 0 for no bound (env HARNESS_MAX_KEPT_RUNS, max_kept_runs; default %d)", defaultMaxKeptRuns)},
 		{&o.flags.keepRuns.age, "max-kept-run-age", fmt.Sprintf("finished runs older than this are dropped; 0 for no bound (env HARNESS_MAX_KEPT_RUN_AGE, max_kept_run_age; default %s)", defaultMaxKeptRunAge)},
 		{&o.flags.keepRuns.bytes, "max-kept-run-bytes", fmt.Sprintf("bytes the kept runs take on disk; 0 for no bound (env HARNESS_MAX_KEPT_RUN_BYTES, max_kept_run_bytes; default %d)", defaultMaxKeptRunBytes)},
+		{&o.flags.outsideSampling.requests, "max-outside-sampling-requests", fmt.Sprintf("sampling requests a server may make per hour outside any run's call; 0 refuses them (env HARNESS_MAX_OUTSIDE_SAMPLING_REQUESTS, max_outside_sampling_requests; default %d)", defaultOutsideSamplingRequests)},
+		{&o.flags.outsideSampling.tokens, "max-outside-sampling-tokens", fmt.Sprintf("model tokens the sampling of a server may spend per hour outside any run's call; 0 refuses it (env HARNESS_MAX_OUTSIDE_SAMPLING_TOKENS, max_outside_sampling_tokens; default %d)", defaultOutsideSamplingTokens)},
 	} {
 		k.set.source = "--" + k.name
 		fs.StringVar(&k.set.value, k.name, "", k.help)
@@ -189,6 +188,11 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 	if err != nil {
 		return nil, usageError("%v", err)
 	}
+	// Requests outside any run's call get the daemon-wide budget.
+	outsideInput, err := outsideInputOf(cfg, a.getenv, d.logger)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", o.addr, err)
@@ -205,33 +209,29 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 		ln.Close()
 		return nil, err
 	}
-	d.startServing(a, cfg, groups, &keep, runBudgets, ln)
+	d.startServing(a, cfg, groups, &keep, runBudgets, outsideInput, ln)
 	return d, nil
 }
 
-// startServing builds the registry, the runs (with the default budgets) and the API over cfg and
+// startServing builds the registry (answering requests outside runs' calls
+// by outside), the runs (with the default budgets) and the API over cfg and
 // serves the API on ln.
-func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *retention, budgets budgetLimits, ln net.Listener) {
+func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *retention, budgets budgetLimits, outside *inputPolicy, ln net.Listener) {
 	logger := d.logger
-	// Tokens, DPoP keys and assertions join the daemon's redactors (the
-	// logger's and every later run's) before their first use.
+	// Tokens, DPoP keys and assertions join the daemon's live redactor
+	// (d.secrets, which every run's and session's derives from) before
+	// their first use: newRegistry hands it to the OAuth clients.
 	oauth := newOAuthClients(newTokenStore(oauthDir(d.load.Home)), logger)
-	var runSecrets atomic.Pointer[liveRedactor]
-	oauth.onSecret = func(values ...string) {
-		d.secrets.add(values...)
-		if rs := runSecrets.Load(); rs != nil {
-			rs.add(values...)
-		}
-	}
 	d.reg = newRegistry(cfg.Servers, registryOptions{
 		Logger: logger,
 		Client: clientOptions{Roots: []string{d.opts.workspace}, Getenv: a.getenv, ProcessGroups: groups,
 			OAuth: oauth,
-			Input: outsideRunInput(cfg.Model, a.getenv, logger), Cache: newResponseCache(),
-			LogPayloads: d.opts.logPayloads},
+			Input: outside, Cache: newResponseCache(),
+			LogPayloads: d.opts.logPayloads, Secrets: d.secrets},
 		Restart: true,
 	})
 	d.metrics = newMetrics()
+	d.metrics.outsideSampling = outside.Outside
 	model := cfg.Model.spec()
 	d.runs = newRunManager(runManagerOptions{
 		Registry:   d.reg,
@@ -251,10 +251,6 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 
 		SamplingModels: cfg.Model.SamplingModels,
 	})
-	runSecrets.Store(d.runs.env.secrets)
-	if held := oauth.secrets.load(); held != nil {
-		d.runs.env.secrets.add(slices.Collect(maps.Keys(held.set))...)
-	}
 	d.stopping = make(chan struct{})
 	d.api = newAPI(d.runs, d.reg, cfg.AuthKeys, d.metrics, logger, d.stopping)
 	d.api.hosts = newHostPolicy(d.opts.addr, cfg.AllowedHosts)

@@ -358,7 +358,11 @@ scopes = ["runs:read"]
 			t.Errorf("POST /v1/runs as a reader = %d %s, want 403", resp.StatusCode, data)
 		}
 		id := at.postRun(t, admin, `{"prompt":"echo hello e2e through the everything server"}`)
-		resp, data := at.do(t, "GET", "/v1/runs/"+id+"/events", reader, "")
+		// The run is ops's: another key that is not admin does not see it.
+		if resp, data := at.do(t, "GET", "/v1/runs/"+id, reader, ""); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET another key's run as a reader = %d %s, want 404", resp.StatusCode, data)
+		}
+		resp, data := at.do(t, "GET", "/v1/runs/"+id+"/events", admin, "")
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET events = %d %s", resp.StatusCode, data)
 		}
@@ -378,7 +382,7 @@ scopes = ["runs:read"]
 		// its servers are closed and its record written, a moment later.
 		var v runView
 		waitUntil(t, "the run shows ended", func() bool {
-			resp, data = at.do(t, "GET", "/v1/runs/"+id, reader, "")
+			resp, data = at.do(t, "GET", "/v1/runs/"+id, admin, "")
 			if err := json.Unmarshal(data, &v); err != nil || resp.StatusCode != http.StatusOK {
 				t.Fatalf("GET /v1/runs/%s = %d %s (%v)", id, resp.StatusCode, data, err)
 			}
@@ -403,7 +407,7 @@ scopes = ["runs:read"]
 		if resp.StatusCode != http.StatusOK || !bytes.Contains(data, []byte(`"status": "cancelled"`)) {
 			t.Fatalf("POST cancel = %d %s, want 200 cancelled", resp.StatusCode, data)
 		}
-		_, data = at.do(t, "GET", "/v1/runs/"+id+"/events", reader, "")
+		_, data = at.do(t, "GET", "/v1/runs/"+id+"/events", admin, "")
 		if _, types := idsAndTypes(readEvents(t, bytes.NewReader(data))); len(types) == 0 || types[len(types)-1] != "run.cancelled" {
 			t.Errorf("events = %v, want them to end with run.cancelled", types)
 		}
@@ -441,7 +445,7 @@ scopes = ["runs:read"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", reader)
+	req.Header.Set("Authorization", admin)
 	stream, err := at.client.Do(req)
 	if err != nil {
 		t.Fatal(err)

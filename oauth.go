@@ -180,6 +180,7 @@ type authServerMetadata struct {
 	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
 	TokenEndpoint                     string   `json:"token_endpoint"`
 	RegistrationEndpoint              string   `json:"registration_endpoint"`
+	JWKSURI                           string   `json:"jwks_uri"`
 	ScopesSupported                   []string `json:"scopes_supported"`
 	GrantTypesSupported               []string `json:"grant_types_supported"`
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
@@ -218,8 +219,14 @@ func discover(ctx context.Context, client *http.Client, serverURL string, ch bea
 		return discovery{}, err
 	}
 	issuer := prm.AuthorizationServers[0]
+	if err := checkOAuthEndpoint("authorization_servers[0]", issuer); err != nil {
+		return discovery{}, err
+	}
 	as, err := fetchAuthServerMetadata(ctx, client, issuer)
 	if err != nil {
+		return discovery{}, err
+	}
+	if err := checkASEndpoints(as); err != nil {
 		return discovery{}, err
 	}
 	return discovery{Resource: prm.Resource, ScopesSupported: prm.ScopesSupported, AS: as}, nil
@@ -247,6 +254,9 @@ func legacyDiscovery(ctx context.Context, client *http.Client, serverURL string)
 			RegistrationEndpoint:  origin + "/register",
 		}
 	default:
+		return discovery{}, err
+	}
+	if err := checkASEndpoints(d.AS); err != nil {
 		return discovery{}, err
 	}
 	return d, nil
@@ -390,6 +400,9 @@ func fetchAuthServerMetadata(ctx context.Context, client *http.Client, issuer st
 // It returns errNoMetadata when every url answered 4xx.
 func fetchFirstMetadata(ctx context.Context, client *http.Client, what string, urls []string, v any) error {
 	for _, u := range urls {
+		if err := checkOAuthEndpoint(what, u); err != nil {
+			return err
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return fmt.Errorf("oauth discovery: %s at %s: %w", what, u, err)

@@ -49,6 +49,9 @@ type oauthClient struct {
 	// authorize approves authorization URLs; nil when no person is there
 	// (the daemon): the server then needs "harnessd mcp login".
 	authorize authorizeFunc
+	// secrets is told every credential the client obtains or loads, before
+	// its first use (see learn); nil tells no one.
+	secrets *liveRedactor
 
 	// lock is held (a token in it) during token requests and while rec
 	// is read or written; waiting for it respects the caller's context.
@@ -59,9 +62,6 @@ type oauthClient struct {
 	// prover signs the DPoP proofs of this server, guarded by lock; nil
 	// until the first DPoP token request (oauth_dpop.go).
 	prover *dpopProver
-	// secret hands every token, key, proof and assertion to the
-	// redactors before its first use; never nil.
-	secret func(...string)
 	// getenv reads oauth.assertion_env; never nil.
 	getenv func(string) (string, bool)
 }
@@ -77,7 +77,6 @@ func newOAuthClient(cfg serverConfig, store *tokenStore, httpClient *http.Client
 		logger:    logger,
 		lock:      make(chan struct{}, 1),
 		rec:       oauthRecord{ServerURL: cfg.URL},
-		secret:    func(...string) {},
 		getenv:    os.LookupEnv,
 	}
 	if cfg.OAuth != nil {
@@ -111,6 +110,7 @@ func (c *oauthClient) reload() {
 		c.logger.Warn("oauth store unreadable", "err", err)
 		return
 	}
+	c.learn(rec.credentials()...)
 	c.rec = rec
 }
 
@@ -162,7 +162,7 @@ func (c *oauthClient) presentation(ctx context.Context) (string, *dpopProver, er
 		}
 	}
 	tok = c.rec.Token
-	c.secret(tok.AccessToken, tok.RefreshToken)
+	c.learn(tok.AccessToken, tok.RefreshToken)
 	if tok.TokenType != "DPoP" {
 		return tok.AccessToken, nil, nil
 	}
@@ -216,7 +216,7 @@ func (c *oauthClient) requestor(endpoint string, id oauthClientID, issuer string
 		id = oauthClientID{Issuer: issuer, ClientID: c.cfg.ClientID, ClientSecret: c.cfg.ClientSecret,
 			AuthMethod: chooseAuthMethod(nil, c.cfg.ClientSecret != "")}
 	}
-	tr := &tokenRequestor{http: c.http, endpoint: endpoint, client: id, secret: c.secret}
+	tr := &tokenRequestor{http: c.http, endpoint: endpoint, client: id, learn: c.learn}
 	if id.AuthMethod == authMethodJWT {
 		key, err := c.signingKey()
 		if err != nil {
@@ -396,6 +396,7 @@ func (c *oauthClient) begin(ctx context.Context, d discovery, ch bearerChallenge
 		if err != nil {
 			return nil, fmt.Errorf("server %q: %w", c.server, err)
 		}
+		c.learn(reg.ClientSecret)
 		if c.rec.Clients == nil {
 			c.rec.Clients = map[string]oauthClientID{}
 		}
@@ -506,19 +507,18 @@ func oauthDir(home string) string { return filepath.Join(home, "oauth") }
 type oauthClients struct {
 	store  *tokenStore
 	logger *slog.Logger
+	// secrets is given to every client (oauthClient.secrets): every token,
+	// DPoP key and proof, and assertion the clients obtain joins it. A
+	// fresh root until learnInto makes it the daemon's live redactor;
+	// guarded by mu.
+	secrets *liveRedactor
 	// authorize is given to every client; nil in the daemon.
 	authorize authorizeFunc
-	// secrets holds every token, DPoP key and proof, and assertion the
-	// clients obtained; their logs redact it.
-	secrets *liveRedactor
-	// onSecret, when set, also gets each such value (the daemon adds them
-	// to its own redactors); set before the first forServer.
-	onSecret func(...string)
 	// getenv reads oauth.assertion_env; nil means os.LookupEnv.
 	getenv func(string) (string, bool)
 
 	mu sync.Mutex
-	// guards byName
+	// guards byName and secrets
 	byName map[string]*oauthClient
 }
 
@@ -539,12 +539,12 @@ func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
 	if m == nil || cfg.Transport != transportHTTP || cfg.Untrusted {
 		return nil
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if cfg.Origin.ownsTokens() {
 		return m.newClient(cfg, nil)
 	}
 	key := cfg.Source + "\x00" + cfg.Name
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	c := m.byName[key]
 	if c == nil || c.serverURL != cfg.URL {
 		c = m.newClient(cfg, m.store)
@@ -554,31 +554,13 @@ func (m *oauthClients) forServer(cfg serverConfig) *oauthClient {
 }
 
 // newClient returns a new OAuth client of cfg keeping its tokens in store
-// (in memory only when store is nil).
+// (in memory only when store is nil). Called with mu held.
 func (m *oauthClients) newClient(cfg serverConfig, store *tokenStore) *oauthClient {
 	c := newOAuthClient(cfg, store, clientFor(cfg), redactLoggerLive(m.logger.With("server", cfg.Name), m.secrets))
 	c.authorize = m.authorize
-	c.secret = m.addSecret
+	c.secrets = m.secrets
 	if m.getenv != nil {
 		c.getenv = m.getenv
 	}
 	return c
-}
-
-// addSecret hands values (empty ones skipped) to the clients' redactor
-// and to onSecret.
-func (m *oauthClients) addSecret(values ...string) {
-	var keep []string
-	for _, v := range values {
-		if v != "" && !m.secrets.load().has(v) {
-			keep = append(keep, v)
-		}
-	}
-	if len(keep) == 0 {
-		return
-	}
-	m.secrets.add(keep...)
-	if m.onSecret != nil {
-		m.onSecret(keep...)
-	}
 }

@@ -218,12 +218,12 @@ func (c *oauthClient) dpopProver() (*dpopProver, error) {
 			return nil, err
 		}
 		c.rec.DPoPKey = key.encode()
-		c.secret(c.rec.DPoPKey, key.header)
+		c.learn(c.rec.DPoPKey, key.header)
 		if err := c.persist(); err != nil {
 			return nil, err
 		}
 	}
-	c.secret(c.rec.DPoPKey, key.header)
+	c.learn(c.rec.DPoPKey, key.header)
 	c.prover = &dpopProver{key: key}
 	return c.prover, nil
 }

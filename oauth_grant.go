@@ -108,6 +108,9 @@ func (r *authorizationRequest) URL() (string, error) {
 	if err != nil || r.AS.AuthorizationEndpoint == "" {
 		return "", fmt.Errorf("oauth: authorization server %q has no usable authorization_endpoint", r.AS.Issuer)
 	}
+	if err := checkOAuthEndpoint("authorization_endpoint", r.AS.AuthorizationEndpoint); err != nil {
+		return "", err
+	}
 	q := u.Query()
 	q.Set("response_type", "code")
 	q.Set("client_id", r.Client.ClientID)
@@ -166,9 +169,9 @@ type tokenRequestor struct {
 	key *signingKey
 	// dpop signs DPoP proofs of the requests; nil sends none.
 	dpop *dpopProver
-	// secret is called with every assertion and token before use
-	// (redaction); nil for none.
-	secret func(...string)
+	// learn is told every credential the requestor makes or receives
+	// (assertion, tokens) before it is used; nil tells no one.
+	learn func(values ...string)
 }
 
 // A tokenError is an error answer of a token endpoint (RFC 6749 §5.2).
@@ -203,8 +206,8 @@ func invalidGrant(err error) bool {
 // requestor and form; scopes default to requested when the answer names
 // none.
 func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requested []string) (oauthToken, error) {
-	if tr.endpoint == "" {
-		return oauthToken{}, fmt.Errorf("oauth: authorization server %q has no token_endpoint", tr.client.Issuer)
+	if err := tr.checkEndpoint(); err != nil {
+		return oauthToken{}, err
 	}
 	if err := tr.authenticate(form); err != nil {
 		return oauthToken{}, err
@@ -217,6 +220,9 @@ func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requeste
 		}
 		answer = tokenAnswer{}
 		jsonErr := json.Unmarshal(raw, &answer)
+		// Whatever the answer holds is a credential from here on, even in
+		// an answer refused below.
+		tr.tell(answer.AccessToken, answer.RefreshToken, answer.IDToken)
 		if tr.dpop != nil {
 			u, _ := url.Parse(tr.endpoint)
 			if tr.dpop.note(u, header) && answer.Error == "use_dpop_nonce" && attempt == 0 {
@@ -252,10 +258,23 @@ func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requeste
 	if answer.ExpiresIn > 0 {
 		tok.Expiry = time.Now().Add(time.Duration(answer.ExpiresIn) * time.Second)
 	}
-	if tr.secret != nil {
-		tr.secret(tok.AccessToken, tok.RefreshToken)
-	}
 	return tok, nil
+}
+
+// checkEndpoint refuses a missing token endpoint and one that is not
+// https (or loopback).
+func (tr *tokenRequestor) checkEndpoint() error {
+	if tr.endpoint == "" {
+		return fmt.Errorf("oauth: authorization server %q has no token_endpoint", tr.client.Issuer)
+	}
+	return checkOAuthEndpoint("token_endpoint", tr.endpoint)
+}
+
+// tell hands credentials to learn, if set.
+func (tr *tokenRequestor) tell(values ...string) {
+	if tr.learn != nil {
+		tr.learn(values...)
+	}
 }
 
 // A tokenAnswer is a token endpoint's answer (RFC 6749 §5.1, §5.2).
@@ -264,6 +283,7 @@ type tokenAnswer struct {
 	TokenType        string `json:"token_type"`
 	ExpiresIn        int64  `json:"expires_in"`
 	RefreshToken     string `json:"refresh_token"`
+	IDToken          string `json:"id_token"`
 	Scope            string `json:"scope"`
 	Error            string `json:"error"`
 	ErrorDescription string `json:"error_description"`
@@ -285,9 +305,7 @@ func (tr *tokenRequestor) authenticate(form url.Values) error {
 		if err != nil {
 			return err
 		}
-		if tr.secret != nil {
-			tr.secret(assertion)
-		}
+		tr.tell(assertion)
 		form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
 		form.Set("client_assertion", assertion)
 	default:
@@ -394,6 +412,9 @@ func chooseAuthMethod(supported []string, hasSecret bool) string {
 func registerClient(ctx context.Context, client *http.Client, as authServerMetadata, redirectURI string, scopes []string) (oauthClientID, error) {
 	if as.RegistrationEndpoint == "" {
 		return oauthClientID{}, fmt.Errorf("oauth: authorization server %q does not offer dynamic client registration; register harnessd there and set oauth.client_id (and client_secret) for this server", as.Issuer)
+	}
+	if err := checkOAuthEndpoint("registration_endpoint", as.RegistrationEndpoint); err != nil {
+		return oauthClientID{}, err
 	}
 	method := authMethodBasic
 	for _, m := range []string{authMethodBasic, authMethodPost, authMethodNone} {

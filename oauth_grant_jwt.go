@@ -86,7 +86,7 @@ func (c *oauthClient) readAssertion() (string, error) {
 	if v == "" {
 		return "", fmt.Errorf("server %q: %s is empty; the platform's JWT should be there", c.server, from)
 	}
-	c.secret(v)
+	c.learn(v)
 	return v, nil
 }
 
@@ -143,7 +143,7 @@ func (c *oauthClient) identityAssertionGrant(ctx context.Context, idToken string
 	if id.ClientSecret != "" {
 		id.AuthMethod = authMethodBasic
 	}
-	tr := &tokenRequestor{http: c.http, endpoint: c.cfg.IdPTokenEndpoint, client: id, secret: c.secret}
+	tr := &tokenRequestor{http: c.http, endpoint: c.cfg.IdPTokenEndpoint, client: id, learn: c.learn}
 	form := url.Values{
 		"grant_type":           {tokenExchangeGrant},
 		"requested_token_type": {tokenTypeIDJAG},
@@ -154,6 +154,9 @@ func (c *oauthClient) identityAssertionGrant(ctx context.Context, idToken string
 	setResource(form, d.Resource)
 	if len(scopes) > 0 {
 		form.Set("scope", strings.Join(scopes, " "))
+	}
+	if err := tr.checkEndpoint(); err != nil {
+		return "", fmt.Errorf("server %q: oauth.idp_token_endpoint: %w", c.server, err)
 	}
 	if err := tr.authenticate(form); err != nil {
 		return "", err
@@ -167,6 +170,8 @@ func (c *oauthClient) identityAssertionGrant(ctx context.Context, idToken string
 		IssuedTokenType string `json:"issued_token_type"`
 	}
 	jsonErr := json.Unmarshal(raw, &answer)
+	// Credentials from here on, even in an answer refused below.
+	tr.tell(answer.AccessToken, answer.RefreshToken, answer.IDToken)
 	switch {
 	case status/100 != 2 || answer.Error != "":
 		return "", fmt.Errorf("server %q: token exchange at the IdP: %w", c.server,
@@ -176,6 +181,5 @@ func (c *oauthClient) identityAssertionGrant(ctx context.Context, idToken string
 	case answer.IssuedTokenType != "" && answer.IssuedTokenType != tokenTypeIDJAG:
 		return "", fmt.Errorf("server %q: token exchange at the IdP: issued a %s, not an identity assertion grant", c.server, answer.IssuedTokenType)
 	}
-	c.secret(answer.AccessToken)
 	return answer.AccessToken, nil
 }

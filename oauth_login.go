@@ -93,3 +93,15 @@ func (c *oauthClient) completeLogin(ctx context.Context, redirected string) erro
 	c.pending = nil
 	return nil
 }
+
+// pendingState returns the state of the login started last, "" for none.
+func (c *oauthClient) pendingState() string {
+	if c.acquire(context.Background()) != nil {
+		return ""
+	}
+	defer c.release()
+	if c.pending == nil {
+		return ""
+	}
+	return c.pending.State
+}

@@ -75,7 +75,7 @@ func loginOAuthDemo(t *testing.T, endpoint string, browser *http.Client, logger 
 		t.Fatalf("startLogin: %v", err)
 	}
 	redirects := make(chan string, 1)
-	stop, err := listenCallback(redirectURI, redirects)
+	stop, err := listenCallback(redirectURI, login.pendingState(), redirects)
 	if err != nil {
 		t.Fatal(err)
 	}

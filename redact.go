@@ -29,12 +29,14 @@ const redactedText = "[redacted]"
 // A redactor replaces secrets in text with "[redacted]", whole tokens
 // only: a match must not continue a word on either side, so a secret that
 // happens to be part of a longer word is left alone. It is built once per
-// set of secrets; matching costs one pass over the text per distinct secret
-// length, however many secrets there are. A nil *redactor hides nothing.
-// Safe for concurrent use (never modified).
+// set of secrets (an Aho–Corasick automaton, redact_match.go); matching
+// costs one pass over the text, however many secrets there are and
+// whatever their lengths. A nil *redactor hides nothing. Safe for
+// concurrent use (never modified).
 type redactor struct {
 	set     map[string]struct{}
-	lengths []int // distinct lengths in set, longest first
+	maxLen  int // the length of the longest secret
+	matcher *acMatcher
 	// escaped holds the secrets as encodeCompact writes them inside a JSON
 	// string; nil when no secret needs escaping.
 	escaped *redactor
@@ -49,47 +51,48 @@ func newRedactor(values ...string) *redactor {
 // with returns a redactor hiding the secrets of rd and those of values.
 // It returns rd itself when values add nothing.
 func (rd *redactor) with(values ...string) *redactor {
-	var added []string
+	added := map[string]struct{}{}
 	for _, v := range values {
 		for _, p := range secretParts(v) {
-			if !rd.has(p) && !slices.Contains(added, p) {
-				added = append(added, p)
+			if !rd.has(p) {
+				added[p] = struct{}{}
 			}
 		}
 	}
 	if len(added) == 0 {
 		return rd
 	}
-	out := &redactor{set: make(map[string]struct{}, rd.size()+len(added))}
+	set := make(map[string]struct{}, rd.size()+len(added))
 	if rd != nil {
-		for s := range rd.set {
-			out.set[s] = struct{}{}
-		}
+		maps.Copy(set, rd.set)
 	}
-	var escaped []string
-	for _, s := range added {
-		out.set[s] = struct{}{}
-	}
+	maps.Copy(set, added)
+	out := newRedactorOf(set)
+	var escaped map[string]struct{}
 	for s := range out.set {
-		if !slices.Contains(out.lengths, len(s)) {
-			out.lengths = append(out.lengths, len(s))
-		}
 		if esc := encodeCompact(s); string(esc[1:len(esc)-1]) != s {
-			escaped = append(escaped, string(esc[1:len(esc)-1]))
+			if escaped == nil {
+				escaped = map[string]struct{}{}
+			}
+			escaped[string(esc[1:len(esc)-1])] = struct{}{}
 		}
 	}
-	slices.SortFunc(out.lengths, func(a, b int) int { return b - a })
-	if len(escaped) > 0 {
-		out.escaped = &redactor{set: map[string]struct{}{}}
-		for _, s := range escaped {
-			out.escaped.set[s] = struct{}{}
-			if !slices.Contains(out.escaped.lengths, len(s)) {
-				out.escaped.lengths = append(out.escaped.lengths, len(s))
-			}
-		}
-		slices.SortFunc(out.escaped.lengths, func(a, b int) int { return b - a })
+	if escaped != nil {
+		out.escaped = newRedactorOf(escaped)
 	}
 	return out
+}
+
+// newRedactorOf returns the redactor of exactly the secrets in set (none
+// empty), which it keeps.
+func newRedactorOf(set map[string]struct{}) *redactor {
+	list := make([]string, 0, len(set))
+	longest := 0
+	for s := range set {
+		list = append(list, s)
+		longest = max(longest, len(s))
+	}
+	return &redactor{set: set, maxLen: longest, matcher: newACMatcher(list)}
 }
 
 // has reports whether s is one of rd's secrets.
@@ -166,45 +169,24 @@ func (rd *redactor) redact(s string) string {
 	if rd.size() == 0 {
 		return s
 	}
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(s); i++ {
-		if i > 0 && isWordByte(s[i-1]) && isWordByte(s[i]) {
-			continue // inside a word: no secret starts here
-		}
-		if n := rd.matchAt(s, i); n > 0 {
-			if b.Len() == 0 {
-				b.Grow(len(s))
-			}
-			b.WriteString(s[last:i])
-			b.WriteString(redactedText)
-			last = i + n
-			i = last - 1
-		}
-	}
-	if last == 0 {
+	best := rd.matcher.wholeMatches(s)
+	if best == nil {
 		return s
+	}
+	starts := slices.Sorted(maps.Keys(best))
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, start := range starts {
+		if start < last {
+			continue // inside a secret already replaced
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(redactedText)
+		last = start + best[start]
 	}
 	b.WriteString(s[last:])
 	return b.String()
-}
-
-// matchAt returns the length of the longest secret that starts at s[i]
-// and ends at a word boundary, or 0.
-func (rd *redactor) matchAt(s string, i int) int {
-	for _, n := range rd.lengths {
-		end := i + n
-		if end > len(s) {
-			continue
-		}
-		if end < len(s) && isWordByte(s[end-1]) && isWordByte(s[end]) {
-			continue
-		}
-		if _, ok := rd.set[s[i:end]]; ok {
-			return n
-		}
-	}
-	return 0
 }
 
 // occurs reports whether a secret of rd appears anywhere in s, even
@@ -214,16 +196,7 @@ func (rd *redactor) occurs(s []byte) bool {
 	if rd.size() == 0 {
 		return false
 	}
-	for i := range s {
-		for _, n := range rd.lengths {
-			if i+n <= len(s) {
-				if _, ok := rd.set[string(s[i:i+n])]; ok {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return rd.matcher.occurs(s)
 }
 
 // longest returns the length of the longest secret, 0 for none.
@@ -231,7 +204,7 @@ func (rd *redactor) longest() int {
 	if rd.size() == 0 {
 		return 0
 	}
-	return rd.lengths[0]
+	return rd.maxLen
 }
 
 // cut returns s redacted, then cut to at most n bytes (see truncate).
@@ -378,24 +351,69 @@ func redactLoggerLive(logger *slog.Logger, rd *liveRedactor) *slog.Logger {
 func (h *redactingHandler) current() *redactor { return h.rd.load() }
 
 // A liveRedactor is a redactor that may gain secrets while it is in use
-// (a reload adds the new servers' values): readers load the current one.
-// It never loses secrets. Safe for concurrent use.
+// (a reload adds the new servers' values, a login its tokens): readers
+// load the current one. It never loses secrets. A derived liveRedactor
+// (see derive) hides its parent's secrets as they are now plus its own.
+// Safe for concurrent use; a nil *liveRedactor hides nothing.
 type liveRedactor struct {
 	current atomic.Pointer[redactor]
+	// parent is nil for a root; a derived one rebuilds current from the
+	// parent's redactor (noted in from) and own when the parent gained
+	// secrets.
+	parent *liveRedactor
+	own    []string
+	from   atomic.Pointer[redactor]
 }
 
-// newLiveRedactor returns a liveRedactor holding rd (nil for none).
+// newLiveRedactor returns a root liveRedactor holding rd (nil for none).
 func newLiveRedactor(rd *redactor) *liveRedactor {
 	l := &liveRedactor{}
 	l.current.Store(rd)
 	return l
 }
 
-// load returns the current redactor (nil, which hides nothing, for none).
-func (l *liveRedactor) load() *redactor { return l.current.Load() }
+// derive returns a liveRedactor hiding l's secrets, whenever they were
+// added, and own; it is built when first loaded. On a nil l it derives
+// from a root of its own.
+func (l *liveRedactor) derive(own ...string) *liveRedactor {
+	if l == nil {
+		l = newLiveRedactor(nil)
+	}
+	return &liveRedactor{parent: l, own: own}
+}
 
-// add makes values secrets too, for every later load.
+// load returns the current redactor (nil, which hides nothing, for none).
+// A derived one is rebuilt at most once per change of its parent.
+func (l *liveRedactor) load() *redactor {
+	if l == nil {
+		return nil
+	}
+	if l.parent == nil {
+		return l.current.Load()
+	}
+	base := l.parent.load()
+	if cur := l.current.Load(); cur != nil && l.from.Load() == base {
+		return cur
+	}
+	rd := base.with(l.own...)
+	l.current.Store(rd)
+	l.from.Store(base)
+	return rd
+}
+
+// add makes values secrets too, for every later load: the one way a
+// credential harnessd obtains at run time (an OAuth token, a registered
+// client's secret, an assertion) joins the redaction of every log line,
+// event, file and answer. It is called before the credential is first
+// used. On a derived liveRedactor it adds to the root, so that no reader
+// misses it; a nil l adds nowhere.
 func (l *liveRedactor) add(values ...string) {
+	if l == nil {
+		return
+	}
+	for l.parent != nil {
+		l = l.parent
+	}
 	for {
 		old := l.current.Load()
 		if l.current.CompareAndSwap(old, old.with(values...)) {
@@ -456,10 +474,11 @@ func redactAttr(rd *redactor, a slog.Attr) slog.Attr {
 	return slog.Attr{Key: a.Key, Value: v}
 }
 
-// loggerSecrets returns the secrets logger redacts from its lines: those
-// of each redactingHandler its handler chain starts with (nil for none).
-func loggerSecrets(logger *slog.Logger) *redactor {
-	var out *redactor
+// loggerRedactors returns the redactors logger applies to its lines: that
+// of each redactingHandler its handler chain starts with, as they are now
+// (none for a plain logger). Nothing is built: each is in use already.
+func loggerRedactors(logger *slog.Logger) []*redactor {
+	var out []*redactor
 	h := logger.Handler()
 	for {
 		rh, ok := h.(*redactingHandler)
@@ -467,16 +486,31 @@ func loggerSecrets(logger *slog.Logger) *redactor {
 			return out
 		}
 		if cur := rh.current(); cur != nil {
-			out = out.with(slices.Collect(maps.Keys(cur.set))...)
+			out = append(out, cur)
 		}
 		h = rh.next
 	}
 }
 
+// cutAll returns s redacted by each of rds, then cut to at most n bytes
+// (see truncate): redact-then-cut for text several redactors cover.
+func cutAll(rds []*redactor, s string, n int) string {
+	for _, rd := range rds {
+		s = rd.redact(s)
+	}
+	return truncate(s, n)
+}
+
 // serverLogger returns logger for the server cfg: with its name, and with
-// its env and header values redacted from every line.
+// its env and header values redacted from every line (their redactor is
+// built at the first line).
 func serverLogger(logger *slog.Logger, cfg serverConfig) *slog.Logger {
-	return redactLogger(logger.With("server", cfg.Name), newRedactor(cfg.secretValues()...))
+	logger = logger.With("server", cfg.Name)
+	values := cfg.secretValues()
+	if len(values) == 0 {
+		return logger
+	}
+	return redactLoggerLive(logger, (*liveRedactor)(nil).derive(values...))
 }
 
 // baseSecrets returns the redactor of what every run may quote: the env
@@ -484,6 +518,11 @@ func serverLogger(logger *slog.Logger, cfg serverConfig) *slog.Logger {
 // plaintext API tokens of HARNESS_API_KEYS found through getenv (nil for
 // none).
 func baseSecrets(globals []serverConfig, getenv func(string) (string, bool)) *redactor {
+	return newRedactor(baseSecretValues(globals, getenv)...)
+}
+
+// baseSecretValues returns the values baseSecrets hides.
+func baseSecretValues(globals []serverConfig, getenv func(string) (string, bool)) []string {
 	values := serverSecrets(globals)
 	if getenv != nil {
 		for _, w := range []wireDefaults{openaiDefaults, anthropicDefaults} {
@@ -502,7 +541,7 @@ func baseSecrets(globals []serverConfig, getenv func(string) (string, bool)) *re
 			}
 		}
 	}
-	return newRedactor(values...)
+	return values
 }
 
 // serverSecrets returns the env and header values of servers.

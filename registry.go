@@ -93,6 +93,10 @@ func newRegistry(servers []serverConfig, opts registryOptions) *registry {
 	if opts.Client.Logger == nil {
 		opts.Client.Logger = opts.Logger
 	}
+	if opts.Client.Secrets == nil {
+		opts.Client.Secrets = newLiveRedactor(newRedactor(serverSecrets(servers)...))
+	}
+	opts.Client.OAuth.learnInto(opts.Client.Secrets)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &registry{
 		opts:        opts,
@@ -208,6 +212,10 @@ func (r *registry) server(name string) *managedServer { return r.current().byNam
 // disabled ones included (their names stay reserved). The caller owns the
 // slice; the configurations are values.
 func (r *registry) globals() []serverConfig { return r.current().configs() }
+
+// secrets returns the daemon's live redactor, which every session's
+// redactor derives from (clientOptions.Secrets). Never nil.
+func (r *registry) secrets() *liveRedactor { return r.opts.Client.Secrets }
 
 // configs returns the set's configurations, in config order.
 func (g *globalSet) configs() []serverConfig {

@@ -27,6 +27,7 @@ type runEvent struct {
 type runView struct {
 	ID             string         `json:"id"`
 	ConversationID string         `json:"conversation_id,omitempty"`
+	Owner          string         `json:"owner"` // the name of the API key that started it; "" with auth off
 	Status         string         `json:"status"`
 	QueuePosition  int            `json:"queue_position,omitempty"` // 1 for the next queued run to start
 	Prompt         string         `json:"prompt"`
@@ -84,9 +85,9 @@ type run struct {
 	maxSteps int
 	profile  []serverConfig
 	perRun   []serverConfig
-	// secrets hides env's secrets and those of the run's own servers;
-	// set once the servers are resolved.
-	secrets   *redactor
+	// secrets hides env's secrets, as they grow, and those of the run's
+	// own servers; set once the servers are resolved.
+	secrets   *liveRedactor
 	createdAt time.Time
 	scope     *runScope
 	catalog   *catalog
@@ -159,13 +160,13 @@ func newRun(env *runEnv, req runRequest) *run {
 	}
 }
 
-// emit appends an event and wakes every follower. Every event of a run
-// passes here.
+// emit appends an event and wakes every follower; the run's writer puts
+// it on disk later, without mu. Every event of a run passes here.
 func (r *run) emit(typ string, data any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev := runEvent{Seq: len(r.events) + 1, Type: typ, Time: time.Now().UTC(), Data: data}
-	r.disk.appendLocked(r, ev, false)
+	r.disk.appendLocked(ev, false)
 	r.publishLocked(ev)
 }
 
@@ -224,6 +225,7 @@ func (r *run) viewLocked() runView {
 	v := runView{
 		ID:             r.id,
 		ConversationID: r.conversationID(),
+		Owner:          r.req.Owner,
 		Status:         r.status,
 		Prompt:         r.req.Prompt,
 		Profile:        r.req.Profile,
@@ -237,16 +239,19 @@ func (r *run) viewLocked() runView {
 		Servers:        r.servers,
 		ActivatedTools: r.activated,
 		CreatedAt:      r.createdAt,
-		InputRequests:  r.openInputs(),
-		Approvals:      r.openApprovals(),
 	}
 	if r.scope != nil {
 		v.Servers = r.scope.localStatuses()
 		v.ActivatedTools = r.catalog.activatedNames()
+		if isTerminal(r.status) {
+			// Ended, its servers still closing: the tails are gone already.
+			v.Servers = withoutStderrTails(v.Servers)
+		}
 	}
 	if v.Servers == nil {
 		v.Servers = []serverStatus{}
 	}
+	r.waitingView(&v)
 	if !r.startedAt.IsZero() {
 		t := r.startedAt
 		v.StartedAt = &t
@@ -273,13 +278,12 @@ func (r *run) viewLocked() runView {
 func (r *run) finish(status, output, errMsg string) {
 	r.closeOpenToolCalls(status, errMsg)
 	r.closeInput()
-	fullOutput := len(output)
-	output = truncate(output, r.env.limits.MaxOutputBytes)
+	output, fullOutput := r.secrets.load().cutSized(output, r.env.limits.MaxOutputBytes)
 	data := map[string]any{"status": status}
 	if output != "" {
 		data["output"] = output
 	}
-	if len(output) < fullOutput {
+	if fullOutput > 0 {
 		data["output_bytes"] = fullOutput
 	}
 	if errMsg != "" {
@@ -287,12 +291,15 @@ func (r *run) finish(status, output, errMsg string) {
 	}
 	r.mu.Lock()
 	ev := runEvent{Seq: len(r.events) + 1, Type: terminalEventType(status), Time: time.Now().UTC(), Data: data}
-	r.disk.appendLocked(r, ev, true)
+	durable := r.disk.appendLocked(ev, true)
 	v := r.viewLocked()
 	v.Status, v.Output, v.Error, v.EndedAt = status, output, errMsg, &ev.Time
 	v.Servers = withoutStderrTails(v.Servers)
 	steps := r.steps
 	r.mu.Unlock()
+	if durable != nil {
+		<-durable // written and fsynced by the writer, outside mu
+	}
 	if r.disk != nil {
 		r.disk.archive(r, v)
 	}
@@ -487,7 +494,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	for _, tc := range resp.ToolCalls {
 		calls = append(calls, tc.Name)
 	}
-	r.emit(evModelResponse, map[string]any{"step": step, "content": truncate(resp.Content, r.env.limits.MaxOutputBytes), "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
+	r.emit(evModelResponse, map[string]any{"step": step, "content": r.secrets.load().cut(resp.Content, r.env.limits.MaxOutputBytes), "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
 	return resp, nil
 }
 
@@ -532,7 +539,7 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 // max_tool_event_bytes, and data[key+"_bytes"] to the redacted text's
 // full length when it was cut.
 func (r *run) putCut(data map[string]any, key, text string) {
-	cut, full := r.secrets.cutSized(text, r.env.limits.MaxToolEventBytes)
+	cut, full := r.secrets.load().cutSized(text, r.env.limits.MaxToolEventBytes)
 	data[key] = cut
 	if full > 0 {
 		data[key+"_bytes"] = full

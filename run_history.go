@@ -18,12 +18,15 @@ import (
 // is read from its record on disk rather than kept in memory.
 const bodyInMemory = 4 << 10
 
-// A runDisk is one run's files. Guarded by its run's mu, except store and
-// redact, which are fixed.
+// A runDisk is one run's files. Its logs are written by its writer
+// goroutine alone (run_writer.go) until the terminal event, never under
+// the run's mu; then the goroutine finishing the run owns them (archive)
+// and the record fields, which others read only once the run's done is
+// closed. store, redact and queue are fixed.
 type runDisk struct {
 	store  *runStore
-	redact *redactor // the run's secrets, cut out of what is written
-	log    *runLog   // nil for a run loaded from the store
+	redact *liveRedactor // the run's secrets, cut out of what is written
+	log    *runLog       // nil for a run loaded from the store
 	// messages is the run's transcript (run_transcript.go); nil for a run
 	// loaded from the store.
 	messages *runLog
@@ -32,6 +35,8 @@ type runDisk struct {
 	// wrote, so that writing the same again is skipped.
 	recordSum  [sha256.Size]byte
 	recordSize int64
+	// queue feeds the writer; nil for a run loaded from the store.
+	queue *diskQueue
 }
 
 // persistNew writes r's first record and creates its event log, so an
@@ -49,7 +54,7 @@ func (m *runManager) persistNew(r *run) error {
 			return fmt.Errorf("run %s: write webhook delivery: %w; check the free space and permissions of %s", r.id, err, d.store.dir)
 		}
 	}
-	l, err := d.store.create(r.view(), d.redact)
+	l, err := d.store.create(r.view(), d.redact.load())
 	if err != nil {
 		d.store.remove(r.id)
 		return err
@@ -60,6 +65,7 @@ func (m *runManager) persistNew(r *run) error {
 		d.store.remove(r.id)
 		return err
 	}
+	d.startWriter(r)
 	r.disk = d
 	return nil
 }
@@ -67,38 +73,38 @@ func (m *runManager) persistNew(r *run) error {
 // discard closes the files of a run that was refused after persistNew and
 // removes them.
 func (d *runDisk) discard(id string) {
+	done := make(chan struct{})
+	if d.queue.enqueue(diskItem{last: true, discard: true, done: done}) {
+		<-done
+	}
 	d.log.close()
 	d.messages.close()
 	d.store.remove(id)
 }
 
-// appendLocked writes ev to the run's log (fsynced when sync is set, and
-// the transcript with it). A failed write is logged once; the run goes on
-// in memory. Called under the run's mu, in event order.
-func (d *runDisk) appendLocked(r *run, ev runEvent, sync bool) {
-	if d == nil || d.log == nil {
-		return
+// appendLocked hands ev to the run's writer, which writes it to the log
+// without the run's mu. With last set (the terminal event) the logs are
+// fsynced with it and the writer stops; the returned channel is closed
+// once that is done (nil without a disk or a writer). Called under the
+// run's mu, in event order.
+func (d *runDisk) appendLocked(ev runEvent, last bool) <-chan struct{} {
+	if d == nil || d.queue == nil {
+		return nil
 	}
-	if sync {
-		first := d.messages.err == nil
-		if err := d.messages.sync(); err != nil && first {
-			r.logger.Error("writing the run's transcript to disk failed; it is incomplete", "err", err)
-		}
+	it := diskItem{event: &ev, sync: last, last: last}
+	if last {
+		it.done = make(chan struct{})
 	}
-	first := d.log.err == nil
-	if err := d.log.append(d.redact.marshal(ev, false), sync); err != nil && first {
-		r.logger.Error("writing the run's events to disk failed; they are kept in memory only", "err", err)
+	if !d.queue.enqueue(it) || !last {
+		return nil
 	}
+	return it.done
 }
 
-// appendMessageLocked writes one transcript line (redacted JSON, without
-// newline). A failed write is logged once; the transcript on disk ends
-// there. Called under the run's mu, in order.
-func (d *runDisk) appendMessageLocked(r *run, line []byte) {
-	first := d.messages.err == nil
-	if err := d.messages.append(line, false); err != nil && first {
-		r.logger.Error("writing the run's transcript to disk failed; it is incomplete", "err", err)
-	}
+// appendMessageLocked hands one transcript line (redacted JSON, without
+// newline) to the run's writer. Called under the run's mu, in order.
+func (d *runDisk) appendMessageLocked(line []byte) {
+	d.queue.enqueue(diskItem{line: line})
 }
 
 // archive writes r's final record v (unless the last one it wrote is the
@@ -110,7 +116,7 @@ func (d *runDisk) appendMessageLocked(r *run, line []byte) {
 func (d *runDisk) archive(r *run, v runView) *runView {
 	d.log.close()
 	d.messages.close()
-	b := encodeRecord(v, d.redact)
+	b := encodeRecord(v, d.redact.load())
 	if sum := sha256.Sum256(b); sum != d.recordSum {
 		n, err := d.store.writeRecordData(v.ID, b)
 		if err != nil {
@@ -180,6 +186,7 @@ func historyRun(env *runEnv, s *runStore, stored storedRun) *run {
 		env:       env,
 		logger:    env.logger.With("run", v.ID),
 		createdAt: v.CreatedAt,
+		req:       runRequest{Owner: v.Owner},
 		cancel:    func() {},
 		done:      make(chan struct{}),
 		changed:   make(chan struct{}),

@@ -46,7 +46,7 @@ func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(
 		Logger: r.logger,
 	}
 	if r.req.Interactive {
-		p.Queue = &inputQueue{onChange: r.setWaiting}
+		p.Queue = &inputQueue{}
 	} else {
 		p.DeclineReason = "the run is not interactive (start it with \"interactive\": true to answer)"
 	}
@@ -62,32 +62,28 @@ func (r *run) closeInput() {
 	}
 }
 
-// setWaiting moves a running run to waiting_approval while it has open
-// approvals, else to waiting_input while it has open elicitations, and
-// back to running when it has neither. The queue's counts are read under
-// mu, so the last call sees the last change, whatever the order of calls.
-func (r *run) setWaiting(int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.status != runRunning && r.status != runWaitingInput && r.status != runWaitingApproval {
+// waitingView sets v's open questions and approvals from one snapshot of
+// the run's queue and derives its status from the same snapshot (never
+// stored, so it cannot disagree with what the view lists): a running run
+// with an open approval is waiting_approval, else with an open question
+// waiting_input. Called with mu held; the queue's lock nests inside it.
+func (r *run) waitingView(v *runView) {
+	v.InputRequests, v.Approvals = []inputRequest{}, []approvalRequest{}
+	if r.input == nil || r.input.Queue == nil {
 		return
 	}
-	questions, approvals := r.input.Queue.counts()
+	questions, approvals := r.input.Queue.snapshot()
+	v.InputRequests = questions
+	for _, req := range approvals {
+		v.Approvals = append(v.Approvals, req.approvalView())
+	}
+	if v.Status != runRunning {
+		return
+	}
 	switch {
-	case approvals > 0:
-		r.status = runWaitingApproval
-	case questions > 0:
-		r.status = runWaitingInput
-	default:
-		r.status = runRunning
+	case len(v.Approvals) > 0:
+		v.Status = runWaitingApproval
+	case len(v.InputRequests) > 0:
+		v.Status = runWaitingInput
 	}
-}
-
-// openInputs returns the run's open input requests, oldest first (none
-// for a run that is not interactive).
-func (r *run) openInputs() []inputRequest {
-	if r.input == nil || r.input.Queue == nil {
-		return []inputRequest{}
-	}
-	return r.input.Queue.list()
 }

@@ -190,7 +190,7 @@ type deltaWriter struct {
 // write emits text, less what it must hold back.
 func (d *deltaWriter) write(text string) {
 	d.pending += text
-	cut := len(d.pending) - secretPrefixLen(d.r.secrets, d.pending)
+	cut := len(d.pending) - secretPrefixLen(d.r.secrets.load(), d.pending)
 	for cut > 0 && cut < len(d.pending) && !utf8.RuneStart(d.pending[cut]) {
 		cut--
 	}

@@ -396,7 +396,7 @@ func TestLiveLogIsBounded(t *testing.T) {
 // across pieces is never split between two deltas.
 func TestLiveDeltaKeepsSecretsWhole(t *testing.T) {
 	const secret = "s3cr3t-t0ken-value"
-	r := &run{status: runRunning, changed: make(chan struct{}), secrets: newRedactor(secret)}
+	r := &run{status: runRunning, changed: make(chan struct{}), secrets: newLiveRedactor(newRedactor(secret))}
 	d := &deltaWriter{r: r, step: 1}
 	text := "the token is " + secret + ", not s3cr3t-t0 alone"
 	for piece := range slices.Chunk([]byte(text), 4) {
@@ -407,10 +407,10 @@ func TestLiveDeltaKeepsSecretsWhole(t *testing.T) {
 	for _, item := range r.live.items {
 		piece := item.ev.Data.(map[string]any)["text"].(string)
 		joined += piece
-		redacted += r.secrets.redact(piece)
+		redacted += r.secrets.load().redact(piece)
 	}
-	if joined != text || redacted != r.secrets.redact(text) {
-		t.Errorf("deltas add up to %q, redacted one by one to %q; want %q and %q", joined, redacted, text, r.secrets.redact(text))
+	if joined != text || redacted != r.secrets.load().redact(text) {
+		t.Errorf("deltas add up to %q, redacted one by one to %q; want %q and %q", joined, redacted, text, r.secrets.load().redact(text))
 	}
 }
 

@@ -210,9 +210,12 @@ func newRunManager(opts runManagerOptions) *runManager {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	opts.Limits = opts.Limits.resolve()
+	// The registry's live redactor is the daemon's: what every run may
+	// quote joins it, and so do the credentials its servers obtain.
+	opts.Registry.secrets().add(append(baseSecretValues(opts.Registry.globals(), opts.Getenv), opts.Webhooks.Secret)...)
 	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}, conversations: map[string]*conversation{}}
 	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: m.connectAllowHosts,
-		secrets: newLiveRedactor(baseSecrets(opts.Registry.globals(), opts.Getenv).with(opts.Webhooks.Secret)),
+		secrets: opts.Registry.secrets(),
 		limits:  opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
 	m.env.webhooks = &webhookSender{ctx: ctx, logger: opts.Logger, metrics: opts.Metrics, timing: opts.WebhookTiming.resolve(),
 		secret: func() string { return m.webhookSettings().Secret }}
@@ -337,9 +340,8 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 		return nil, err
 	}
 	own := serverSecrets(r.profile, r.perRun)
-	r.secrets = m.env.secrets.load().with(own...)
-	// The daemon's logger already hides env's secrets.
-	r.logger = redactLogger(r.logger, newRedactor(own...))
+	r.secrets = m.env.secrets.derive(own...)
+	r.logger = redactLoggerLive(r.logger, r.secrets)
 	newProvider := func(spec modelSpec) (modelProvider, error) { return m.opts.newProvider(spec, m.opts.Getenv, r.logger) }
 	if err := r.setupInput(m.opts.Limits, m.opts.SamplingModels, newProvider); err != nil {
 		return nil, err

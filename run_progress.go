@@ -89,7 +89,7 @@ func (l *progressLimiter) sendLocked(p progressParams) {
 	l.last = time.Now()
 	data := toolCallProgressEvent(l.callID, p)
 	if msg, ok := data["message"].(string); ok {
-		data["message"] = l.r.secrets.cut(msg, l.r.env.limits.MaxToolEventBytes)
+		data["message"] = l.r.secrets.load().cut(msg, l.r.env.limits.MaxToolEventBytes)
 	}
 	l.r.emitLive(evToolCallProgress, data, len(p.Message))
 }

@@ -93,7 +93,7 @@ func (r *run) record(step int, msgs []chatMessage, calls []toolCall) {
 			}
 			m.ToolCalls = append(m.ToolCalls, transcriptToolCall{ID: tc.ID, Name: tc.Name, Arguments: args, ArgumentsError: tc.ArgumentsError})
 		}
-		lines = append(lines, r.secrets.marshal(m, false))
+		lines = append(lines, r.secrets.load().marshal(m, false))
 	}
 	limit := int64(r.env.limits.MaxTranscriptBytes)
 	r.mu.Lock()
@@ -113,7 +113,7 @@ func (r *run) record(step int, msgs []chatMessage, calls []toolCall) {
 			r.transcript.lines = append(r.transcript.lines, line)
 			continue
 		}
-		r.disk.appendMessageLocked(r, line)
+		r.disk.appendMessageLocked(line)
 	}
 }
 
@@ -175,8 +175,8 @@ type messagesAnswer struct {
 
 // runMessages answers GET /v1/runs/{id}/messages: the run's conversation
 // so far, in order, redacted; 404 for an unknown run.
-func (a *api) runMessages(w http.ResponseWriter, r *http.Request, _ authInfo) {
-	run := a.findRun(w, r)
+func (a *api) runMessages(w http.ResponseWriter, r *http.Request, info authInfo) {
+	run := a.findRun(w, r, info)
 	if run == nil {
 		return
 	}

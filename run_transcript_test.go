@@ -305,7 +305,7 @@ func BenchmarkTranscriptStep(b *testing.B) {
 		Store: store, Limits: runLimits{MaxTranscriptBytes: 1 << 40}})
 	r := newRun(m.env, runRequest{Prompt: "bench"})
 	r.provider = newGateModel()
-	r.secrets = m.env.secrets.load().with(transcriptSecret)
+	r.secrets = m.env.secrets.derive(transcriptSecret)
 	if err := m.persistNew(r); err != nil {
 		b.Fatal(err)
 	}

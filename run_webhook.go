@@ -371,9 +371,9 @@ func (s *webhookSender) body(r *run) []byte {
 	v := r.view()
 	rd := r.secrets
 	if rd == nil {
-		rd = r.env.secrets.load()
+		rd = r.env.secrets
 	}
-	return rd.marshal(webhookBody{Type: terminalEventType(v.Status), Run: v}, false)
+	return rd.load().marshal(webhookBody{Type: terminalEventType(v.Status), Run: v}, false)
 }
 
 // post makes one attempt: POST body to target within the attempt timeout,
