@@ -147,28 +147,49 @@ func (m *metrics) webhookDelivery(outcome string) {
 // write renders the Prometheus text exposition format.
 func (m *metrics) write(w io.Writer, servers []serverStatus) {
 	var b strings.Builder
-	flag := func(ok bool) int {
-		if ok {
-			return 1
-		}
-		return 0
+	writeServerMetrics(&b, servers)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.writeToolCallsLocked(&b)
+	m.writeRunsLocked(&b)
+	m.writeReloadsLocked(&b)
+	b.WriteString("# HELP harnessd_webhook_deliveries_total Webhook attempts, by outcome: delivered, retried (another attempt follows), failed (the last).\n# TYPE harnessd_webhook_deliveries_total counter\n")
+	for _, outcome := range []string{webhookDelivered, "retried", webhookFailed} {
+		fmt.Fprintf(&b, "harnessd_webhook_deliveries_total{outcome=%q} %d\n", outcome, m.webhooks[outcome])
 	}
+	m.outsideSampling.writeMetrics(&b)
+	io.WriteString(w, b.String())
+}
+
+// promFlag is a boolean as a gauge's value.
+func promFlag(ok bool) int {
+	if ok {
+		return 1
+	}
+	return 0
+}
+
+// writeServerMetrics renders the gauges and counters of the global servers.
+func writeServerMetrics(b *strings.Builder, servers []serverStatus) {
 	perServer := func(name, kind, help string, value func(serverStatus) int) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
+		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
 		for _, s := range servers {
-			fmt.Fprintf(&b, "%s{server=%s} %d\n", name, promLabel(s.Name), value(s))
+			fmt.Fprintf(b, "%s{server=%s} %d\n", name, promLabel(s.Name), value(s))
 		}
 	}
 	perServer("harnessd_mcp_server_up", "gauge", "Whether a global MCP server is connected (1) or not (0).",
-		func(s serverStatus) int { return flag(s.Status == statusReady) })
+		func(s serverStatus) int { return promFlag(s.Status == statusReady) })
 	perServer("harnessd_mcp_server_needs_auth", "gauge", "Whether a global MCP server waits for an OAuth login (1) or not (0).",
-		func(s serverStatus) int { return flag(s.Status == statusNeedsAuth) })
+		func(s serverStatus) int { return promFlag(s.Status == statusNeedsAuth) })
 	perServer("harnessd_mcp_server_tools", "gauge", "Tools a global MCP server offers.",
 		func(s serverStatus) int { return len(s.Tools) })
 	perServer("harnessd_mcp_server_restarts_total", "counter", "Reconnections of a global MCP server.",
 		func(s serverStatus) int { return s.Restarts })
-	m.mu.Lock()
-	defer m.mu.Unlock()
+}
+
+// writeToolCallsLocked renders the tool calls by server and outcome and
+// their latency histograms. m.mu is held.
+func (m *metrics) writeToolCallsLocked(b *strings.Builder) {
 	b.WriteString("# HELP harnessd_tool_calls_total Tool calls by server and outcome.\n# TYPE harnessd_tool_calls_total counter\n")
 	keys := make([][2]string, 0, len(m.toolCalls))
 	for k := range m.toolCalls {
@@ -178,7 +199,7 @@ func (m *metrics) write(w io.Writer, servers []serverStatus) {
 		return keys[i][0] < keys[j][0] || (keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1])
 	})
 	for _, k := range keys {
-		fmt.Fprintf(&b, "harnessd_tool_calls_total{server=%s,outcome=%s} %d\n", promLabel(k[0]), promLabel(k[1]), m.toolCalls[k])
+		fmt.Fprintf(b, "harnessd_tool_calls_total{server=%s,outcome=%s} %d\n", promLabel(k[0]), promLabel(k[1]), m.toolCalls[k])
 	}
 	b.WriteString("# HELP harnessd_tool_call_duration_seconds Tool call latency by server.\n# TYPE harnessd_tool_call_duration_seconds histogram\n")
 	names := make([]string, 0, len(m.histograms))
@@ -191,41 +212,44 @@ func (m *metrics) write(w io.Writer, servers []serverStatus) {
 		var cum uint64
 		for i, le := range latencyBuckets {
 			cum += h.counts[i]
-			fmt.Fprintf(&b, "harnessd_tool_call_duration_seconds_bucket{server=%s,le=%q} %d\n", promLabel(n), strconv.FormatFloat(le, 'g', -1, 64), cum)
+			fmt.Fprintf(b, "harnessd_tool_call_duration_seconds_bucket{server=%s,le=%q} %d\n", promLabel(n), strconv.FormatFloat(le, 'g', -1, 64), cum)
 		}
 		cum += h.counts[len(latencyBuckets)]
-		fmt.Fprintf(&b, "harnessd_tool_call_duration_seconds_bucket{server=%s,le=\"+Inf\"} %d\n", promLabel(n), cum)
-		fmt.Fprintf(&b, "harnessd_tool_call_duration_seconds_sum{server=%s} %s\n", promLabel(n), strconv.FormatFloat(h.sum, 'g', -1, 64))
-		fmt.Fprintf(&b, "harnessd_tool_call_duration_seconds_count{server=%s} %d\n", promLabel(n), h.count)
+		fmt.Fprintf(b, "harnessd_tool_call_duration_seconds_bucket{server=%s,le=\"+Inf\"} %d\n", promLabel(n), cum)
+		fmt.Fprintf(b, "harnessd_tool_call_duration_seconds_sum{server=%s} %s\n", promLabel(n), strconv.FormatFloat(h.sum, 'g', -1, 64))
+		fmt.Fprintf(b, "harnessd_tool_call_duration_seconds_count{server=%s} %d\n", promLabel(n), h.count)
 	}
+}
+
+// writeRunsLocked renders the runs started, ended, active and stopped
+// past a budget. m.mu is held.
+func (m *metrics) writeRunsLocked(b *strings.Builder) {
 	b.WriteString("# HELP harnessd_runs_started_total Runs started.\n# TYPE harnessd_runs_started_total counter\n")
-	fmt.Fprintf(&b, "harnessd_runs_started_total %d\n", m.runsStarted)
+	fmt.Fprintf(b, "harnessd_runs_started_total %d\n", m.runsStarted)
 	b.WriteString("# HELP harnessd_runs_total Runs ended, by status.\n# TYPE harnessd_runs_total counter\n")
 	for _, st := range []string{runCompleted, runFailed, runCancelled} {
-		fmt.Fprintf(&b, "harnessd_runs_total{status=%q} %d\n", st, m.runsEnded[st])
+		fmt.Fprintf(b, "harnessd_runs_total{status=%q} %d\n", st, m.runsEnded[st])
 	}
 	b.WriteString("# HELP harnessd_runs_active Runs queued or running.\n# TYPE harnessd_runs_active gauge\n")
-	fmt.Fprintf(&b, "harnessd_runs_active %d\n", max(m.runsActive, 0))
+	fmt.Fprintf(b, "harnessd_runs_active %d\n", max(m.runsActive, 0))
 	b.WriteString("# HELP harnessd_run_budget_stops_total Runs stopped past a budget, by budget.\n# TYPE harnessd_run_budget_stops_total counter\n")
 	for _, budget := range budgetNames {
-		fmt.Fprintf(&b, "harnessd_run_budget_stops_total{budget=%q} %d\n", budget, m.budgetStops[budget])
+		fmt.Fprintf(b, "harnessd_run_budget_stops_total{budget=%q} %d\n", budget, m.budgetStops[budget])
 	}
+}
+
+// writeReloadsLocked renders the configuration reloads. m.mu is held.
+func (m *metrics) writeReloadsLocked(b *strings.Builder) {
 	b.WriteString("# HELP harnessd_config_reloads_total Configuration reloads (SIGHUP), by outcome.\n# TYPE harnessd_config_reloads_total counter\n")
 	for _, outcome := range []string{"applied", "refused"} {
-		fmt.Fprintf(&b, "harnessd_config_reloads_total{outcome=%q} %d\n", outcome, m.reloads[outcome])
+		fmt.Fprintf(b, "harnessd_config_reloads_total{outcome=%q} %d\n", outcome, m.reloads[outcome])
 	}
 	b.WriteString("# HELP harnessd_config_last_reload_successful Whether the last reload was applied (1) or refused (0); 1 before any.\n# TYPE harnessd_config_last_reload_successful gauge\n")
-	fmt.Fprintf(&b, "harnessd_config_last_reload_successful %d\n", flag(!m.lastReloadFailed))
+	fmt.Fprintf(b, "harnessd_config_last_reload_successful %d\n", promFlag(!m.lastReloadFailed))
 	b.WriteString("# HELP harnessd_config_reload_servers_total Global MCP servers reloads added, removed, restarted or gave new roots.\n# TYPE harnessd_config_reload_servers_total counter\n")
 	for _, change := range []string{"added", "removed", "restarted", "rerooted"} {
-		fmt.Fprintf(&b, "harnessd_config_reload_servers_total{change=%q} %d\n", change, m.reloadServers[change])
+		fmt.Fprintf(b, "harnessd_config_reload_servers_total{change=%q} %d\n", change, m.reloadServers[change])
 	}
-	b.WriteString("# HELP harnessd_webhook_deliveries_total Webhook attempts, by outcome: delivered, retried (another attempt follows), failed (the last).\n# TYPE harnessd_webhook_deliveries_total counter\n")
-	for _, outcome := range []string{webhookDelivered, "retried", webhookFailed} {
-		fmt.Fprintf(&b, "harnessd_webhook_deliveries_total{outcome=%q} %d\n", outcome, m.webhooks[outcome])
-	}
-	m.outsideSampling.writeMetrics(&b)
-	io.WriteString(w, b.String())
 }
 
 // promLabel quotes a label value for the exposition format.
