@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -50,21 +47,7 @@ func TestRunCommandAgainstDaemon(t *testing.T) {
 		fakeTurn{Hang: true},
 	)
 	bin := buildHarnessd(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	marker := fmt.Sprintf("cmd-run-%d", os.Getpid())
-	home, workspace := t.TempDir(), t.TempDir()
-	config := fmt.Sprintf("[mcp_servers.fake]\ncommand = %q\nenv = { %s = \"normal\", %s = %q }\n", exe, fakeServerEnv, e2eMarkerEnv, marker)
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, pid := range markedProcesses(t, marker) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
+	home, workspace, _ := fakeServerHome(t, "fake", "normal", "")
 	keys := `HARNESS_API_KEYS=[{"name":"cli","token":"tok-cli-0123456789abcdef","scopes":["runs:write"]}]`
 	_, at := serveHarnessd(t, bin, fakeModelEnv(f, home, "HARNESS_MODEL=openai/fake-model", keys), workspace)
 	waitReadyz(t, at)

@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -88,4 +92,31 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// fakeServerHome returns a harnessd home whose config.toml declares the
+// fake stdio server (this test binary) as [mcp_servers.NAME] in mode, after
+// the top-level TOML extra, and a workspace. The server's processes carry
+// a marker of their own (returned): every one left is killed when the test
+// ends.
+func fakeServerHome(t *testing.T, name, mode, extra string) (home, workspace, marker string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var markerBytes [8]byte
+	rand.Read(markerBytes[:])
+	marker = hex.EncodeToString(markerBytes[:])
+	home, workspace = t.TempDir(), t.TempDir()
+	config := fmt.Sprintf("%s\n[mcp_servers.%s]\ncommand = %q\nenv = { %s = %q, %s = %q }\n", extra, name, exe, fakeServerEnv, mode, e2eMarkerEnv, marker)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, pid := range markedProcesses(t, marker) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return home, workspace, marker
 }

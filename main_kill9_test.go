@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -34,30 +32,8 @@ func TestKill9(t *testing.T) {
 	}
 	f := newFakeModel(t, providerOpenAI, script...)
 	bin := buildHarnessd(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var markerBytes [8]byte
-	rand.Read(markerBytes[:])
-	marker := hex.EncodeToString(markerBytes[:])
-	home, workspace := t.TempDir(), t.TempDir()
 	// Room for every active run at once, whatever the machine's size.
-	config := fmt.Sprintf(`max_concurrent_runs = 64
-
-[mcp_servers.brood]
-command = %q
-env = { %s = "brood", %s = %q }
-`, exe, fakeServerEnv, e2eMarkerEnv, marker)
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// Whatever happens, no process of this test outlives it.
-	t.Cleanup(func() {
-		for _, pid := range markedProcesses(t, marker) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
+	home, workspace, marker := fakeServerHome(t, "brood", "brood", "max_concurrent_runs = 64")
 	env := fakeModelEnv(f, home, "HARNESS_MODEL=openai/fake-model")
 	first, at := serveHarnessd(t, bin, env, workspace)
 	waitUntil(t, "the brood server and its children run", func() bool { return len(markedProcesses(t, marker)) == 1+broodSize })
@@ -76,6 +52,10 @@ env = { %s = "brood", %s = %q }
 
 	// Active runs, each with a server of its own that ignores SIGTERM and
 	// EOF; the model holds every call.
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	perRun := fmt.Sprintf(`[{"name":"hold","command":%q,"env":{%q:"ignore-term",%q:%q}}]`, exe, fakeServerEnv, e2eMarkerEnv, marker)
 	var interrupted []string
 	for i := range active {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -456,21 +455,7 @@ func TestConversationKill9(t *testing.T) {
 		}), Text: "it was 4711"},
 	)
 	bin := buildHarnessd(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	marker := fmt.Sprintf("conv-kill9-%d", os.Getpid())
-	home, workspace := t.TempDir(), t.TempDir()
-	config := fmt.Sprintf("[mcp_servers.fake]\ncommand = %q\nenv = { %s = \"normal\", %s = %q }\n", exe, fakeServerEnv, e2eMarkerEnv, marker)
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, pid := range markedProcesses(t, marker) {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
+	home, workspace, _ := fakeServerHome(t, "fake", "normal", "")
 	env := fakeModelEnv(f, home, "HARNESS_MODEL=openai/fake-model")
 	first, at := serveHarnessd(t, bin, env, workspace)
 	waitReadyz(t, at)
