@@ -278,8 +278,10 @@ type runSummary struct {
 	Status    string     `json:"status"`
 	Model     string     `json:"model"`
 	Steps     int        `json:"steps"`
+	Usage     modelUsage `json:"usage"`
 	Error     string     `json:"error,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
 }
 
@@ -301,7 +303,8 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, info authInfo) {
 			continue
 		}
 		// The error is the one field that may quote a secret.
-		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Status: v.Status, Model: v.Model, Steps: v.Steps, Error: a.runSecrets(run).redact(v.Error), CreatedAt: v.CreatedAt, EndedAt: v.EndedAt})
+		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Status: v.Status, Model: v.Model, Steps: v.Steps, Usage: v.Usage,
+			Error: a.runSecrets(run).redact(v.Error), CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, EndedAt: v.EndedAt})
 	}
 	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"runs": out}, true))
 }
