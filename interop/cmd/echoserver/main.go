@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string) error {
 			return fmt.Errorf("-trace: %w", err)
 		}
 		defer f.Close()
-		return server.Run(ctx, &mcp.LoggingTransport{Transport: &mcp.StdioTransport{}, Writer: f})
+		return server.Run(ctx, &mcp.LoggingTransport{Transport: &mcp.StdioTransport{}, Writer: stampWriter{f}})
 	case "http":
 		return serveHTTP(ctx, *addr, "/mcp", mcp.NewStreamableHTTPHandler(serverFor(server), nil))
 	case "http-stateless":
@@ -88,6 +88,18 @@ func run(ctx context.Context, args []string) error {
 		return serveHTTP(ctx, *addr, "/sse", mcp.NewSSEHandler(serverFor(server), nil))
 	}
 	return fmt.Errorf("unknown mode %q\n%s", mode, usage)
+}
+
+// A stampWriter starts each write (one trace line) with the time, in the
+// format of harnessd's own trace lines, so the two sides can be lined up.
+type stampWriter struct{ w io.Writer }
+
+func (s stampWriter) Write(p []byte) (int, error) {
+	line := append([]byte(time.Now().Format("15:04:05.000000 ")), p...)
+	if _, err := s.w.Write(line); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // An echoInput is the arguments of the echo tool.
