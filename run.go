@@ -21,6 +21,12 @@ type runEvent struct {
 	Type string    `json:"type"`
 	Time time.Time `json:"time"`
 	Data any       `json:"data,omitempty"`
+
+	// encoded is the event as JSON, redacted, and frame the SSE frame
+	// holding it (run_event_encode.go): made once when the event is
+	// emitted or read back from disk; nil for an event made otherwise,
+	// which is encoded where it is sent.
+	encoded, frame []byte
 }
 
 // A runView is a run as GET /v1/runs/{id} shows it.
@@ -163,9 +169,10 @@ func newRun(env *runEnv, req runRequest) *run {
 // emit appends an event and wakes every follower; the run's writer puts
 // it on disk later, without mu. Every event of a run passes here.
 func (r *run) emit(typ string, data any) {
+	raw := encodeEventData(r.eventSecrets(), data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ev := runEvent{Seq: len(r.events) + 1, Type: typ, Time: time.Now().UTC(), Data: data}
+	ev := newHistoryEvent(len(r.events)+1, typ, time.Now().UTC(), data, raw)
 	r.disk.appendLocked(ev, false)
 	r.publishLocked(ev)
 }
@@ -289,8 +296,9 @@ func (r *run) finish(status, output, errMsg string) {
 	if errMsg != "" {
 		data["error"] = errMsg
 	}
+	raw := encodeEventData(r.eventSecrets(), data)
 	r.mu.Lock()
-	ev := runEvent{Seq: len(r.events) + 1, Type: terminalEventType(status), Time: time.Now().UTC(), Data: data}
+	ev := newHistoryEvent(len(r.events)+1, terminalEventType(status), time.Now().UTC(), data, raw)
 	durable := r.disk.appendLocked(ev, true)
 	v := r.viewLocked()
 	v.Status, v.Output, v.Error, v.EndedAt = status, output, errMsg, &ev.Time

@@ -361,6 +361,9 @@ func (s *runStore) readConversations() (map[string]conversationRecord, error) {
 // and count. So retention keeps or drops a conversation whole, by its
 // last activity. Called under m.mu.
 func (m *runManager) groupConversationsLocked(kept []keptRun) []keptRun {
+	if len(m.conversations) == 0 {
+		return kept // nothing to group: no map to build at every run's end
+	}
 	groups := map[string]*keptRun{}
 	last := map[string]int{}
 	for i, k := range kept {

@@ -78,14 +78,14 @@ type followCursor struct {
 // emitLive records a live-only event and wakes every follower. size is the
 // text it carries, counted against maxLiveBytes. An ended run drops it.
 func (r *run) emitLive(typ string, data any, size int) {
+	ev := newLiveEvent(typ, time.Now().UTC(), data, encodeEventData(r.eventSecrets(), data))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.final != nil || isTerminal(r.status) {
 		return
 	}
 	r.live.last++
-	r.live.items = append(r.live.items, liveEvent{id: r.live.last, after: len(r.events), size: size,
-		ev: runEvent{Type: typ, Time: time.Now().UTC(), Data: data}})
+	r.live.items = append(r.live.items, liveEvent{id: r.live.last, after: len(r.events), size: size, ev: ev})
 	r.live.bytes += size
 	if n := len(r.live.items); n > maxLiveEvents || r.live.bytes > maxLiveBytes {
 		// Down to three quarters of the bounds at once, so that the copy

@@ -278,6 +278,7 @@ func parseEventLog(b []byte) ([]runEvent, int) {
 		if len(ev.Data) > 0 {
 			out.Data = ev.Data
 		}
+		out.frame, out.encoded = storedEventFrame(ev.Seq, ev.Type, bytes.TrimSuffix(line, []byte("\n")))
 		events = append(events, out)
 	}
 	return events, whole
