@@ -262,7 +262,11 @@ func (m *runManager) pruneLocked() []string {
 		}
 		kept = append(kept, k)
 	}
-	ids := m.opts.Retention.expired(m.groupConversationsLocked(kept), time.Now())
+	now := time.Now()
+	if !m.opts.Retention.mayExpire(kept, now) {
+		return nil
+	}
+	ids := m.opts.Retention.expired(m.groupConversationsLocked(kept), now)
 	if len(ids) == 0 {
 		return nil
 	}
