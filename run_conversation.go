@@ -312,9 +312,10 @@ func (s *runStore) writeConversation(rec conversationRecord) error {
 	if err != nil {
 		return fmt.Errorf("conversation %s: create record: %w; check the free space and permissions of %s", rec.ID, err, s.dir)
 	}
-	_, err = f.Write(append(encodeCompact(rec), '\n'))
+	n, err := f.Write(append(encodeCompact(rec), '\n'))
+	countWrite(n)
 	if err == nil {
-		err = f.Sync()
+		err = syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -112,8 +112,9 @@ func benchRunsThroughAPI(b *testing.B, clients int, store bool) {
 	}
 	timed := &timedProvider{modelProvider: f.provider(b), spent: map[string]time.Duration{}}
 	var runStore *runStore
+	storeDir := filepath.Join(b.TempDir(), "runs")
 	if store {
-		s, err := openRunStore(filepath.Join(b.TempDir(), "runs"), benchLogger)
+		s, err := openRunStore(storeDir, benchLogger)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -156,6 +157,7 @@ func benchRunsThroughAPI(b *testing.B, clients int, store bool) {
 	overheads := make([]time.Duration, b.N)
 	var next atomic.Int64
 	var failed atomic.Value
+	syncs, written := storeSyncs.Load(), storeBytes.Load()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -193,6 +195,9 @@ func benchRunsThroughAPI(b *testing.B, clients int, store bool) {
 	b.ReportMetric(float64(overheads[len(overheads)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(float64(peakFDs.Load()), "peak-fds")
+	if store {
+		reportStoreCost(b, storeDir, storeSyncs.Load()-syncs, storeBytes.Load()-written)
+	}
 }
 
 // oneRun POSTs a run with prompt, follows its events with n streams and
