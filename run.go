@@ -188,7 +188,7 @@ func (r *run) publishLocked(ev runEvent) {
 // ended, and a channel closed at the next event.
 func (r *run) eventsAfter(seq int) ([]runEvent, bool, <-chan struct{}) {
 	r.mu.Lock()
-	if r.final != nil {
+	if r.final != nil && r.events == nil {
 		changed := r.changed
 		r.mu.Unlock()
 		return r.diskEvents(seq), true, changed
@@ -334,7 +334,13 @@ func (r *run) finish(status, output, errMsg string) {
 	r.servers, r.activated = v.Servers, v.ActivatedTools
 	r.scope, r.catalog = nil, nil
 	if final != nil {
-		r.final, r.events = final, nil
+		// The history is read from disk from now on, once the followers
+		// attached have gone (unfollow lets it go then): each would read
+		// the whole log back otherwise.
+		r.final = final
+		if r.live.followers == 0 {
+			r.events = nil
+		}
 		r.req.Prompt, r.output = "", ""
 	}
 	r.mu.Unlock()

@@ -109,7 +109,9 @@ func (r *run) emitLive(typ string, data any, size int) {
 // follower; unfollow must detach it.
 func (r *run) follow(cur *followCursor) (frames []followFrame, skipped int64, changed <-chan struct{}) {
 	r.mu.Lock()
-	final := r.final != nil
+	// final: the history is read from disk (kept on disk, and no
+	// follower held it in memory at the run's end).
+	final := r.final != nil && r.events == nil
 	newest := len(r.events)
 	if !cur.attached {
 		cur.attached = true
@@ -166,6 +168,9 @@ func (r *run) unfollow(cur *followCursor) {
 	r.live.followers--
 	if r.live.followers == 0 && isTerminal(r.status) {
 		r.live.items, r.live.bytes = nil, 0
+		if r.final != nil {
+			r.events = nil // on disk: read from there from now on
+		}
 	}
 }
 
