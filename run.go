@@ -22,10 +22,8 @@ type runEvent struct {
 	Time time.Time `json:"time"`
 	Data any       `json:"data,omitempty"`
 
-	// encoded is the event as JSON, redacted, and frame the SSE frame
-	// holding it (run_event_encode.go): made once when the event is
-	// emitted or read back from disk; nil for an event made otherwise,
-	// which is encoded where it is sent.
+	// encoded is the event as redacted JSON and frame its SSE frame, made
+	// once (run_event_encode.go); nil for an event made otherwise.
 	encoded, frame []byte
 }
 
@@ -334,13 +332,7 @@ func (r *run) finish(status, output, errMsg string) {
 	r.servers, r.activated = v.Servers, v.ActivatedTools
 	r.scope, r.catalog = nil, nil
 	if final != nil {
-		// The history is read from disk from now on, once the followers
-		// attached have gone (unfollow lets it go then): each would read
-		// the whole log back otherwise.
-		r.final = final
-		if r.live.followers == 0 {
-			r.events = nil
-		}
+		r.keepOnDiskLocked(final)
 		r.req.Prompt, r.output = "", ""
 	}
 	r.mu.Unlock()

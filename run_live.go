@@ -174,6 +174,17 @@ func (r *run) unfollow(cur *followCursor) {
 	}
 }
 
+// keepOnDiskLocked marks the run kept on disk as final. Its history is
+// read from there once the followers attached at its end are gone
+// (unfollow lets it go then), not read back by each of them. Called under
+// mu.
+func (r *run) keepOnDiskLocked(final *runView) {
+	r.final = final
+	if r.live.followers == 0 {
+		r.events = nil
+	}
+}
+
 // dropLiveLocked lets the live log go at the run's end unless followers
 // may still read it (unfollow does it then). Called under mu.
 func (r *run) dropLiveLocked() {

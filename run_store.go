@@ -486,26 +486,6 @@ type keptRun struct {
 
 // expired returns the ids of the runs to drop from runs (oldest first, as
 // kept) so that the finished ones left fit every bound of k at now.
-// mayExpire reports whether expired could return any of runs, grouped
-// or not: false when the ended ones, each counted alone, stay within
-// every bound (grouping only lowers the count and bytes of what is ended
-// and never makes an end older). A cheap test before grouping.
-func (k retention) mayExpire(runs []keptRun, now time.Time) bool {
-	var count int
-	var total int64
-	for _, r := range runs {
-		if !r.ended {
-			continue
-		}
-		count += max(r.runs, 1)
-		total += r.bytes
-		if k.MaxAge > 0 && now.Sub(r.endedAt) > k.MaxAge {
-			return true
-		}
-	}
-	return (k.MaxRuns > 0 && count > k.MaxRuns) || (k.MaxBytes > 0 && total > k.MaxBytes)
-}
-
 func (k retention) expired(runs []keptRun, now time.Time) []string {
 	var count int
 	var total int64
