@@ -530,6 +530,10 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 // last history event, and no seq.
 func writeEventFrame(w io.Writer, secrets *redactor, f followFrame) error {
 	ev := f.ev
+	if ev.frame != nil {
+		_, err := w.Write(ev.frame) // encoded and redacted once, when emitted
+		return err
+	}
 	if f.live {
 		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, secrets.marshal(liveFrame{Type: ev.Type, Time: ev.Time, Data: ev.Data}, false))
 		return err

@@ -21,6 +21,10 @@ type runEvent struct {
 	Type string    `json:"type"`
 	Time time.Time `json:"time"`
 	Data any       `json:"data,omitempty"`
+
+	// encoded is the event as redacted JSON and frame its SSE frame, made
+	// once (run_event_encode.go); nil for an event made otherwise.
+	encoded, frame []byte
 }
 
 // A runView is a run as GET /v1/runs/{id} shows it.
@@ -163,9 +167,10 @@ func newRun(env *runEnv, req runRequest) *run {
 // emit appends an event and wakes every follower; the run's writer puts
 // it on disk later, without mu. Every event of a run passes here.
 func (r *run) emit(typ string, data any) {
+	raw := encodeEventData(r.eventSecrets(), data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ev := runEvent{Seq: len(r.events) + 1, Type: typ, Time: time.Now().UTC(), Data: data}
+	ev := newHistoryEvent(len(r.events)+1, typ, time.Now().UTC(), data, raw)
 	r.disk.appendLocked(ev, false)
 	r.publishLocked(ev)
 }
@@ -181,7 +186,7 @@ func (r *run) publishLocked(ev runEvent) {
 // ended, and a channel closed at the next event.
 func (r *run) eventsAfter(seq int) ([]runEvent, bool, <-chan struct{}) {
 	r.mu.Lock()
-	if r.final != nil {
+	if r.final != nil && r.events == nil {
 		changed := r.changed
 		r.mu.Unlock()
 		return r.diskEvents(seq), true, changed
@@ -289,8 +294,9 @@ func (r *run) finish(status, output, errMsg string) {
 	if errMsg != "" {
 		data["error"] = errMsg
 	}
+	raw := encodeEventData(r.eventSecrets(), data)
 	r.mu.Lock()
-	ev := runEvent{Seq: len(r.events) + 1, Type: terminalEventType(status), Time: time.Now().UTC(), Data: data}
+	ev := newHistoryEvent(len(r.events)+1, terminalEventType(status), time.Now().UTC(), data, raw)
 	durable := r.disk.appendLocked(ev, true)
 	v := r.viewLocked()
 	v.Status, v.Output, v.Error, v.EndedAt = status, output, errMsg, &ev.Time
@@ -326,7 +332,7 @@ func (r *run) finish(status, output, errMsg string) {
 	r.servers, r.activated = v.Servers, v.ActivatedTools
 	r.scope, r.catalog = nil, nil
 	if final != nil {
-		r.final, r.events = final, nil
+		r.keepOnDiskLocked(final)
 		r.req.Prompt, r.output = "", ""
 	}
 	r.mu.Unlock()

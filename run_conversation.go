@@ -312,9 +312,10 @@ func (s *runStore) writeConversation(rec conversationRecord) error {
 	if err != nil {
 		return fmt.Errorf("conversation %s: create record: %w; check the free space and permissions of %s", rec.ID, err, s.dir)
 	}
-	_, err = f.Write(append(encodeCompact(rec), '\n'))
+	n, err := f.Write(append(encodeCompact(rec), '\n'))
+	countWrite(n)
 	if err == nil {
-		err = f.Sync()
+		err = syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -361,6 +362,9 @@ func (s *runStore) readConversations() (map[string]conversationRecord, error) {
 // and count. So retention keeps or drops a conversation whole, by its
 // last activity. Called under m.mu.
 func (m *runManager) groupConversationsLocked(kept []keptRun) []keptRun {
+	if len(m.conversations) == 0 {
+		return kept // nothing to group: no map to build at every run's end
+	}
 	groups := map[string]*keptRun{}
 	last := map[string]int{}
 	for i, k := range kept {

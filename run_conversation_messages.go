@@ -306,8 +306,9 @@ func (s *runStore) closeTranscript(id string, now time.Time) error {
 	if err := f.Truncate(whole); err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(lines, whole); err != nil {
+	n, err := f.WriteAt(lines, whole)
+	if countWrite(n); err != nil {
 		return err
 	}
-	return f.Sync()
+	return syncFile(f)
 }

@@ -262,7 +262,11 @@ func (m *runManager) pruneLocked() []string {
 		}
 		kept = append(kept, k)
 	}
-	ids := m.opts.Retention.expired(m.groupConversationsLocked(kept), time.Now())
+	now := time.Now()
+	if !m.opts.Retention.mayExpire(kept, now) {
+		return nil
+	}
+	ids := m.opts.Retention.expired(m.groupConversationsLocked(kept), now)
 	if len(ids) == 0 {
 		return nil
 	}
@@ -272,4 +276,24 @@ func (m *runManager) pruneLocked() []string {
 	}
 	m.order = slices.DeleteFunc(m.order, func(id string) bool { _, ok := m.runs[id]; return !ok })
 	return ids
+}
+
+// mayExpire reports whether expired could return any of runs, grouped
+// or not: false when the ended ones, each counted alone, stay within
+// every bound (grouping only lowers the count and bytes of what is ended
+// and never makes an end older). A cheap test before grouping.
+func (k retention) mayExpire(runs []keptRun, now time.Time) bool {
+	var count int
+	var total int64
+	for _, r := range runs {
+		if !r.ended {
+			continue
+		}
+		count += max(r.runs, 1)
+		total += r.bytes
+		if k.MaxAge > 0 && now.Sub(r.endedAt) > k.MaxAge {
+			return true
+		}
+	}
+	return (k.MaxRuns > 0 && count > k.MaxRuns) || (k.MaxBytes > 0 && total > k.MaxBytes)
 }

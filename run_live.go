@@ -78,14 +78,14 @@ type followCursor struct {
 // emitLive records a live-only event and wakes every follower. size is the
 // text it carries, counted against maxLiveBytes. An ended run drops it.
 func (r *run) emitLive(typ string, data any, size int) {
+	ev := newLiveEvent(typ, time.Now().UTC(), data, encodeEventData(r.eventSecrets(), data))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.final != nil || isTerminal(r.status) {
 		return
 	}
 	r.live.last++
-	r.live.items = append(r.live.items, liveEvent{id: r.live.last, after: len(r.events), size: size,
-		ev: runEvent{Type: typ, Time: time.Now().UTC(), Data: data}})
+	r.live.items = append(r.live.items, liveEvent{id: r.live.last, after: len(r.events), size: size, ev: ev})
 	r.live.bytes += size
 	if n := len(r.live.items); n > maxLiveEvents || r.live.bytes > maxLiveBytes {
 		// Down to three quarters of the bounds at once, so that the copy
@@ -109,7 +109,9 @@ func (r *run) emitLive(typ string, data any, size int) {
 // follower; unfollow must detach it.
 func (r *run) follow(cur *followCursor) (frames []followFrame, skipped int64, changed <-chan struct{}) {
 	r.mu.Lock()
-	final := r.final != nil
+	// final: the history is read from disk (kept on disk, and no
+	// follower held it in memory at the run's end).
+	final := r.final != nil && r.events == nil
 	newest := len(r.events)
 	if !cur.attached {
 		cur.attached = true
@@ -166,6 +168,20 @@ func (r *run) unfollow(cur *followCursor) {
 	r.live.followers--
 	if r.live.followers == 0 && isTerminal(r.status) {
 		r.live.items, r.live.bytes = nil, 0
+		if r.final != nil {
+			r.events = nil // on disk: read from there from now on
+		}
+	}
+}
+
+// keepOnDiskLocked marks the run kept on disk as final. Its history is
+// read from there once the followers attached at its end are gone
+// (unfollow lets it go then), not read back by each of them. Called under
+// mu.
+func (r *run) keepOnDiskLocked(final *runView) {
+	r.final = final
+	if r.live.followers == 0 {
+		r.events = nil
 	}
 }
 

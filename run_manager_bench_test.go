@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -74,7 +75,7 @@ func peakRSS() int64 {
 // time includes the wait. -benchtime=1000x gives 1000 runs.
 func BenchmarkRunsThroughAPI(b *testing.B) {
 	for _, clients := range []int{defaultLimit("max_concurrent_runs"), 50} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchRunsThroughAPI(b, clients) })
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchRunsThroughAPI(b, clients, false) })
 	}
 }
 
@@ -88,7 +89,9 @@ func defaultLimit(key string) int {
 	panic("no limit " + key)
 }
 
-func benchRunsThroughAPI(b *testing.B, clients int) {
+// benchRunsThroughAPI runs the benchmark with clients; with store set the
+// runs are kept on disk, in a directory under the test's temporary one.
+func benchRunsThroughAPI(b *testing.B, clients int, store bool) {
 	const followers = 10
 	echo := mcpToolName("fake", "echo")
 	smart := fakeTurn{Reply: func(req fakeRequest) fakeTurn {
@@ -108,8 +111,18 @@ func benchRunsThroughAPI(b *testing.B, clients int) {
 		b.Fatal(err)
 	}
 	timed := &timedProvider{modelProvider: f.provider(b), spent: map[string]time.Duration{}}
+	var runStore *runStore
+	storeDir := filepath.Join(b.TempDir(), "runs")
+	if store {
+		s, err := openRunStore(storeDir, benchLogger)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(s.close)
+		runStore = s
+	}
 	m := newRunManager(runManagerOptions{
-		Registry: reg, Logger: benchLogger, Home: b.TempDir(), Metrics: newMetrics(),
+		Registry: reg, Logger: benchLogger, Home: b.TempDir(), Metrics: newMetrics(), Store: runStore,
 		Model:  modelSpec{Provider: providerOpenAI, Model: "fake-model"},
 		Limits: runLimits{MaxQueuedRuns: clients},
 		newProvider: func(modelSpec, func(string) (string, bool), *slog.Logger) (modelProvider, error) {
@@ -144,6 +157,7 @@ func benchRunsThroughAPI(b *testing.B, clients int) {
 	overheads := make([]time.Duration, b.N)
 	var next atomic.Int64
 	var failed atomic.Value
+	syncs, written := storeSyncs.Load(), storeBytes.Load()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -181,6 +195,9 @@ func benchRunsThroughAPI(b *testing.B, clients int) {
 	b.ReportMetric(float64(overheads[len(overheads)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(float64(peakFDs.Load()), "peak-fds")
+	if store {
+		reportStoreCost(b, storeDir, storeSyncs.Load()-syncs, storeBytes.Load()-written)
+	}
 }
 
 // oneRun POSTs a run with prompt, follows its events with n streams and

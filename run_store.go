@@ -118,9 +118,10 @@ func writeFileAtomic(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	n, err := f.Write(data)
+	countWrite(n)
 	if err == nil {
-		err = f.Sync()
+		err = syncFile(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -142,7 +143,7 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
+	err = syncFile(d)
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
@@ -212,9 +213,9 @@ func (l *runLog) append(event []byte, sync bool) error {
 	line = append(append(line, event...), '\n')
 	// One write per line: a crash tears at most the line being written.
 	n, err := l.f.Write(line)
-	l.size += int64(n)
+	l.size += int64(countWrite(n))
 	if err == nil && sync {
-		err = l.f.Sync()
+		err = syncFile(l.f)
 	}
 	if err != nil {
 		l.err = fmt.Errorf("append to %s: %w", l.path, err)
@@ -228,7 +229,7 @@ func (l *runLog) sync() error {
 	if l.err != nil || l.size == 0 {
 		return l.err
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := syncFile(l.f); err != nil {
 		l.err = fmt.Errorf("sync %s: %w", l.path, err)
 	}
 	return l.err
@@ -278,6 +279,7 @@ func parseEventLog(b []byte) ([]runEvent, int) {
 		if len(ev.Data) > 0 {
 			out.Data = ev.Data
 		}
+		out.frame, out.encoded = storedEventFrame(ev.Seq, ev.Type, bytes.TrimSuffix(line, []byte("\n")))
 		events = append(events, out)
 	}
 	return events, whole
@@ -432,10 +434,11 @@ func (s *runStore) appendAfterCrash(id string, whole int, ev runEvent) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(append(b, '\n'), int64(whole)); err != nil {
+	n, err := f.WriteAt(append(b, '\n'), int64(whole))
+	if countWrite(n); err != nil {
 		return err
 	}
-	return f.Sync()
+	return syncFile(f)
 }
 
 // remove deletes run id's files and its webhook delivery, the record last,

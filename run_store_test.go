@@ -464,6 +464,7 @@ func BenchmarkRunStoreLifecycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.close()
+	syncs, written := storeSyncs.Load(), storeBytes.Load()
 	start := time.Now()
 	ev := mustJSON(b, runEvent{Seq: 1, Type: "model.response", Time: start, Data: map[string]any{"step": 1, "content": strings.Repeat("x", 200)}})
 	end := mustJSON(b, runEvent{Seq: 11, Type: "run.completed", Time: start, Data: map[string]any{"status": runCompleted, "output": "done"}})
@@ -483,4 +484,6 @@ func BenchmarkRunStoreLifecycle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(storeSyncs.Load()-syncs)/float64(b.N), "fsyncs/op")
+	b.ReportMetric(float64(storeBytes.Load()-written)/float64(b.N), "written-B/op")
 }
