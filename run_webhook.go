@@ -328,6 +328,16 @@ func (s *webhookSender) deliver(r *run) {
 		}
 		now := time.Now().UTC()
 		last := attempt >= s.timing.MaxAttempts
+		// Counted before the record shows the outcome, so that whoever
+		// sees the outcome in the run view sees it in /metrics too.
+		switch {
+		case err == nil:
+			s.metrics.webhookDelivery(webhookDelivered)
+		case last:
+			s.metrics.webhookDelivery(webhookFailed)
+		default:
+			s.metrics.webhookDelivery("retried")
+		}
 		saveErr := w.update(func(rec *webhookRecord) {
 			rec.Attempts, rec.NextAttemptAt = attempt, nil
 			switch {
@@ -345,15 +355,12 @@ func (s *webhookSender) deliver(r *run) {
 		}
 		switch {
 		case err == nil:
-			s.metrics.webhookDelivery(webhookDelivered)
 			logger.Info("webhook delivered", "attempts", attempt)
 			return
 		case last:
-			s.metrics.webhookDelivery(webhookFailed)
 			logger.Warn("webhook delivery failed; giving up", "attempts", attempt, "err", err)
 			return
 		}
-		s.metrics.webhookDelivery("retried")
 		logger.Warn("webhook attempt failed; retrying", "attempt", attempt, "err", err)
 	}
 }
