@@ -30,6 +30,8 @@ function scenario(name, fn, viewport = { width: 1100, height: 800 }) {
   test(name, async () => {
     const ctx = await browser.newContext({ viewport });
     const page = await ctx.newPage();
+    // A wait bounds a failure only: CI machines are loaded.
+    page.setDefaultTimeout(60000);
     const log = [];
     const dialogs = [];
     page.on('console', (m) => log.push(`${m.type()}: ${m.text()}`));
