@@ -32,7 +32,10 @@ var benchHTTPClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHos
 func BenchmarkStdioToolCall(b *testing.B)     { benchStdioToolCall(b, "") }
 func BenchmarkStdioToolCall2025(b *testing.B) { benchStdioToolCall(b, "2025-11-25") }
 
-func benchStdioToolCall(b *testing.B, version string) {
+// benchStdioCommand returns the stdio server the benchmarks call:
+// HARNESS_BENCH_STDIO_SERVER (a command line, split on spaces), or the
+// echoserver.
+func benchStdioCommand(b *testing.B) *exec.Cmd {
 	var cmd *exec.Cmd
 	if line := os.Getenv("HARNESS_BENCH_STDIO_SERVER"); line != "" {
 		fields := strings.Fields(line)
@@ -41,6 +44,11 @@ func benchStdioToolCall(b *testing.B, version string) {
 		cmd = exec.Command(buildEchoServer(b), "stdio")
 	}
 	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+func benchStdioToolCall(b *testing.B, version string) {
+	cmd := benchStdioCommand(b)
 	benchToolCall(b, connectVersion(b, &mcp.CommandTransport{Command: cmd}, version))
 }
 
@@ -144,14 +152,7 @@ func BenchmarkFloorHTTPStatelessToolCall(b *testing.B) {
 }
 
 func benchFloorStdio(b *testing.B, version string) {
-	var cmd *exec.Cmd
-	if line := os.Getenv("HARNESS_BENCH_STDIO_SERVER"); line != "" {
-		fields := strings.Fields(line)
-		cmd = exec.Command(fields[0], fields[1:]...)
-	} else {
-		cmd = exec.Command(buildEchoServer(b), "stdio")
-	}
-	cmd.Stderr = os.Stderr
+	cmd := benchStdioCommand(b)
 	c, err := floor.Stdio(b.Context(), cmd, version)
 	if err != nil {
 		b.Fatal(err)
