@@ -52,12 +52,11 @@ type runClient struct {
 // runPrompt is "harnessd run".
 func (a *app) runPrompt(ctx context.Context, args []string) error {
 	fs := newFlagSet("run", a.stderr, runUsage)
-	addr, _ := a.getenv("HARNESS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:8080"
-	}
-	var req runRequest
-	fs.StringVar(&addr, "addr", addr, "address of the running harnessd (env HARNESS_ADDR)")
+	var (
+		addr string
+		req  runRequest
+	)
+	fs.StringVar(&addr, "addr", defaultAddr(a.getenv), "address of the running harnessd (env HARNESS_ADDR)")
 	fs.StringVar(&req.ConversationID, "conversation", "", "continue this conversation (its id is printed at the end of each run)")
 	fs.StringVar(&req.Model, "model", "", "model as provider/model (default: the daemon's)")
 	fs.StringVar(&req.Profile, "profile", "", "profile whose servers the run gets")

@@ -73,11 +73,7 @@ func (a *app) parseServe(args []string) (serveOptions, error) {
 	)
 	fs := newFlagSet("serve", a.stderr, serveUsage)
 	f.register(fs, a.getenv)
-	defaultAddr, ok := a.getenv("HARNESS_ADDR")
-	if !ok || defaultAddr == "" {
-		defaultAddr = "127.0.0.1:8080"
-	}
-	fs.StringVar(&o.addr, "addr", defaultAddr, "address to listen on (env HARNESS_ADDR)")
+	fs.StringVar(&o.addr, "addr", defaultAddr(a.getenv), "address to listen on (env HARNESS_ADDR)")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow a non-loopback --addr without API keys")
 	fs.IntVar(&o.flags.maxConns, "max-connections", 0, fmt.Sprintf("cap on open API connections (env HARNESS_MAX_CONNECTIONS, max_connections; default %d)", defaultMaxConnections))
 	for _, k := range []struct {
@@ -108,6 +104,15 @@ func (a *app) parseServe(args []string) (serveOptions, error) {
 	}
 	o.workspace, o.logPayloads, o.logger = workspace, *logPayloads, logger
 	return o, nil
+}
+
+// defaultAddr returns the daemon's address unless --addr is given: that of
+// HARNESS_ADDR, or 127.0.0.1:8080. serve listens on it and run calls it.
+func defaultAddr(getenv func(string) (string, bool)) string {
+	if addr, _ := getenv("HARNESS_ADDR"); addr != "" {
+		return addr
+	}
+	return "127.0.0.1:8080"
 }
 
 // checkAuth refuses API keys serve would refuse to start with: none on an
