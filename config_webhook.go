@@ -60,8 +60,9 @@ func (cfg *config) applyEnvWebhooks(getenv func(string) (string, bool)) error {
 	if !ok || v == "" {
 		return nil
 	}
-	cfg.Webhooks.Secret, cfg.Webhooks.secretSource = v, "HARNESS_WEBHOOK_SECRET"
-	return webhookSettings{Secret: v, secretSource: "HARNESS_WEBHOOK_SECRET"}.check()
+	env := webhookSettings{Secret: v, secretSource: "HARNESS_WEBHOOK_SECRET"}
+	cfg.Webhooks.merge(env)
+	return env.check()
 }
 
 // check returns an error naming the source of each bad value: a URL that
