@@ -139,9 +139,7 @@ func (a *app) mcpList(ctx context.Context, args []string) error {
 		}
 	}
 	if f.json {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"servers": withSchemas(statuses, schemas)}); err != nil {
+		if err := printJSON(a, map[string]any{"servers": withSchemas(statuses, schemas)}); err != nil {
 			return err
 		}
 	} else {

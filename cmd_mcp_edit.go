@@ -323,9 +323,7 @@ func (a *app) mcpGet(ctx context.Context, args []string) error {
 	}
 	details.Status.Tools = nil
 	if f.json {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(details); err != nil {
+		if err := printJSON(a, details); err != nil {
 			return err
 		}
 	} else {
