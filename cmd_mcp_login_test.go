@@ -24,7 +24,7 @@ func TestMCPLoginIgnoresForgedCallback(t *testing.T) {
 	stdin, stdinW := io.Pipe() // nothing is pasted
 	t.Cleanup(func() { stdinW.Close() })
 	var out, errOut lockedBuffer
-	a := &app{stdout: &out, stderr: &errOut, stdin: stdin, getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	a := &app{stdout: &out, stderr: &errOut, stdin: stdin, getenv: fakeEnv(env)}
 	done := make(chan int, 1)
 	// Owned by the test; ends when the login ends.
 	go func() { done <- exitCode(a.run(t.Context(), []string{"mcp", "login", "docs"}), &errOut) }()

@@ -75,7 +75,7 @@ func TestMCPCallProgressOnTerminal(t *testing.T) {
 			for k, v := range env {
 				full[k] = v
 			}
-			a := &app{stdin: bytes.NewReader(nil), stdout: &out, stderr: stderr, getenv: func(k string) (string, bool) { v, ok := full[k]; return v, ok }}
+			a := &app{stdin: bytes.NewReader(nil), stdout: &out, stderr: stderr, getenv: fakeEnv(full)}
 			code := exitCode(a.run(t.Context(), args), stderr)
 			got := errOut.String()
 			if tt.terminal {

@@ -48,10 +48,7 @@ func runHarnessd(t *testing.T, env map[string]string, args ...string) (code int,
 		full[k] = v
 	}
 	var out, errOut lockedBuffer
-	a := &app{stdout: &out, stderr: &errOut, getenv: func(k string) (string, bool) {
-		v, ok := full[k]
-		return v, ok
-	}}
+	a := &app{stdout: &out, stderr: &errOut, getenv: fakeEnv(full)}
 	code = exitCode(a.run(t.Context(), args), &errOut)
 	return code, out.String(), errOut.String()
 }

@@ -20,10 +20,7 @@ func TestServerJSONObjectShape(t *testing.T) {
 		}
 		return string(data)
 	}
-	getenv := func(k string) (string, bool) {
-		v, ok := map[string]string{"API_TOKEN": "token-123456789", "API_KEY": "key-123456789"}[k]
-		return v, ok
-	}
+	getenv := fakeEnv(map[string]string{"API_TOKEN": "token-123456789", "API_KEY": "key-123456789"})
 	tests := []struct {
 		name    string
 		json    string

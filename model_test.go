@@ -19,14 +19,6 @@ import (
 // This file tests the model providers against fakeModel and the wire
 // encodings against golden bodies.
 
-// modelTestEnv returns a getenv over vars.
-func modelTestEnv(vars map[string]string) func(string) (string, bool) {
-	return func(key string) (string, bool) {
-		v, ok := vars[key]
-		return v, ok
-	}
-}
-
 var modelTestLogger = slog.New(slog.DiscardHandler)
 
 func TestParseModelName(t *testing.T) {
@@ -96,7 +88,7 @@ func TestNewModelProvider(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := newModelProvider(tt.spec, modelTestEnv(tt.env), modelTestLogger)
+			p, err := newModelProvider(tt.spec, fakeEnv(tt.env), modelTestLogger)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("newModelProvider(%+v) = %v, want error containing %q", tt.spec, err, tt.wantErr)
@@ -224,7 +216,7 @@ func TestModelRequestEncoding(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := newModelProvider(tt.spec, modelTestEnv(tt.env), modelTestLogger)
+			p, err := newModelProvider(tt.spec, fakeEnv(tt.env), modelTestLogger)
 			if err != nil {
 				t.Fatalf("newModelProvider(%+v) = %v", tt.spec, err)
 			}
@@ -659,7 +651,7 @@ func TestModelUnreachable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := newModelProvider(tt.spec, modelTestEnv(tt.env), modelTestLogger)
+			p, err := newModelProvider(tt.spec, fakeEnv(tt.env), modelTestLogger)
 			if err != nil {
 				t.Fatalf("newModelProvider = %v", err)
 			}
@@ -695,7 +687,7 @@ func TestModelHeaders(t *testing.T) {
 			if tt.key != "" {
 				env["OPENAI_API_KEY"], env["ANTHROPIC_API_KEY"] = tt.key, tt.key
 			}
-			p, err := newModelProvider(f.spec(), modelTestEnv(env), modelTestLogger)
+			p, err := newModelProvider(f.spec(), fakeEnv(env), modelTestLogger)
 			if err != nil {
 				t.Fatalf("newModelProvider = %v", err)
 			}
