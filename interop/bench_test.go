@@ -60,11 +60,17 @@ func BenchmarkHTTPToolCall(b *testing.B)          { benchHTTPToolCall(b, "http")
 func BenchmarkHTTPStatelessToolCall(b *testing.B) { benchHTTPToolCall(b, "http-stateless") }
 
 func benchHTTPToolCall(b *testing.B, mode string) {
-	url := os.Getenv("HARNESS_BENCH_HTTP_URL")
-	if url == "" {
-		url = startEchoServerHTTP(b, mode)
-	}
+	url := benchHTTPEndpoint(b, mode)
 	benchToolCall(b, connectTransport(b, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: benchHTTPClient}))
+}
+
+// benchHTTPEndpoint returns the HTTP server the benchmarks call:
+// HARNESS_BENCH_HTTP_URL, or the echoserver started in mode.
+func benchHTTPEndpoint(b *testing.B, mode string) string {
+	if url := os.Getenv("HARNESS_BENCH_HTTP_URL"); url != "" {
+		return url
+	}
+	return startEchoServerHTTP(b, mode)
 }
 
 // connectVersion connects like connectTransport, offering version ("" for
@@ -99,17 +105,7 @@ func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 		}
 		return err
 	}
-	b.Run("seq", func(b *testing.B) {
-		b.ReportAllocs()
-		ctx := b.Context()
-		cpu := processCPU()
-		for b.Loop() {
-			if err := call(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
-	})
+	benchSeq(b, call)
 	b.Run("parallel", func(b *testing.B) {
 		b.ReportAllocs()
 		procs := runtime.GOMAXPROCS(0)
@@ -124,6 +120,22 @@ func benchToolCall(b *testing.B, session *mcp.ClientSession) {
 				}
 			}
 		})
+		b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	})
+}
+
+// benchSeq measures call one at a time ("seq"), with the client process's
+// CPU time per call.
+func benchSeq(b *testing.B, call func(context.Context) error) {
+	b.Run("seq", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := b.Context()
+		cpu := processCPU()
+		for b.Loop() {
+			if err := call(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
 		b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 	})
 }
@@ -162,11 +174,7 @@ func benchFloorStdio(b *testing.B, version string) {
 }
 
 func benchFloorHTTP(b *testing.B, mode, version string) {
-	url := os.Getenv("HARNESS_BENCH_HTTP_URL")
-	if url == "" {
-		url = startEchoServerHTTP(b, mode)
-	}
-	c, err := floor.HTTP(b.Context(), url, benchHTTPClient, version)
+	c, err := floor.HTTP(b.Context(), benchHTTPEndpoint(b, mode), benchHTTPClient, version)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -175,16 +183,4 @@ func benchFloorHTTP(b *testing.B, mode, version string) {
 
 // benchFloorCalls measures one call at a time ("seq", as benchToolCall
 // names it) with the client's CPU time per call.
-func benchFloorCalls(b *testing.B, c floor.Client) {
-	b.Run("seq", func(b *testing.B) {
-		b.ReportAllocs()
-		ctx := b.Context()
-		cpu := processCPU()
-		for b.Loop() {
-			if err := c.Call(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
-	})
-}
+func benchFloorCalls(b *testing.B, c floor.Client) { benchSeq(b, c.Call) }
