@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -209,6 +212,41 @@ type serveFlags struct {
 	budgets         budgetSettings
 }
 
+// A textSetting is one of the settings kept as written until checked
+// (keptRunsSetting): the retention of finished runs and the budget of
+// sampling outside runs' calls. serve takes each as a flag, a reload does
+// not apply them. Its env variable is HARNESS_ plus the key in upper case,
+// its flag the key with dashes.
+type textSetting struct {
+	key, usage string
+	def        any
+	field      func(*keptRunsSettings, *outsideSamplingSettings) *keptRunsSetting
+}
+
+// textSettings lists them, in the order --help lists their flags.
+var textSettings = []textSetting{
+	{"max_kept_runs", "finished runs kept, newest first; 0 for no bound", defaultMaxKeptRuns,
+		func(k *keptRunsSettings, _ *outsideSamplingSettings) *keptRunsSetting { return &k.runs }},
+	{"max_kept_run_age", "finished runs older than this are dropped; 0 for no bound", defaultMaxKeptRunAge,
+		func(k *keptRunsSettings, _ *outsideSamplingSettings) *keptRunsSetting { return &k.age }},
+	{"max_kept_run_bytes", "bytes the kept runs take on disk; 0 for no bound", defaultMaxKeptRunBytes,
+		func(k *keptRunsSettings, _ *outsideSamplingSettings) *keptRunsSetting { return &k.bytes }},
+	{"max_outside_sampling_requests", "sampling requests a server may make per hour outside any run's call; 0 refuses them", defaultOutsideSamplingRequests,
+		func(_ *keptRunsSettings, o *outsideSamplingSettings) *keptRunsSetting { return &o.requests }},
+	{"max_outside_sampling_tokens", "model tokens the sampling of a server may spend per hour outside any run's call; 0 refuses it", defaultOutsideSamplingTokens,
+		func(_ *keptRunsSettings, o *outsideSamplingSettings) *keptRunsSetting { return &o.tokens }},
+}
+
+// registerTextFlags adds a flag per textSetting to fs, writing into f.
+func registerTextFlags(fs *flag.FlagSet, f *serveFlags) {
+	for _, s := range textSettings {
+		name := strings.ReplaceAll(s.key, "_", "-")
+		set := s.field(&f.keepRuns, &f.outsideSampling)
+		set.source = "--" + name
+		fs.StringVar(&set.value, name, "", fmt.Sprintf("%s (env HARNESS_%s, %s; default %v)", s.usage, strings.ToUpper(s.key), s.key, s.def))
+	}
+}
+
 // overlay applies the flags to cfg as serve does at start.
 func (f serveFlags) overlay(cfg *config) {
 	cfg.KeptRuns.merge(f.keepRuns)
@@ -299,18 +337,9 @@ func restartSettings(started, next *config) []string {
 			names = append(names, s.key)
 		}
 	}
-	for _, k := range []struct {
-		name     string
-		was, now keptRunsSetting
-	}{
-		{"max_kept_runs", started.KeptRuns.runs, next.KeptRuns.runs},
-		{"max_kept_run_age", started.KeptRuns.age, next.KeptRuns.age},
-		{"max_kept_run_bytes", started.KeptRuns.bytes, next.KeptRuns.bytes},
-		{"max_outside_sampling_requests", started.OutsideSampling.requests, next.OutsideSampling.requests},
-		{"max_outside_sampling_tokens", started.OutsideSampling.tokens, next.OutsideSampling.tokens},
-	} {
-		if k.was.value != k.now.value {
-			names = append(names, k.name)
+	for _, s := range textSettings {
+		if s.field(&started.KeptRuns, &started.OutsideSampling).value != s.field(&next.KeptRuns, &next.OutsideSampling).value {
+			names = append(names, s.key)
 		}
 	}
 	if started.MaxConnections != next.MaxConnections {

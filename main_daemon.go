@@ -76,19 +76,7 @@ func (a *app) parseServe(args []string) (serveOptions, error) {
 	fs.StringVar(&o.addr, "addr", defaultAddr(a.getenv), "address to listen on (env HARNESS_ADDR)")
 	fs.BoolVar(&o.insecure, "insecure", false, "allow a non-loopback --addr without API keys")
 	fs.IntVar(&o.flags.maxConns, "max-connections", 0, fmt.Sprintf("cap on open API connections (env HARNESS_MAX_CONNECTIONS, max_connections; default %d)", defaultMaxConnections))
-	for _, k := range []struct {
-		set        *keptRunsSetting
-		name, help string
-	}{
-		{&o.flags.keepRuns.runs, "max-kept-runs", fmt.Sprintf("finished runs kept, newest first; 0 for no bound (env HARNESS_MAX_KEPT_RUNS, max_kept_runs; default %d)", defaultMaxKeptRuns)},
-		{&o.flags.keepRuns.age, "max-kept-run-age", fmt.Sprintf("finished runs older than this are dropped; 0 for no bound (env HARNESS_MAX_KEPT_RUN_AGE, max_kept_run_age; default %s)", defaultMaxKeptRunAge)},
-		{&o.flags.keepRuns.bytes, "max-kept-run-bytes", fmt.Sprintf("bytes the kept runs take on disk; 0 for no bound (env HARNESS_MAX_KEPT_RUN_BYTES, max_kept_run_bytes; default %d)", defaultMaxKeptRunBytes)},
-		{&o.flags.outsideSampling.requests, "max-outside-sampling-requests", fmt.Sprintf("sampling requests a server may make per hour outside any run's call; 0 refuses them (env HARNESS_MAX_OUTSIDE_SAMPLING_REQUESTS, max_outside_sampling_requests; default %d)", defaultOutsideSamplingRequests)},
-		{&o.flags.outsideSampling.tokens, "max-outside-sampling-tokens", fmt.Sprintf("model tokens the sampling of a server may spend per hour outside any run's call; 0 refuses it (env HARNESS_MAX_OUTSIDE_SAMPLING_TOKENS, max_outside_sampling_tokens; default %d)", defaultOutsideSamplingTokens)},
-	} {
-		k.set.source = "--" + k.name
-		fs.StringVar(&k.set.value, k.name, "", k.help)
-	}
+	registerTextFlags(fs, &o.flags)
 	registerLimitFlags(fs, &o.flags.limits)
 	registerBudgetFlags(fs, &o.flags.budgets)
 	logPayloads, payloadsErr := registerLogPayloadsFlag(fs, a.getenv)
