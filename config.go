@@ -134,8 +134,9 @@ func defaultHome(getenv func(string) (string, bool)) (string, error) {
 }
 
 // loadConfig reads $HARNESS_HOME/config.toml, <workspace>/.harness/config.toml
-// (each optional), HARNESS_MCP_SERVERS, HARNESS_MODEL and HARNESS_API_KEYS,
-// and returns the merged, validated config. A server in the workspace file
+// (each optional) and the HARNESS_ variables (servers, keys, model, limits,
+// budgets, retention, outside sampling, webhook secret), and returns the
+// merged, validated config. A server in the workspace file
 // replaces the home file's server of the same name whole; [model] merges
 // field by field; [[auth.keys]] merge by name; allow_hosts is replaced
 // whole. A HARNESS_MCP_SERVERS entry named like a TOML server is logged and
