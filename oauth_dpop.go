@@ -213,6 +213,7 @@ func (c *oauthClient) dpopProver() (*dpopProver, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server %q: %w; run: harnessd mcp logout %s", c.server, err, c.server)
 		}
+		c.learn(c.rec.DPoPKey, key.header)
 	} else {
 		if key, err = newDPoPKey(); err != nil {
 			return nil, err
@@ -223,7 +224,6 @@ func (c *oauthClient) dpopProver() (*dpopProver, error) {
 			return nil, err
 		}
 	}
-	c.learn(c.rec.DPoPKey, key.header)
 	c.prover = &dpopProver{key: key}
 	return c.prover, nil
 }
