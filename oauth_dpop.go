@@ -137,7 +137,7 @@ func (k *dpopKey) proof(method string, u *url.URL, accessToken, nonce string) (s
 
 // A dpopProver signs the proofs of one server's requests with its key and
 // the latest nonce each origin (authorization server, resource server)
-// gave. Its key and proof header joined the redactors when it was made.
+// gave. Its key and proof header joined the redactor (learn) when it was made.
 // Safe for concurrent use.
 type dpopProver struct {
 	key *dpopKey
