@@ -81,7 +81,7 @@ func traceLines(t *testing.T, log string) []traceLine {
 func traceSession(t *testing.T, level slog.Level, payloads bool, globalSecret, message string) string {
 	t.Helper()
 	var log syncBuffer
-	logger := redactLogger(slog.New(slog.NewJSONHandler(&log, &slog.HandlerOptions{Level: level})), newRedactor(globalSecret))
+	logger := redactLoggerLive(slog.New(slog.NewJSONHandler(&log, &slog.HandlerOptions{Level: level})), newLiveRedactor(newRedactor(globalSecret)))
 	c, err := connect(t.Context(), secretFakeServer(t), clientOptions{Logger: logger, LogPayloads: payloads})
 	if err != nil {
 		t.Fatal(err)

@@ -68,8 +68,7 @@ var blockedNets = func() []*net.IPNet {
 	var nets []*net.IPNet
 	for _, cidr := range []string{"169.254.0.0/16", "fe80::/10", "fd00:ec2::254/128",
 		"100.100.100.200/32", "192.0.0.192/32", "168.63.129.16/32"} {
-		_, n, _ := net.ParseCIDR(cidr)
-		nets = append(nets, n)
+		nets = append(nets, mustCIDR(cidr))
 	}
 	return nets
 }()

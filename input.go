@@ -120,6 +120,15 @@ func (p *inputPolicy) logger() *slog.Logger {
 	return orDiscard(p.Logger)
 }
 
+// answerTimeout returns how long a queued question or approval waits for
+// an answer: Timeout, or defaultInputTimeout when it is zero.
+func (p *inputPolicy) answerTimeout() time.Duration {
+	if p.Timeout <= 0 {
+		return defaultInputTimeout
+	}
+	return p.Timeout
+}
+
 // answerInput answers one server request for input under policy p (nil
 // declines elicitations and refuses sampling): elicitation/create,
 // sampling/createMessage and roots/list. defaultRoots are the roots of a
@@ -181,11 +190,7 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 	log := p.logger().With("server", server, "mode", req.Mode)
 	switch {
 	case p.Queue != nil:
-		timeout := p.Timeout
-		if timeout <= 0 {
-			timeout = defaultInputTimeout
-		}
-		res, how := p.Queue.ask(ctx, ir, timeout, func(r *inputRequest) {
+		res, how := p.Queue.ask(ctx, ir, p.answerTimeout(), func(r *inputRequest) {
 			p.emit(evInputRequested, r)
 			log.Info("input requested", "id", r.ID)
 		})

@@ -159,10 +159,7 @@ func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessag
 		r.resolveApproval(a.ID, decisionDeny, resolvedByPolicy, "the run is not interactive")
 		return toolError(entry.Server, "tool %s needs an operator's approval, and nobody can give it: this run is not interactive (runs started with \"interactive\": true can ask); do without this tool, or say in your answer that it needs approval", entry.Name), false
 	}
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = defaultInputTimeout
-	}
+	timeout := p.answerTimeout()
 	req := &inputRequest{Server: entry.Server, approval: &a}
 	asked := false // set by wait's callback, on this goroutine
 	out := p.Queue.wait(ctx, req, "approval_", timeout, func(opened *inputRequest) {

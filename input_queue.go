@@ -62,11 +62,6 @@ var (
 // An inputQueue holds one run's open elicitations until the API's caller
 // answers them. Safe for concurrent use.
 type inputQueue struct {
-	// onChange is called, outside the lock, with the number of open
-	// requests (of both kinds; see counts) each time it changes; it must
-	// not block. Nil for none.
-	onChange func(open int)
-
 	mu sync.Mutex
 	// guards seq, open and closed
 	seq    int
@@ -106,9 +101,7 @@ func (q *inputQueue) wait(ctx context.Context, req *inputRequest, prefix string,
 		q.open = map[string]*inputRequest{}
 	}
 	q.open[req.ID] = req
-	n := len(q.open)
 	q.mu.Unlock()
-	q.changed(n)
 	if opened != nil {
 		opened(req)
 	}
@@ -142,9 +135,6 @@ func (q *inputQueue) closeAll() {
 	for _, req := range open {
 		req.answered <- inputOutcome{res: elicitResult{Action: actionCancel}, how: "run ended"}
 	}
-	if len(open) > 0 {
-		q.changed(0)
-	}
 }
 
 // remove takes id out of the open requests; false if it was not open.
@@ -152,11 +142,7 @@ func (q *inputQueue) remove(id string) bool {
 	q.mu.Lock()
 	_, ok := q.open[id]
 	delete(q.open, id)
-	n := len(q.open)
 	q.mu.Unlock()
-	if ok {
-		q.changed(n)
-	}
 	return ok
 }
 
@@ -172,12 +158,6 @@ func (q *inputQueue) counts() (questions, approvals int) {
 		}
 	}
 	return questions, approvals
-}
-
-func (q *inputQueue) changed(n int) {
-	if q.onChange != nil {
-		q.onChange(n)
-	}
 }
 
 // answer delivers the caller's answer to the open request id. It returns

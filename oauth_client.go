@@ -162,7 +162,6 @@ func (c *oauthClient) presentation(ctx context.Context) (string, *dpopProver, er
 		}
 	}
 	tok = c.rec.Token
-	c.learn(tok.AccessToken, tok.RefreshToken)
 	if tok.TokenType != "DPoP" {
 		return tok.AccessToken, nil, nil
 	}

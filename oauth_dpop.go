@@ -137,7 +137,7 @@ func (k *dpopKey) proof(method string, u *url.URL, accessToken, nonce string) (s
 
 // A dpopProver signs the proofs of one server's requests with its key and
 // the latest nonce each origin (authorization server, resource server)
-// gave. Its key and proof header joined the redactors when it was made.
+// gave. Its key and proof header joined the redactor (learn) when it was made.
 // Safe for concurrent use.
 type dpopProver struct {
 	key *dpopKey
@@ -213,6 +213,7 @@ func (c *oauthClient) dpopProver() (*dpopProver, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server %q: %w; run: harnessd mcp logout %s", c.server, err, c.server)
 		}
+		c.learn(c.rec.DPoPKey, key.header)
 	} else {
 		if key, err = newDPoPKey(); err != nil {
 			return nil, err
@@ -223,7 +224,6 @@ func (c *oauthClient) dpopProver() (*dpopProver, error) {
 			return nil, err
 		}
 	}
-	c.learn(c.rec.DPoPKey, key.header)
 	c.prover = &dpopProver{key: key}
 	return c.prover, nil
 }

@@ -65,7 +65,7 @@ func checkJWTBearer(c *oauthConfig, bad func(field, format string, args ...any))
 }
 
 // readAssertion reads the grant's assertion now (platform tokens rotate:
-// never cached) and hands it to the redactors. It is never logged.
+// never cached) and hands it to the redactor (learn). It is never logged.
 func (c *oauthClient) readAssertion() (string, error) {
 	var v, from string
 	switch {

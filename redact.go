@@ -332,15 +332,6 @@ type redactingHandler struct {
 	rd   *liveRedactor
 }
 
-// redactLogger returns logger with rd's secrets redacted from every line;
-// logger itself when rd hides nothing.
-func redactLogger(logger *slog.Logger, rd *redactor) *slog.Logger {
-	if rd.size() == 0 {
-		return logger
-	}
-	return slog.New(&redactingHandler{next: logger.Handler(), rd: newLiveRedactor(rd)})
-}
-
 // redactLoggerLive returns logger with the secrets rd holds at each line
 // redacted from it: a reload may add some.
 func redactLoggerLive(logger *slog.Logger, rd *liveRedactor) *slog.Logger {

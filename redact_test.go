@@ -60,7 +60,7 @@ func TestRedactor(t *testing.T) {
 func TestRedactingHandler(t *testing.T) {
 	const secret = "log-secret-4b2d9e"
 	var buf bytes.Buffer
-	logger := redactLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), newRedactor(secret))
+	logger := redactLoggerLive(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), newLiveRedactor(newRedactor(secret)))
 	logger = logger.With("server", "s", "context", "with "+secret)
 	logger.Debug("message "+secret, "line", "a "+secret, "err", errors.New("failed: "+secret),
 		slog.Group("g", "inner", secret), "any", []string{secret})
@@ -151,7 +151,7 @@ func TestSecretLeakPaths(t *testing.T) {
 		return f.getenv(key)
 	}
 	var logs lockedBuffer
-	logger := redactLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), baseSecrets(globals, getenv))
+	logger := redactLoggerLive(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), newLiveRedactor(baseSecrets(globals, getenv)))
 	reg := newRegistry(globals, registryOptions{Logger: logger, Client: clientOptions{Roots: []string{t.TempDir()}}})
 	t.Cleanup(reg.close)
 	if err := reg.waitReady(t.Context()); err != nil {
