@@ -207,12 +207,11 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 		}
 		t, err = startStdio(cfg, stdioEnv(cfg, getenv), opts.ProcessGroups, opts.StopGrace, logger)
 	case transportHTTP:
-		st := newStreamableTransport(cfg, logger)
+		st := newStreamableTransport(cfg, opts.Secrets, logger)
 		st.auth = opts.OAuth.forServer(cfg)
-		st.secrets = opts.Secrets.derive(cfg.secretValues()...)
 		t = st
 	case transportSSE:
-		t, err = newSSETransport(ctx, cfg, logger)
+		t, err = newSSETransport(ctx, cfg, opts.Secrets, logger)
 	default:
 		err = fmt.Errorf("unknown transport %q", kind)
 	}

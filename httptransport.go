@@ -79,11 +79,13 @@ type httpEndpoint struct {
 	auth       *oauthClient // nil: no OAuth
 }
 
-// newHTTPEndpoint returns the endpoint part of a transport for cfg.
-func newHTTPEndpoint(cfg serverConfig, logger *slog.Logger) httpEndpoint {
+// newHTTPEndpoint returns the endpoint part of a transport for cfg; its
+// redactor hides the server's own secrets and follows parent (the
+// daemon's; nil for none).
+func newHTTPEndpoint(cfg serverConfig, parent *liveRedactor, logger *slog.Logger) httpEndpoint {
 	return httpEndpoint{
 		header:     configuredHeader(cfg),
-		secrets:    (*liveRedactor)(nil).derive(cfg.secretValues()...),
+		secrets:    parent.derive(cfg.secretValues()...),
 		maxMessage: cfg.messageLimit(),
 		logger:     logger,
 		client:     clientFor(cfg),
@@ -133,10 +135,10 @@ const getStreamOpenWait = 2 * time.Second
 
 // newStreamableTransport returns a Streamable HTTP transport for cfg.URL.
 // It does no I/O: the first send opens the first connection.
-func newStreamableTransport(cfg serverConfig, logger *slog.Logger) *streamableTransport {
+func newStreamableTransport(cfg serverConfig, secrets *liveRedactor, logger *slog.Logger) *streamableTransport {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &streamableTransport{
-		httpEndpoint: newHTTPEndpoint(cfg, logger),
+		httpEndpoint: newHTTPEndpoint(cfg, secrets, logger),
 		url:          cfg.URL,
 		ctx:          ctx,
 		cancel:       cancel,

@@ -40,14 +40,14 @@ type sseTransport struct {
 // newSSETransport GETs cfg.URL as an event stream and waits, bounded by ctx,
 // for the endpoint event. It refuses an endpoint on another origin. On
 // error nothing is left running.
-func newSSETransport(ctx context.Context, cfg serverConfig, logger *slog.Logger) (*sseTransport, error) {
+func newSSETransport(ctx context.Context, cfg serverConfig, secrets *liveRedactor, logger *slog.Logger) (*sseTransport, error) {
 	base, err := url.Parse(cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("sse connect: parse url: %w", err)
 	}
 	lifetime, cancel := context.WithCancel(context.Background())
 	t := &sseTransport{
-		httpEndpoint: newHTTPEndpoint(cfg, logger),
+		httpEndpoint: newHTTPEndpoint(cfg, secrets, logger),
 		ctx:          lifetime,
 		cancel:       cancel,
 		recvCh:       make(chan []byte, recvBuffer),

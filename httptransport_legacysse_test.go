@@ -59,7 +59,7 @@ func TestSSETransport(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := legacyServer(t, tt.endpoint, false)
-			tr, err := newSSETransport(t.Context(), testConfig(srv.URL+"/sse"), discardLogger())
+			tr, err := newSSETransport(t.Context(), testConfig(srv.URL+"/sse"), nil, discardLogger())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("newSSETransport = %v, want an error containing %q", err, tt.wantErr)
@@ -94,7 +94,7 @@ func TestSSETransport(t *testing.T) {
 
 func TestSSETransportStreamEnds(t *testing.T) {
 	srv := legacyServer(t, func(string) string { return "/messages" }, true)
-	tr, err := newSSETransport(t.Context(), testConfig(srv.URL+"/sse"), discardLogger())
+	tr, err := newSSETransport(t.Context(), testConfig(srv.URL+"/sse"), nil, discardLogger())
 	if err != nil {
 		t.Fatalf("newSSETransport = %v, want nil", err)
 	}
@@ -147,7 +147,7 @@ func TestSSETransportConnectFails(t *testing.T) {
 			// for the response headers to arrive first on a loaded machine.
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
-			_, err := newSSETransport(ctx, testConfig(srv.URL), discardLogger())
+			_, err := newSSETransport(ctx, testConfig(srv.URL), nil, discardLogger())
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("newSSETransport = %v, want an error containing %q", err, tt.wantErr)
 			}

@@ -46,7 +46,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // newTestStreamable returns a Streamable HTTP transport to url, closed at cleanup.
 func newTestStreamable(t *testing.T, url string) *streamableTransport {
 	t.Helper()
-	tr := newStreamableTransport(testConfig(url), discardLogger())
+	tr := newStreamableTransport(testConfig(url), nil, discardLogger())
 	t.Cleanup(func() { tr.close() })
 	return tr
 }
@@ -457,7 +457,7 @@ func TestStreamableNoGoroutineLeak(t *testing.T) {
 			writeSSE(w, "data: "+listAnswer+"\n\n")
 		}
 	})
-	tr := newStreamableTransport(testConfig(srv.URL), discardLogger())
+	tr := newStreamableTransport(testConfig(srv.URL), nil, discardLogger())
 	// A client of its own: the shared one's pool holds other tests'
 	// connections, and closing its idle ones would close theirs.
 	client := newHTTPClient(nil)
