@@ -413,10 +413,10 @@ func TestSchemaReachesModelVerbatim(t *testing.T) {
 	req := modelRequest{Tools: []toolDef{{Name: st.entries[0].Name, InputSchema: st.entries[0].InputSchema}}}
 	providers := []struct {
 		name   string
-		encode func(modelRequest) ([]byte, error)
+		encode func(modelRequest, bool) ([]byte, error)
 		schema func(body []byte) json.RawMessage
 	}{
-		{"openai", (&openaiProvider{modelEndpoint: &modelEndpoint{}}).encode, func(body []byte) json.RawMessage {
+		{"openai", (&openaiProvider{modelEndpoint: &modelEndpoint{}}).encodeStream, func(body []byte) json.RawMessage {
 			var r struct {
 				Tools []struct {
 					Function struct {
@@ -427,7 +427,7 @@ func TestSchemaReachesModelVerbatim(t *testing.T) {
 			json.Unmarshal(body, &r)
 			return r.Tools[0].Function.Parameters
 		}},
-		{"anthropic", (&anthropicProvider{modelEndpoint: &modelEndpoint{}}).encode, func(body []byte) json.RawMessage {
+		{"anthropic", (&anthropicProvider{modelEndpoint: &modelEndpoint{}}).encodeStream, func(body []byte) json.RawMessage {
 			var r struct {
 				Tools []struct {
 					InputSchema json.RawMessage `json:"input_schema"`
@@ -438,7 +438,7 @@ func TestSchemaReachesModelVerbatim(t *testing.T) {
 		}},
 	}
 	for _, p := range providers {
-		body, err := p.encode(req)
+		body, err := p.encode(req, false)
 		if err != nil {
 			t.Fatalf("%s: encode = %v", p.name, err)
 		}

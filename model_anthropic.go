@@ -78,11 +78,6 @@ func (p *anthropicProvider) complete(ctx context.Context, req modelRequest) (*mo
 	})
 }
 
-// encode returns the Messages body for req, not streamed.
-func (p *anthropicProvider) encode(req modelRequest) ([]byte, error) {
-	return p.encodeStream(req, false)
-}
-
 // encodeStream returns the Messages body for req, streamed when stream is
 // set. Consecutive tool messages become one user message of tool_result
 // blocks, as the API requires.

@@ -97,9 +97,6 @@ func (p *openaiProvider) complete(ctx context.Context, req modelRequest) (*model
 	})
 }
 
-// encode returns the Chat Completions body for req, not streamed.
-func (p *openaiProvider) encode(req modelRequest) ([]byte, error) { return p.encodeStream(req, false) }
-
 // encodeStream returns the Chat Completions body for req, asking for a
 // stream with the usage in its last chunk when stream is set.
 func (p *openaiProvider) encodeStream(req modelRequest, stream bool) ([]byte, error) {

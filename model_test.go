@@ -221,8 +221,8 @@ func TestModelRequestEncoding(t *testing.T) {
 				t.Fatalf("newModelProvider(%+v) = %v", tt.spec, err)
 			}
 			got, err := p.(interface {
-				encode(modelRequest) ([]byte, error)
-			}).encode(tt.req)
+				encodeStream(modelRequest, bool) ([]byte, error)
+			}).encodeStream(tt.req, false)
 			if err != nil {
 				t.Fatalf("encode(%s) = %v", tt.name, err)
 			}
