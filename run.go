@@ -145,7 +145,7 @@ type run struct {
 // newRun returns a queued run of req over a fresh scope of env's
 // registry; the caller fills in the rest before starting it.
 func newRun(env *runEnv, req runRequest) *run {
-	id := newRunID()
+	id := newID("run_")
 	logger := env.logger.With("run", id)
 	scope := env.reg.newScope(logger)
 	scope.starts = env.starts
