@@ -35,26 +35,27 @@ func encodeEventData(rd *redactor, data any) []byte {
 // newHistoryEvent returns the history event seq of type typ with data
 // and its encoding raw (from encodeEventData), its frame set.
 func newHistoryEvent(seq int, typ string, t time.Time, data any, raw []byte) runEvent {
-	ev := runEvent{Seq: seq, Type: typ, Time: t, Data: data}
-	b := make([]byte, 0, 64+2*len(typ)+len(raw))
-	b = appendFrameHead(b, seq, typ)
-	at := len(b)
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, int64(seq), 10)
-	b = appendEventBody(b, typ, t, raw)
-	ev.encoded = b[at:len(b):len(b)]
-	ev.frame = append(b, "\n\n"...)
-	return ev
+	return newEvent(seq, typ, t, data, raw)
 }
 
 // newLiveEvent returns the live-only event of type typ with data and its
 // encoding raw: its frame has no id and its JSON no seq (see liveFrame).
 func newLiveEvent(typ string, t time.Time, data any, raw []byte) runEvent {
-	ev := runEvent{Type: typ, Time: t, Data: data}
+	return newEvent(0, typ, t, data, raw)
+}
+
+// newEvent returns the event seq (0 for a live one) with its frame and
+// JSON encoded.
+func newEvent(seq int, typ string, t time.Time, data any, raw []byte) runEvent {
+	ev := runEvent{Seq: seq, Type: typ, Time: t, Data: data}
 	b := make([]byte, 0, 64+2*len(typ)+len(raw))
-	b = appendFrameHead(b, 0, typ)
+	b = appendFrameHead(b, seq, typ)
 	at := len(b)
 	b = append(b, '{')
+	if seq > 0 {
+		b = append(b, `"seq":`...)
+		b = strconv.AppendInt(b, int64(seq), 10)
+	}
 	b = appendEventBody(b, typ, t, raw)
 	ev.encoded = b[at:len(b):len(b)]
 	ev.frame = append(b, "\n\n"...)
