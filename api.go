@@ -303,7 +303,7 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, info authInfo) {
 		}
 		// The error is the one field that may quote a secret.
 		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Status: v.Status, Model: v.Model, Steps: v.Steps, Usage: v.Usage,
-			Error: a.runSecrets(run).redact(v.Error), CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, EndedAt: v.EndedAt})
+			Error: run.redactor().redact(v.Error), CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, EndedAt: v.EndedAt})
 	}
 	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"runs": out}, true))
 }
@@ -326,21 +326,12 @@ func (a *api) findRun(w http.ResponseWriter, r *http.Request, info authInfo) *ru
 	return run
 }
 
-// runSecrets returns the redactor of what run may quote: built once per
-// run when it started.
-func (a *api) runSecrets(run *run) *redactor {
-	if run.secrets == nil {
-		return a.globalSecrets.load()
-	}
-	return run.secrets.load()
-}
-
 // getRun answers GET /v1/runs/{id} with the run as one flat object.
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if run := a.findRun(w, r, info); run != nil {
 		v := run.view()
 		v.Webhook = run.webhook.status()
-		writeBody(w, http.StatusOK, a.runSecrets(run).marshal(v, true))
+		writeBody(w, http.StatusOK, run.redactor().marshal(v, true))
 	}
 }
 
@@ -479,7 +470,7 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	secrets := a.runSecrets(run)
+	secrets := run.redactor()
 	heartbeat := time.NewTicker(a.heartbeat)
 	defer heartbeat.Stop()
 	cursor := followCursor{seq: after, resumed: r.Header.Get("Last-Event-ID") != ""}

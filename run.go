@@ -166,7 +166,7 @@ func newRun(env *runEnv, req runRequest) *run {
 // emit appends an event and wakes every follower; the run's writer puts
 // it on disk later, without mu. Every event of a run passes here.
 func (r *run) emit(typ string, data any) {
-	raw := encodeEventData(r.eventSecrets(), data)
+	raw := encodeEventData(r.redactor(), data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev := newHistoryEvent(len(r.events)+1, typ, time.Now().UTC(), data, raw)
@@ -293,7 +293,7 @@ func (r *run) finish(status, output, errMsg string) {
 	if errMsg != "" {
 		data["error"] = errMsg
 	}
-	raw := encodeEventData(r.eventSecrets(), data)
+	raw := encodeEventData(r.redactor(), data)
 	r.mu.Lock()
 	ev := newHistoryEvent(len(r.events)+1, terminalEventType(status), time.Now().UTC(), data, raw)
 	durable := r.disk.appendLocked(ev, true)

@@ -10,10 +10,10 @@ import (
 // what the disk holds and what the history keeps; a replay from disk
 // sends the same bytes again.
 
-// eventSecrets returns the redactor of the run's events: the run's own
-// secrets once its servers are resolved, the manager's before (none for
-// a run without either).
-func (r *run) eventSecrets() *redactor {
+// redactor returns what the run may quote, for its events and for every
+// answer about it: the run's own secrets once its servers are resolved,
+// the manager's before (none for a run without either).
+func (r *run) redactor() *redactor {
 	if r.secrets == nil {
 		if r.env == nil {
 			return nil

@@ -78,7 +78,7 @@ type followCursor struct {
 // emitLive records a live-only event and wakes every follower. size is the
 // text it carries, counted against maxLiveBytes. An ended run drops it.
 func (r *run) emitLive(typ string, data any, size int) {
-	ev := newLiveEvent(typ, time.Now().UTC(), data, encodeEventData(r.eventSecrets(), data))
+	ev := newLiveEvent(typ, time.Now().UTC(), data, encodeEventData(r.redactor(), data))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.final != nil || isTerminal(r.status) {
