@@ -181,26 +181,6 @@ func (r *run) publishLocked(ev runEvent) {
 	r.changed = make(chan struct{})
 }
 
-// eventsAfter returns the events with Seq > seq, whether the run has
-// ended, and a channel closed at the next event.
-func (r *run) eventsAfter(seq int) ([]runEvent, bool, <-chan struct{}) {
-	r.mu.Lock()
-	if r.final != nil && r.events == nil {
-		changed := r.changed
-		r.mu.Unlock()
-		return r.diskEvents(seq), true, changed
-	}
-	defer r.mu.Unlock()
-	if seq < 0 {
-		seq = 0
-	}
-	var out []runEvent
-	if seq < len(r.events) {
-		out = append(out, r.events[seq:]...)
-	}
-	return out, isTerminal(r.status), r.changed
-}
-
 // isTerminal reports whether a run with status has ended.
 func isTerminal(status string) bool {
 	return status == runCompleted || status == runFailed || status == runCancelled
