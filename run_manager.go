@@ -279,7 +279,7 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	if err := m.checkRoom(); err != nil {
 		return nil, err
 	}
-	if err := m.joinConversation(r, req.Owner); err != nil {
+	if err := m.joinConversation(r); err != nil {
 		return nil, err
 	}
 	if err := m.persistNew(r); err != nil {
