@@ -470,7 +470,6 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	secrets := run.redactor()
 	heartbeat := time.NewTicker(a.heartbeat)
 	defer heartbeat.Stop()
 	cursor := followCursor{seq: after, resumed: r.Header.Get("Last-Event-ID") != ""}
@@ -491,7 +490,7 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 			}
 		}
 		for _, f := range frames {
-			if err := writeEventFrame(w, secrets, f); err != nil {
+			if err := writeEventFrame(w, f); err != nil {
 				return
 			}
 			// The terminal event is the last: it goes out before the
@@ -516,19 +515,11 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 	}
 }
 
-// writeEventFrame writes one event of a run's stream, redacted. A live
-// event has no id line, so that a reconnecting client resumes after the
+// writeEventFrame writes one event of a run's stream: its frame, encoded
+// and redacted once, when it was emitted or read from disk. A live event's
+// frame has no id line, so that a reconnecting client resumes after the
 // last history event, and no seq.
-func writeEventFrame(w io.Writer, secrets *redactor, f followFrame) error {
-	ev := f.ev
-	if ev.frame != nil {
-		_, err := w.Write(ev.frame) // encoded and redacted once, when emitted
-		return err
-	}
-	if f.live {
-		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, secrets.marshal(liveFrame{Type: ev.Type, Time: ev.Time, Data: ev.Data}, false))
-		return err
-	}
-	_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, secrets.marshal(ev, false))
+func writeEventFrame(w io.Writer, f followFrame) error {
+	_, err := w.Write(f.ev.frame)
 	return err
 }

@@ -22,7 +22,8 @@ type runEvent struct {
 	Data any       `json:"data,omitempty"`
 
 	// encoded is the event as redacted JSON and frame its SSE frame, made
-	// once (run_event_encode.go); nil for an event made otherwise.
+	// once: every event is made by newHistoryEvent or newLiveEvent, or
+	// read from disk by parseEventLog (run_event_encode.go).
 	encoded, frame []byte
 }
 

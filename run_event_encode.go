@@ -39,7 +39,8 @@ func newHistoryEvent(seq int, typ string, t time.Time, data any, raw []byte) run
 }
 
 // newLiveEvent returns the live-only event of type typ with data and its
-// encoding raw: its frame has no id and its JSON no seq (see liveFrame).
+// encoding raw: its frame has no id and its JSON no seq, since it has no
+// place in the history.
 func newLiveEvent(typ string, t time.Time, data any, raw []byte) runEvent {
 	return newEvent(0, typ, t, data, raw)
 }
@@ -88,7 +89,7 @@ func appendFrameHead(b []byte, seq int, typ string) []byte {
 
 // appendEventBody appends the type, time and data fields of an event's
 // JSON and its closing brace, as encoding/json writes a runEvent (after
-// its seq, with a comma) or a liveFrame (first, without).
+// its seq, with a comma) or a live event (first, without).
 func appendEventBody(b []byte, typ string, t time.Time, raw []byte) []byte {
 	if b[len(b)-1] != '{' {
 		b = append(b, ',')

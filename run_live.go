@@ -49,14 +49,6 @@ type liveLog struct {
 	followers int
 }
 
-// A liveFrame is a live event as followers get it: without a seq, since it
-// has no place in the history.
-type liveFrame struct {
-	Type string    `json:"type"`
-	Time time.Time `json:"time"`
-	Data any       `json:"data,omitempty"`
-}
-
 // A followFrame is one event to send to a follower: a history event, or a
 // live one (live set).
 type followFrame struct {
