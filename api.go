@@ -303,7 +303,7 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, info authInfo) {
 		}
 		// The error is the one field that may quote a secret.
 		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Status: v.Status, Model: v.Model, Steps: v.Steps, Usage: v.Usage,
-			Error: a.runSecrets(run).redact(v.Error), CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, EndedAt: v.EndedAt})
+			Error: run.redactor().redact(v.Error), CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, EndedAt: v.EndedAt})
 	}
 	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"runs": out}, true))
 }
@@ -326,21 +326,12 @@ func (a *api) findRun(w http.ResponseWriter, r *http.Request, info authInfo) *ru
 	return run
 }
 
-// runSecrets returns the redactor of what run may quote: built once per
-// run when it started.
-func (a *api) runSecrets(run *run) *redactor {
-	if run.secrets == nil {
-		return a.globalSecrets.load()
-	}
-	return run.secrets.load()
-}
-
 // getRun answers GET /v1/runs/{id} with the run as one flat object.
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if run := a.findRun(w, r, info); run != nil {
 		v := run.view()
 		v.Webhook = run.webhook.status()
-		writeBody(w, http.StatusOK, a.runSecrets(run).marshal(v, true))
+		writeBody(w, http.StatusOK, run.redactor().marshal(v, true))
 	}
 }
 
@@ -479,7 +470,6 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	secrets := a.runSecrets(run)
 	heartbeat := time.NewTicker(a.heartbeat)
 	defer heartbeat.Stop()
 	cursor := followCursor{seq: after, resumed: r.Header.Get("Last-Event-ID") != ""}
@@ -500,7 +490,7 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 			}
 		}
 		for _, f := range frames {
-			if err := writeEventFrame(w, secrets, f); err != nil {
+			if err := writeEventFrame(w, f); err != nil {
 				return
 			}
 			// The terminal event is the last: it goes out before the
@@ -525,19 +515,11 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 	}
 }
 
-// writeEventFrame writes one event of a run's stream, redacted. A live
-// event has no id line, so that a reconnecting client resumes after the
+// writeEventFrame writes one event of a run's stream: its frame, encoded
+// and redacted once, when it was emitted or read from disk. A live event's
+// frame has no id line, so that a reconnecting client resumes after the
 // last history event, and no seq.
-func writeEventFrame(w io.Writer, secrets *redactor, f followFrame) error {
-	ev := f.ev
-	if ev.frame != nil {
-		_, err := w.Write(ev.frame) // encoded and redacted once, when emitted
-		return err
-	}
-	if f.live {
-		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Type, secrets.marshal(liveFrame{Type: ev.Type, Time: ev.Time, Data: ev.Data}, false))
-		return err
-	}
-	_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, secrets.marshal(ev, false))
+func writeEventFrame(w io.Writer, f followFrame) error {
+	_, err := w.Write(f.ev.frame)
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 )
 
 // This file holds the console: the web pages under ui/, embedded in the
@@ -41,9 +42,11 @@ type consoleFile struct {
 	etag        string
 }
 
-// consoleFiles maps a path under /ui/ ("index.html", "app.js") to its file.
-// It is built once at start-up and read-only afterwards.
-var consoleFiles = mustLoadConsole(consoleFS)
+// consoleFiles returns the map of a path under /ui/ ("index.html",
+// "app.js") to its file. It is built at the console's first request, not
+// at every start of the binary (compressing the files takes milliseconds),
+// and read-only afterwards.
+var consoleFiles = sync.OnceValue(func() map[string]*consoleFile { return mustLoadConsole(consoleFS) })
 
 // mustLoadConsole reads and compresses every file under ui/. It panics
 // only if the embedded tree is unreadable, which the build prevents.
@@ -88,7 +91,7 @@ func (a *api) serveConsole(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = "index.html"
 	}
-	f := consoleFiles[name]
+	f := consoleFiles()[name]
 	if f == nil {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("%s: no such console file (the console starts at /ui/)", r.URL.Path))
 		return

@@ -50,7 +50,7 @@ func consoleGet(t *testing.T, at *apiTest, path string, header ...string) (*http
 
 func TestConsoleServing(t *testing.T) {
 	at := newAPITest(t, newFakeModel(t, providerOpenAI), nil)
-	index := consoleFiles["index.html"]
+	index := consoleFiles()["index.html"]
 	tests := []struct {
 		name     string
 		path     string
@@ -71,7 +71,7 @@ func TestConsoleServing(t *testing.T) {
 		{"index gzipped", "/ui/index.html", []string{"Accept-Encoding", "br, gzip;q=0.8"}, http.StatusOK,
 			map[string]string{"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}, index.plain},
 		{"gzip refused", "/ui/", []string{"Accept-Encoding", "gzip;q=0"}, http.StatusOK, map[string]string{"Content-Encoding": ""}, index.plain},
-		{"script type", "/ui/app.js", nil, http.StatusOK, map[string]string{"Content-Type": "text/javascript; charset=utf-8"}, consoleFiles["app.js"].plain},
+		{"script type", "/ui/app.js", nil, http.StatusOK, map[string]string{"Content-Type": "text/javascript; charset=utf-8"}, consoleFiles()["app.js"].plain},
 		{"etag matches", "/ui/", []string{"If-None-Match", index.etag}, http.StatusNotModified, map[string]string{"ETag": index.etag}, []byte{}},
 		{"weak etag matches", "/ui/", []string{"If-None-Match", `"x", W/` + index.etag}, http.StatusNotModified, nil, []byte{}},
 		{"stale etag", "/ui/", []string{"If-None-Match", `"stale"`}, http.StatusOK, nil, index.plain},
@@ -114,14 +114,14 @@ func TestConsoleBudgetAndTextOnly(t *testing.T) {
 	// Script sinks that would parse text as HTML or code.
 	sinks := regexp.MustCompile(`\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|createContextualFragment|srcdoc`)
 	imports := regexp.MustCompile(`from '\./([a-z]+\.js)'`)
-	for name, f := range consoleFiles {
+	for name, f := range consoleFiles() {
 		total += len(f.plain)
 		if strings.HasSuffix(name, ".js") {
 			if m := sinks.Find(f.plain); m != nil {
 				t.Errorf("ui/%s uses %s: insert text with textContent or dom.js's h()", name, m)
 			}
 			for _, m := range imports.FindAllSubmatch(f.plain, -1) {
-				if consoleFiles[string(m[1])] == nil {
+				if consoleFiles()[string(m[1])] == nil {
 					t.Errorf("ui/%s imports %s, which is not embedded", name, m[1])
 				}
 			}
@@ -130,7 +130,7 @@ func TestConsoleBudgetAndTextOnly(t *testing.T) {
 	if total > consoleBudget {
 		t.Errorf("the console weighs %d bytes before compression, over its budget of %d", total, consoleBudget)
 	}
-	html := string(consoleFiles["index.html"].plain)
+	html := string(consoleFiles()["index.html"].plain)
 	for _, bad := range []string{"<style", " style=", "javascript:"} {
 		if strings.Contains(strings.ToLower(html), bad) {
 			t.Errorf("index.html has %q: the CSP allows no inline style or script", bad)
@@ -145,7 +145,7 @@ func TestConsoleBudgetAndTextOnly(t *testing.T) {
 		}
 	}
 	for _, m := range regexp.MustCompile(`(?:src|href)="([a-z.]+)"`).FindAllStringSubmatch(html, -1) {
-		if consoleFiles[m[1]] == nil {
+		if consoleFiles()[m[1]] == nil {
 			t.Errorf("index.html names %s, which is not embedded", m[1])
 		}
 	}

@@ -252,8 +252,10 @@ func (m *metrics) writeReloadsLocked(b *strings.Builder) {
 	}
 }
 
+// promLabelEscaper escapes a label value for the exposition format.
+var promLabelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
+
 // promLabel quotes a label value for the exposition format.
 func promLabel(v string) string {
-	r := strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
-	return `"` + r.Replace(v) + `"`
+	return `"` + promLabelEscaper.Replace(v) + `"`
 }

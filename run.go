@@ -22,7 +22,8 @@ type runEvent struct {
 	Data any       `json:"data,omitempty"`
 
 	// encoded is the event as redacted JSON and frame its SSE frame, made
-	// once (run_event_encode.go); nil for an event made otherwise.
+	// once: every event is made by newHistoryEvent or newLiveEvent, or
+	// read from disk by parseEventLog (run_event_encode.go).
 	encoded, frame []byte
 }
 
@@ -145,7 +146,7 @@ type run struct {
 // newRun returns a queued run of req over a fresh scope of env's
 // registry; the caller fills in the rest before starting it.
 func newRun(env *runEnv, req runRequest) *run {
-	id := newRunID()
+	id := newID("run_")
 	logger := env.logger.With("run", id)
 	scope := env.reg.newScope(logger)
 	scope.starts = env.starts
@@ -166,7 +167,7 @@ func newRun(env *runEnv, req runRequest) *run {
 // emit appends an event and wakes every follower; the run's writer puts
 // it on disk later, without mu. Every event of a run passes here.
 func (r *run) emit(typ string, data any) {
-	raw := encodeEventData(r.eventSecrets(), data)
+	raw := encodeEventData(r.redactor(), data)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev := newHistoryEvent(len(r.events)+1, typ, time.Now().UTC(), data, raw)
@@ -179,26 +180,6 @@ func (r *run) publishLocked(ev runEvent) {
 	r.events = append(r.events, ev)
 	close(r.changed)
 	r.changed = make(chan struct{})
-}
-
-// eventsAfter returns the events with Seq > seq, whether the run has
-// ended, and a channel closed at the next event.
-func (r *run) eventsAfter(seq int) ([]runEvent, bool, <-chan struct{}) {
-	r.mu.Lock()
-	if r.final != nil && r.events == nil {
-		changed := r.changed
-		r.mu.Unlock()
-		return r.diskEvents(seq), true, changed
-	}
-	defer r.mu.Unlock()
-	if seq < 0 {
-		seq = 0
-	}
-	var out []runEvent
-	if seq < len(r.events) {
-		out = append(out, r.events[seq:]...)
-	}
-	return out, isTerminal(r.status), r.changed
 }
 
 // isTerminal reports whether a run with status has ended.
@@ -293,7 +274,7 @@ func (r *run) finish(status, output, errMsg string) {
 	if errMsg != "" {
 		data["error"] = errMsg
 	}
-	raw := encodeEventData(r.eventSecrets(), data)
+	raw := encodeEventData(r.redactor(), data)
 	r.mu.Lock()
 	ev := newHistoryEvent(len(r.events)+1, terminalEventType(status), time.Now().UTC(), data, raw)
 	durable := r.disk.appendLocked(ev, true)

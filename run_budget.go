@@ -104,25 +104,21 @@ type budgetLimits struct {
 	Duration time.Duration
 }
 
-// A budgetSetting is one default budget as configured: its text and the
-// source it came from ("config.toml: max_run_tokens", an environment
-// variable, a flag).
-type budgetSetting struct{ value, source string }
-
-// budgetSettings are the default budgets of every source; a later source
-// overrides an earlier one.
-type budgetSettings struct{ tokens, cost, duration budgetSetting }
+// budgetSettings are the default budgets of every source, each as its
+// text and the source it came from ("config.toml: max_run_tokens", an
+// environment variable, a flag); a later source overrides an earlier one.
+type budgetSettings struct{ tokens, cost, duration keptRunsSetting }
 
 // budgetSettingKeys are the TOML keys of the defaults, with each one's
 // place in a budgetSettings and what the flag's help says of it.
 var budgetSettingKeys = []struct {
 	key   string
-	field func(*budgetSettings) *budgetSetting
+	field func(*budgetSettings) *keptRunsSetting
 	usage string
 }{
-	{"max_run_tokens", func(s *budgetSettings) *budgetSetting { return &s.tokens }, "model tokens (input and output, sampling included) a run may use, unless its request sets max_tokens; 0 for no bound"},
-	{"max_run_cost_usd", func(s *budgetSettings) *budgetSetting { return &s.cost }, "USD a run's model calls may cost, unless its request sets max_cost_usd (needs [model.prices]); 0 for no bound"},
-	{"max_run_duration", func(s *budgetSettings) *budgetSetting { return &s.duration }, "how long a run may run, like 10m, unless its request sets max_duration; 0 for no bound"},
+	{"max_run_tokens", func(s *budgetSettings) *keptRunsSetting { return &s.tokens }, "model tokens (input and output, sampling included) a run may use, unless its request sets max_tokens; 0 for no bound"},
+	{"max_run_cost_usd", func(s *budgetSettings) *keptRunsSetting { return &s.cost }, "USD a run's model calls may cost, unless its request sets max_cost_usd (needs [model.prices]); 0 for no bound"},
+	{"max_run_duration", func(s *budgetSettings) *keptRunsSetting { return &s.duration }, "how long a run may run, like 10m, unless its request sets max_duration; 0 for no bound"},
 }
 
 // A tomlBudgets is the default budgets at the top level of config.toml;
@@ -136,8 +132,8 @@ type tomlBudgets struct {
 // settings returns the defaults file sets, as text, for limits to check.
 func (t tomlBudgets) settings(file string) budgetSettings {
 	var s budgetSettings
-	set := func(into *budgetSetting, key, value string) {
-		*into = budgetSetting{value: value, source: file + ": " + key}
+	set := func(into *keptRunsSetting, key, value string) {
+		*into = keptRunsSetting{value: value, source: file + ": " + key}
 	}
 	if t.MaxRunTokens != nil {
 		set(&s.tokens, "max_run_tokens", strconv.FormatInt(*t.MaxRunTokens, 10))
@@ -167,7 +163,7 @@ func budgetsFromEnv(getenv func(string) (string, bool)) budgetSettings {
 	for _, k := range budgetSettingKeys {
 		name := "HARNESS_" + strings.ToUpper(k.key)
 		v, _ := getenv(name)
-		*k.field(&s) = budgetSetting{value: strings.TrimSpace(v), source: name}
+		*k.field(&s) = keptRunsSetting{value: strings.TrimSpace(v), source: name}
 	}
 	return s
 }

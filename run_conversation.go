@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,13 +69,6 @@ func (e *conversationNotFoundError) Error() string {
 	return fmt.Sprintf("conversation %q: not found (conversations are listed at GET /v1/conversations; leave conversation_id out to start a new one)", e.id)
 }
 
-// newConversationID returns a random, unguessable conversation id.
-func newConversationID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return "conv_" + hex.EncodeToString(b[:])
-}
-
 // conversationID returns the id of r's conversation, "" for a run kept by
 // an older harnessd.
 func (r *run) conversationID() string {
@@ -88,15 +79,16 @@ func (r *run) conversationID() string {
 }
 
 // joinConversation makes r the next run of the conversation its request
-// names, or the first of a new one owned by owner, whose record it writes.
-// It returns a *conversationNotFoundError, a *conversationBusyError while
-// the conversation's last run is active, or the error of writing the
-// record. A run that joined and is then refused must leave.
-func (m *runManager) joinConversation(r *run, owner string) error {
+// names, or the first of a new one owned by its request's owner, whose
+// record it writes. It returns a *conversationNotFoundError, a
+// *conversationBusyError while the conversation's last run is active, or
+// the error of writing the record. A run that joined and is then refused
+// must leave.
+func (m *runManager) joinConversation(r *run) error {
 	m.mu.Lock()
 	id := r.req.ConversationID
 	if id == "" {
-		c := &conversation{id: newConversationID(), owner: owner, createdAt: r.createdAt, runs: []*run{r}}
+		c := &conversation{id: newID("conv_"), owner: r.req.Owner, createdAt: r.createdAt, runs: []*run{r}}
 		m.conversations[c.id] = c
 		r.conv = &runConversation{id: c.id}
 		m.mu.Unlock()

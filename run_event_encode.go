@@ -10,10 +10,10 @@ import (
 // what the disk holds and what the history keeps; a replay from disk
 // sends the same bytes again.
 
-// eventSecrets returns the redactor of the run's events: the run's own
-// secrets once its servers are resolved, the manager's before (none for
-// a run without either).
-func (r *run) eventSecrets() *redactor {
+// redactor returns what the run may quote, for its events and for every
+// answer about it: the run's own secrets once its servers are resolved,
+// the manager's before (none for a run without either).
+func (r *run) redactor() *redactor {
 	if r.secrets == nil {
 		if r.env == nil {
 			return nil
@@ -35,26 +35,28 @@ func encodeEventData(rd *redactor, data any) []byte {
 // newHistoryEvent returns the history event seq of type typ with data
 // and its encoding raw (from encodeEventData), its frame set.
 func newHistoryEvent(seq int, typ string, t time.Time, data any, raw []byte) runEvent {
+	return newEvent(seq, typ, t, data, raw)
+}
+
+// newLiveEvent returns the live-only event of type typ with data and its
+// encoding raw: its frame has no id and its JSON no seq, since it has no
+// place in the history.
+func newLiveEvent(typ string, t time.Time, data any, raw []byte) runEvent {
+	return newEvent(0, typ, t, data, raw)
+}
+
+// newEvent returns the event seq (0 for a live one) with its frame and
+// JSON encoded.
+func newEvent(seq int, typ string, t time.Time, data any, raw []byte) runEvent {
 	ev := runEvent{Seq: seq, Type: typ, Time: t, Data: data}
 	b := make([]byte, 0, 64+2*len(typ)+len(raw))
 	b = appendFrameHead(b, seq, typ)
 	at := len(b)
-	b = append(b, `{"seq":`...)
-	b = strconv.AppendInt(b, int64(seq), 10)
-	b = appendEventBody(b, typ, t, raw)
-	ev.encoded = b[at:len(b):len(b)]
-	ev.frame = append(b, "\n\n"...)
-	return ev
-}
-
-// newLiveEvent returns the live-only event of type typ with data and its
-// encoding raw: its frame has no id and its JSON no seq (see liveFrame).
-func newLiveEvent(typ string, t time.Time, data any, raw []byte) runEvent {
-	ev := runEvent{Type: typ, Time: t, Data: data}
-	b := make([]byte, 0, 64+2*len(typ)+len(raw))
-	b = appendFrameHead(b, 0, typ)
-	at := len(b)
 	b = append(b, '{')
+	if seq > 0 {
+		b = append(b, `"seq":`...)
+		b = strconv.AppendInt(b, int64(seq), 10)
+	}
 	b = appendEventBody(b, typ, t, raw)
 	ev.encoded = b[at:len(b):len(b)]
 	ev.frame = append(b, "\n\n"...)
@@ -87,7 +89,7 @@ func appendFrameHead(b []byte, seq int, typ string) []byte {
 
 // appendEventBody appends the type, time and data fields of an event's
 // JSON and its closing brace, as encoding/json writes a runEvent (after
-// its seq, with a comma) or a liveFrame (first, without).
+// its seq, with a comma) or a live event (first, without).
 func appendEventBody(b []byte, typ string, t time.Time, raw []byte) []byte {
 	if b[len(b)-1] != '{' {
 		b = append(b, ',')

@@ -281,19 +281,8 @@ func (m *runManager) pruneLocked() []string {
 // mayExpire reports whether expired could return any of runs, grouped
 // or not: false when the ended ones, each counted alone, stay within
 // every bound (grouping only lowers the count and bytes of what is ended
-// and never makes an end older). A cheap test before grouping.
+// and never makes an end older). A cheap test before grouping: expired
+// allocates nothing when it returns nothing.
 func (k retention) mayExpire(runs []keptRun, now time.Time) bool {
-	var count int
-	var total int64
-	for _, r := range runs {
-		if !r.ended {
-			continue
-		}
-		count += max(r.runs, 1)
-		total += r.bytes
-		if k.MaxAge > 0 && now.Sub(r.endedAt) > k.MaxAge {
-			return true
-		}
-	}
-	return (k.MaxRuns > 0 && count > k.MaxRuns) || (k.MaxBytes > 0 && total > k.MaxBytes)
+	return len(k.expired(runs, now)) > 0
 }

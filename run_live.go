@@ -49,14 +49,6 @@ type liveLog struct {
 	followers int
 }
 
-// A liveFrame is a live event as followers get it: without a seq, since it
-// has no place in the history.
-type liveFrame struct {
-	Type string    `json:"type"`
-	Time time.Time `json:"time"`
-	Data any       `json:"data,omitempty"`
-}
-
 // A followFrame is one event to send to a follower: a history event, or a
 // live one (live set).
 type followFrame struct {
@@ -78,7 +70,7 @@ type followCursor struct {
 // emitLive records a live-only event and wakes every follower. size is the
 // text it carries, counted against maxLiveBytes. An ended run drops it.
 func (r *run) emitLive(typ string, data any, size int) {
-	ev := newLiveEvent(typ, time.Now().UTC(), data, encodeEventData(r.eventSecrets(), data))
+	ev := newLiveEvent(typ, time.Now().UTC(), data, encodeEventData(r.redactor(), data))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.final != nil || isTerminal(r.status) {

@@ -279,7 +279,7 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	if err := m.checkRoom(); err != nil {
 		return nil, err
 	}
-	if err := m.joinConversation(r, req.Owner); err != nil {
+	if err := m.joinConversation(r); err != nil {
 		return nil, err
 	}
 	if err := m.persistNew(r); err != nil {
@@ -522,11 +522,12 @@ func (m *runManager) retryAfterLocked() time.Duration {
 	return min(max(wait.Round(time.Second), time.Second), time.Minute)
 }
 
-// newRunID returns a random, unguessable run id.
-func newRunID() string {
+// newID returns a random, unguessable id after prefix: "run_" for runs,
+// "conv_" for conversations.
+func newID(prefix string) string {
 	var b [12]byte
 	rand.Read(b[:])
-	return "run_" + hex.EncodeToString(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }
 
 // get returns the run with id, or nil.

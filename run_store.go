@@ -522,9 +522,10 @@ func (s *runStore) removeAll(ids []string) {
 	}
 }
 
-// A keptRunsSetting is one retention value as configured, as text (a
-// count, a Go duration, a byte count; "0" for no bound), with where it
-// came from; an empty value is not set.
+// A keptRunsSetting is one value as configured, as text (a count, a Go
+// duration, a byte count, an amount; "0" for no bound), with where it
+// came from; an empty value is not set. Retention's settings use it, and
+// so do the default budgets and the outside sampling limits.
 type keptRunsSetting struct{ value, source string }
 
 // keptRunsSettings are the retention settings of every source: TOML

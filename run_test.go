@@ -287,3 +287,24 @@ func TestStartAfterShutdownIsRefused(t *testing.T) {
 		t.Errorf("list() after a refused start has %d runs, want 0", got)
 	}
 }
+
+// eventsAfter returns the events with Seq > seq, whether the run has
+// ended, and a channel closed at the next event: the history alone, for
+// the tests (followers read it merged with the live events: run.follow).
+func (r *run) eventsAfter(seq int) ([]runEvent, bool, <-chan struct{}) {
+	r.mu.Lock()
+	if r.final != nil && r.events == nil {
+		changed := r.changed
+		r.mu.Unlock()
+		return r.diskEvents(seq), true, changed
+	}
+	defer r.mu.Unlock()
+	if seq < 0 {
+		seq = 0
+	}
+	var out []runEvent
+	if seq < len(r.events) {
+		out = append(out, r.events[seq:]...)
+	}
+	return out, isTerminal(r.status), r.changed
+}

@@ -188,5 +188,5 @@ func (a *api) runMessages(w http.ResponseWriter, r *http.Request, info authInfo)
 		writeError(w, http.StatusInternalServerError, "internal", "run "+run.id+": read transcript: "+err.Error())
 		return
 	}
-	writeBody(w, http.StatusOK, a.runSecrets(run).marshal(messagesAnswer{RunID: run.id, Status: status, Messages: msgs, Truncated: cut}, true))
+	writeBody(w, http.StatusOK, run.redactor().marshal(messagesAnswer{RunID: run.id, Status: status, Messages: msgs, Truncated: cut}, true))
 }

@@ -376,11 +376,7 @@ type webhookBody struct {
 // every attempt.
 func (s *webhookSender) body(r *run) []byte {
 	v := r.view()
-	rd := r.secrets
-	if rd == nil {
-		rd = r.env.secrets
-	}
-	return rd.load().marshal(webhookBody{Type: terminalEventType(v.Status), Run: v}, false)
+	return r.redactor().marshal(webhookBody{Type: terminalEventType(v.Status), Run: v}, false)
 }
 
 // post makes one attempt: POST body to target within the attempt timeout,

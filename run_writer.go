@@ -106,11 +106,7 @@ func (d *runDisk) write(r *run, it diskItem) {
 		}
 	}
 	first := d.log.err == nil
-	line := it.event.encoded
-	if line == nil {
-		line = d.redact.load().marshal(*it.event, false)
-	}
-	if err := d.log.append(line, it.sync); err != nil && first {
+	if err := d.log.append(it.event.encoded, it.sync); err != nil && first {
 		r.logger.Error("writing the run's events to disk failed; they are kept in memory only", "err", err)
 	}
 }
