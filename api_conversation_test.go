@@ -88,7 +88,7 @@ func TestConversationOwners(t *testing.T) {
 			t.Errorf("files of %s left after the delete: %v", id, matches)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, rb+runMessagesExt)); err != nil {
-		t.Errorf("bob's transcript after alice's delete: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, rb+runFileExt)); err != nil {
+		t.Errorf("bob's run file after alice's delete: %v", err)
 	}
 }

@@ -130,7 +130,7 @@ func TestOAuthTokensNeverShown(t *testing.T) {
 		t.Errorf("the run did not show the redacted echo; the scenario did not run:\n%s", answers.String())
 	}
 	files := map[string]string{}
-	for _, name := range runStore.files(id) {
+	for _, name := range []string{runStore.runPath(id), runStore.journal.path} {
 		b, _ := os.ReadFile(name)
 		files[name] = string(b)
 	}

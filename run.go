@@ -74,6 +74,24 @@ type runEnv struct {
 	queuePosition func(*run) int
 	// webhooks delivers the runs' ends (run_webhook.go).
 	webhooks *webhookSender
+	store    *runStore // nil when runs are kept in memory only
+}
+
+// newRunID returns the id for a new run: from the store's pool of
+// ready files when runs are kept on disk. An id a refused run did not use
+// is released.
+func (env *runEnv) newRunID() string {
+	if env.store == nil {
+		return newID("run_")
+	}
+	return env.store.newRunID()
+}
+
+// releaseRunID lets go of the id of a run refused before it was kept.
+func (env *runEnv) releaseRunID(id string) {
+	if env.store != nil {
+		env.store.releaseRunID(id)
+	}
 }
 
 // A run is one agent run. The fields above mu are fixed when the run is
@@ -146,7 +164,7 @@ type run struct {
 // newRun returns a queued run of req over a fresh scope of env's
 // registry; the caller fills in the rest before starting it.
 func newRun(env *runEnv, req runRequest) *run {
-	id := newID("run_")
+	id := env.newRunID()
 	logger := env.logger.With("run", id)
 	scope := env.reg.newScope(logger)
 	scope.starts = env.starts
@@ -171,7 +189,7 @@ func (r *run) emit(typ string, data any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev := newHistoryEvent(len(r.events)+1, typ, time.Now().UTC(), data, raw)
-	r.disk.appendLocked(ev, false)
+	r.disk.appendLocked(ev)
 	r.publishLocked(ev)
 }
 
@@ -277,17 +295,14 @@ func (r *run) finish(status, output, errMsg string) {
 	raw := encodeEventData(r.redactor(), data)
 	r.mu.Lock()
 	ev := newHistoryEvent(len(r.events)+1, terminalEventType(status), time.Now().UTC(), data, raw)
-	durable := r.disk.appendLocked(ev, true)
 	v := r.viewLocked()
 	v.Status, v.Output, v.Error, v.EndedAt = status, output, errMsg, &ev.Time
 	v.Servers = withoutStderrTails(v.Servers)
+	end := r.disk.endLocked(ev, v)
 	steps := r.steps
 	r.mu.Unlock()
-	if durable != nil {
-		<-durable // written and fsynced by the writer, outside mu
-	}
-	if r.disk != nil {
-		r.disk.archive(r, v)
+	if end != nil {
+		r.disk.writeEnd(r, end) // fsynced, with what was still queued, outside mu
 	}
 	r.mu.Lock()
 	r.status = status

@@ -13,15 +13,15 @@ import (
 )
 
 // This file holds conversations: chains of runs in which each run
-// continues the messages of the ones before it. A conversation is its runs
-// (each run's record names it, each run's transcript holds its messages)
-// plus one small record, <id>.conversation in the runs directory, with its
-// owner. Here: joining a run to its conversation (one active run at a
-// time), the record on disk, loading at start-up, deletion, listing, and
-// retention, which keeps or drops a conversation's runs together.
+// continues the messages of the ones before it. A conversation is its runs:
+// each run's record names it, each run's transcript holds its messages,
+// and its first run's record gives its owner and creation time (retention
+// keeps or drops a conversation's runs together, so its first run is kept
+// as long as it is). Here: joining a run to its conversation (one active
+// run at a time), loading at start-up, deletion, listing, and retention.
 
-// conversationExt is the extension of a conversation's record in the runs
-// directory.
+// conversationExt is the extension of the record an older harnessd kept
+// of each conversation in the runs directory, read when it is there.
 const conversationExt = ".conversation"
 
 // A conversation is a chain of runs. Its fields are fixed but runs, which
@@ -79,11 +79,10 @@ func (r *run) conversationID() string {
 }
 
 // joinConversation makes r the next run of the conversation its request
-// names, or the first of a new one owned by its request's owner, whose
-// record it writes. It returns a *conversationNotFoundError, a
-// *conversationBusyError while the conversation's last run is active, or
-// the error of writing the record. A run that joined and is then refused
-// must leave.
+// names, or the first of a new one owned by its request's owner. It
+// returns a *conversationNotFoundError, or a *conversationBusyError while
+// the conversation's last run is active. A run that joined and is then
+// refused must leave.
 func (m *runManager) joinConversation(r *run) error {
 	m.mu.Lock()
 	id := r.req.ConversationID
@@ -92,13 +91,6 @@ func (m *runManager) joinConversation(r *run) error {
 		m.conversations[c.id] = c
 		r.conv = &runConversation{id: c.id}
 		m.mu.Unlock()
-		if m.opts.Store == nil {
-			return nil
-		}
-		if err := m.opts.Store.writeConversation(conversationRecord{ID: c.id, Owner: c.owner, CreatedAt: c.createdAt}); err != nil {
-			m.leaveConversation(r)
-			return err
-		}
 		return nil
 	}
 	defer m.mu.Unlock()
@@ -250,17 +242,21 @@ func (m *runManager) deleteConversation(id string) error {
 	m.mu.Unlock()
 	if m.opts.Store != nil {
 		m.opts.Store.removeAll(append(ids, id))
+		// The journal may still hold the records its runs were accepted
+		// with: a deleted conversation leaves nothing on disk.
+		if err := m.opts.Store.journal.compact(); err != nil {
+			m.logger.Error("rewriting the runs journal without the deleted conversation failed", "conversation", id, "err", err)
+		}
 	}
 	m.logger.Info("conversation deleted", "conversation", id, "runs", len(ids))
 	return nil
 }
 
 // loadConversations rebuilds the conversations of the runs loadHistory
-// kept, from their records and the conversation records on disk. A
-// record without runs (its runs expired, or a crash came before its first
-// run's record) is removed; runs whose conversation lost its record are
-// kept in a conversation without owner (only admins see it). Called once,
-// by newRunManager.
+// kept (oldest first), from their records: a conversation takes its owner
+// and creation time from its first run, or from the record an older
+// harnessd kept of it. Such a record without runs (its runs expired) is
+// removed. Called once, by newRunManager.
 func (m *runManager) loadConversations() {
 	records, err := m.opts.Store.readConversations()
 	if err != nil {
@@ -276,8 +272,7 @@ func (m *runManager) loadConversations() {
 		if c == nil {
 			rec, ok := records[cid]
 			if !ok {
-				m.logger.Warn("conversation record missing; only admins see it", "conversation", cid)
-				rec = conversationRecord{ID: cid, CreatedAt: r.createdAt}
+				rec = conversationRecord{ID: cid, Owner: r.req.Owner, CreatedAt: r.createdAt}
 			}
 			c = &conversation{id: cid, owner: rec.Owner, createdAt: rec.CreatedAt}
 			m.conversations[cid] = c
@@ -295,28 +290,6 @@ func (m *runManager) loadConversations() {
 // conversationPath returns where conversation id's record is kept.
 func (s *runStore) conversationPath(id string) string {
 	return filepath.Join(s.dir, id+conversationExt)
-}
-
-// writeConversation writes a new conversation's record, fsynced; the
-// record of its first run, written next, makes its name durable.
-func (s *runStore) writeConversation(rec conversationRecord) error {
-	f, err := os.OpenFile(s.conversationPath(rec.ID), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("conversation %s: create record: %w; check the free space and permissions of %s", rec.ID, err, s.dir)
-	}
-	n, err := f.Write(append(encodeCompact(rec), '\n'))
-	countWrite(n)
-	if err == nil {
-		err = syncFile(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(s.conversationPath(rec.ID))
-		return fmt.Errorf("conversation %s: write record: %w; check the free space and permissions of %s", rec.ID, err, s.dir)
-	}
-	return nil
 }
 
 // readConversations returns the conversation records on disk by id. A

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -260,23 +256,15 @@ func (r *run) modelFailure(step int, err error) string {
 	return msg
 }
 
-// closeTranscript appends a result saying harnessd stopped for each tool
-// call left open in the transcript of run id, found interrupted at
-// start-up, durably (a torn last line is cut off first). A transcript cut
-// at max_transcript_bytes is left as it is: the next run closes its calls
-// in what it sends.
-func (s *runStore) closeTranscript(id string, now time.Time) error {
-	path := s.messagesPath(id)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	raw, cut := parseTranscript(b)
+// closeToolCalls appends to b a transcript line for each tool call
+// left open in lines (the transcript of a run found interrupted at
+// start-up) saying harnessd stopped, and returns it. A transcript cut at
+// max_transcript_bytes is left as it is: the next run closes its calls in
+// what it sends.
+func closeToolCalls(b []byte, lines [][]byte, now time.Time) []byte {
+	raw, cut := transcriptMessages(lines)
 	if cut {
-		return nil
+		return b
 	}
 	var msgs []chatMessage
 	step := 0
@@ -288,27 +276,9 @@ func (s *runStore) closeTranscript(id string, now time.Time) error {
 		msgs = append(msgs, m.chat())
 		step = max(step, m.Step)
 	}
-	calls := openToolCalls(nil, msgs)
-	if len(calls) == 0 {
-		return nil
-	}
-	var lines []byte
-	for _, c := range calls {
+	for _, c := range openToolCalls(nil, msgs) {
 		m := transcriptMessage{Step: step, Time: now.UTC(), Role: roleTool, Content: closedInterrupted, ToolCallID: c.ID, Name: c.Name, IsError: true}
-		lines = append(append(lines, encodeCompact(m)...), '\n')
+		b = wrapLine(b, messageLinePrefix, encodeCompact(m))
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	whole := int64(bytes.LastIndexByte(b, '\n') + 1)
-	if err := f.Truncate(whole); err != nil {
-		return err
-	}
-	n, err := f.WriteAt(lines, whole)
-	if countWrite(n); err != nil {
-		return err
-	}
-	return syncFile(f)
+	return b
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -401,9 +403,13 @@ func TestConversationSurvivesRestart(t *testing.T) {
 	}
 	left, _ := os.ReadDir(dir)
 	for _, e := range left {
-		if e.Name() != "lock" {
+		id, _ := strings.CutSuffix(e.Name(), runFileExt)
+		if e.Name() != "lock" && e.Name() != journalName && !m.opts.Store.pool.holds(id) {
 			t.Errorf("file left after the conversation was deleted: %s", e.Name())
 		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, journalName)); err != nil || bytes.Contains(b, []byte(r2.id)) {
+		t.Errorf("the journal after the conversation was deleted = %q, %v; want nothing of its runs", b, err)
 	}
 }
 

@@ -90,9 +90,15 @@ func TestEventsEncodedOnce(t *testing.T) {
 	if got := historyFrames(resumed); strings.Join(got, "\n\n") != strings.Join(want[2:], "\n\n") {
 		t.Errorf("resumed after id 2 =\n%q\nwant\n%q", got, want[2:])
 	}
-	log, err := os.ReadFile(filepath.Join(dir, r.id+runEventsExt))
+	file, err := os.ReadFile(filepath.Join(dir, r.id+runFileExt))
 	if err != nil {
 		t.Fatal(err)
+	}
+	var log []byte // the file's event lines
+	for line := range bytes.Lines(file) {
+		if !bytes.HasPrefix(line, recordLinePrefix) && !bytes.HasPrefix(line, messageLinePrefix) {
+			log = append(log, line...)
+		}
 	}
 	var fromFrames bytes.Buffer
 	for _, frame := range want {

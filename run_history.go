@@ -8,8 +8,8 @@ import (
 )
 
 // This file holds how runs meet the store (run_store.go): a run's record
-// written when it is accepted and when it ends, its events and its
-// transcript appended as it goes, both fsynced with the terminal event
+// committed when it is accepted, its events and its transcript appended
+// to its file as it goes, fsynced with the terminal event and the record
 // before anyone sees the run end;
 // finished runs kept on disk rather than in memory; the history loaded at
 // start-up; and retention.
@@ -18,28 +18,24 @@ import (
 // is read from its record on disk rather than kept in memory.
 const bodyInMemory = 4 << 10
 
-// A runDisk is one run's files. Its logs are written by its writer
+// A runDisk is one run's file. It is written by the run's writer
 // goroutine alone (run_writer.go) until the terminal event, never under
-// the run's mu; then the goroutine finishing the run owns them (archive)
+// the run's mu; then the goroutine finishing the run owns it (archive)
 // and the record fields, which others read only once the run's done is
 // closed. store, redact and queue are fixed.
 type runDisk struct {
 	store  *runStore
 	redact *liveRedactor // the run's secrets, cut out of what is written
 	log    *runLog       // nil for a run loaded from the store
-	// messages is the run's transcript (run_transcript.go); nil for a run
-	// loaded from the store.
-	messages *runLog
-	bytes    int64 // what the run's files take, once it has ended
-	// recordSum and recordSize describe the final record archive last
-	// wrote, so that writing the same again is skipped.
-	recordSum  [sha256.Size]byte
-	recordSize int64
+	bytes  int64         // what the run's file takes, once it has ended
+	// recordSum is the hash of the last record line written, so that
+	// writing the same again is skipped.
+	recordSum [sha256.Size]byte
 	// queue feeds the writer; nil for a run loaded from the store.
 	queue *diskQueue
 }
 
-// persistNew writes r's first record and creates its event log, so an
+// persistNew creates r's file and commits its first record, so an
 // accepted run survives a crash (as interrupted at worst). It does
 // nothing without a store.
 func (m *runManager) persistNew(r *run) error {
@@ -60,45 +56,43 @@ func (m *runManager) persistNew(r *run) error {
 		return err
 	}
 	d.log = l
-	if d.messages, err = d.store.openMessages(r.id); err != nil {
-		l.close()
-		d.store.remove(r.id)
-		return err
-	}
 	d.startWriter(r)
 	r.disk = d
 	return nil
 }
 
-// discard closes the files of a run that was refused after persistNew and
-// removes them.
+// discard closes the file of a run that was refused after persistNew and
+// removes it.
 func (d *runDisk) discard(id string) {
-	done := make(chan struct{})
-	if d.queue.enqueue(diskItem{last: true, discard: true, done: done}) {
-		<-done
-	}
+	d.queue.stop()
+	d.queue.writing.Lock()
 	d.log.close()
-	d.messages.close()
+	d.queue.writing.Unlock()
+	d.store.journal.forget(id)
 	d.store.remove(id)
 }
 
-// appendLocked hands ev to the run's writer, which writes it to the log
-// without the run's mu. With last set (the terminal event) the logs are
-// fsynced with it and the writer stops; the returned channel is closed
-// once that is done (nil without a disk or a writer). Called under the
+// appendLocked hands ev, not the terminal event, to the run's writer,
+// which writes it to the file without the run's mu. Called under the
 // run's mu, in event order.
-func (d *runDisk) appendLocked(ev runEvent, last bool) <-chan struct{} {
+func (d *runDisk) appendLocked(ev runEvent) {
 	if d == nil || d.queue == nil {
+		return
+	}
+	d.queue.enqueue(diskItem{event: &ev})
+}
+
+// endLocked stops the run's queue after its last event and returns the
+// lines of its end, the terminal event ev and the record v of the ended
+// run, for writeEnd to write outside the run's mu; nil without a disk.
+// Called under the run's mu, after every other event.
+func (d *runDisk) endLocked(ev runEvent, v runView) []byte {
+	if d == nil || d.queue == nil || !d.queue.stop() {
 		return nil
 	}
-	it := diskItem{event: &ev, sync: last, last: last}
-	if last {
-		it.done = make(chan struct{})
-	}
-	if !d.queue.enqueue(it) || !last {
-		return nil
-	}
-	return it.done
+	record := recordLine(v, d.redact.load())
+	d.recordSum = sha256.Sum256(record)
+	return append(append(append(make([]byte, 0, len(ev.encoded)+1+len(record)), ev.encoded...), '\n'), record...)
 }
 
 // appendMessageLocked hands one transcript line (redacted JSON, without
@@ -107,25 +101,27 @@ func (d *runDisk) appendMessageLocked(line []byte) {
 	d.queue.enqueue(diskItem{line: line})
 }
 
-// archive writes r's final record v (unless the last one it wrote is the
-// same: the run's servers may leave it unchanged as they close), closes
-// its logs and returns the view to keep in memory: without the prompt and
-// output when they are large (view reads them back from disk). It returns
-// nil, keeping everything in memory, when the record could not be
-// written.
+// archive appends r's final record v to its file unless it is the record
+// written with the end (the run's servers may leave it unchanged as they
+// close), closes the file and returns the view to keep in memory: without
+// the prompt and output when they are large (view reads them back from
+// disk). It returns nil, keeping everything in memory, when the end did
+// not reach the disk or the record could not be written.
 func (d *runDisk) archive(r *run, v runView) *runView {
-	d.log.close()
-	d.messages.close()
-	b := encodeRecord(v, d.redact.load())
+	defer d.log.close()
+	if d.log.err != nil {
+		return nil
+	}
+	b := recordLine(v, d.redact.load())
 	if sum := sha256.Sum256(b); sum != d.recordSum {
-		n, err := d.store.writeRecordData(v.ID, b)
-		if err != nil {
+		// Without an fsync of its own (see run_store.go).
+		if err := d.log.write(b, false); err != nil {
 			r.logger.Error("writing the run's record to disk failed; it is kept in memory only", "err", err)
 			return nil
 		}
-		d.recordSum, d.recordSize = sum, n
+		d.recordSum = sum
 	}
-	d.bytes = d.recordSize + d.log.size + d.messages.size
+	d.bytes = d.log.size
 	if len(v.Prompt) > bodyInMemory || len(v.Output) > bodyInMemory {
 		v.Prompt, v.Output = "", ""
 	}

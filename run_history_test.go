@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -80,10 +79,6 @@ func TestRunsOnDisk(t *testing.T) {
 		t.Fatalf("record on disk when the run showed ended: status %q, output of %d bytes, %v; want completed with the answer",
 			rec.Status, len(rec.Output), err)
 	}
-	endedRecord, err := os.Stat(store.recordPath(r.id))
-	if err != nil {
-		t.Fatal(err)
-	}
 	logged, _ := store.readEvents(r.id)
 	if n := len(logged); n == 0 || logged[n-1].Type != "run.completed" {
 		t.Fatalf("event log when the run showed ended: %+v, want it to end with run.completed", logged)
@@ -91,9 +86,9 @@ func TestRunsOnDisk(t *testing.T) {
 
 	v := waitRun(t, r)
 	// Without servers of its own, closing them changes nothing in the
-	// record: it is not written again (every write is a new file).
-	if finalRecord, err := os.Stat(store.recordPath(r.id)); err != nil || !os.SameFile(endedRecord, finalRecord) {
-		t.Errorf("the record was written again once the run's servers closed (%v), want it written once at the end", err)
+	// record: it is not written again.
+	if b, err := os.ReadFile(store.runPath(r.id)); err != nil || bytes.Count(b, recordLinePrefix) != 1 {
+		t.Errorf("the run's file holds %d records (%v), want the one written at the end", bytes.Count(b, recordLinePrefix), err)
 	}
 	if v.Prompt != bigPrompt || v.Output != bigAnswer || v.Steps != 2 || v.ToolCalls != 1 {
 		t.Errorf("view = prompt of %d bytes, output of %d, steps %d, tool_calls %d; want %d, %d, 2, 1",
@@ -158,8 +153,8 @@ func TestRunsRetentionRemovesFiles(t *testing.T) {
 		t.Fatalf("kept runs = %d, files of the first = %v; want 2 runs without the first, and its files removed", len(m.list()), left)
 	}
 	for _, id := range ids[1:] {
-		if _, err := os.Stat(filepath.Join(dir, id+runRecordExt)); err != nil {
-			t.Errorf("record of kept run %s: %v", id, err)
+		if _, err := os.Stat(filepath.Join(dir, id+runFileExt)); err != nil {
+			t.Errorf("file of kept run %s: %v", id, err)
 		}
 	}
 	// A restart with a lower bound drops more at once.
@@ -179,7 +174,7 @@ func TestRunsOnDiskRedacted(t *testing.T) {
 	store := m.opts.Store
 	r := startRun(t, m, runRequest{Prompt: "say it"})
 	waitRun(t, r)
-	for _, p := range store.files(r.id) {
+	for _, p := range []string{store.runPath(r.id), store.journal.path} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -187,13 +182,11 @@ func TestRunsOnDiskRedacted(t *testing.T) {
 		if bytes.Contains(b, []byte(secret)) {
 			t.Errorf("%s holds a server's secret", p)
 		}
-		if !bytes.Contains(b, []byte("[redacted]")) {
+		if p == store.runPath(r.id) && !bytes.Contains(b, []byte("[redacted]")) {
 			t.Errorf("%s: no [redacted] where the secret was", p)
 		}
 	}
-	var rec map[string]any
-	b, _ := os.ReadFile(store.recordPath(r.id))
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Errorf("record is not JSON: %v", err)
+	if rec, err := store.readRecord(r.id); err != nil || rec.ID != r.id {
+		t.Errorf("record = %+v, %v; want the run's", rec, err)
 	}
 }

@@ -215,8 +215,8 @@ func newRunManager(opts runManagerOptions) *runManager {
 	opts.Registry.secrets().add(append(baseSecretValues(opts.Registry.globals(), opts.Getenv), opts.Webhooks.Secret)...)
 	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}, conversations: map[string]*conversation{}}
 	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: m.connectAllowHosts,
-		secrets: opts.Registry.secrets(),
-		limits:  opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
+		secrets: opts.Registry.secrets(), store: opts.Store,
+		limits: opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
 	m.env.webhooks = &webhookSender{ctx: ctx, logger: opts.Logger, metrics: opts.Metrics, timing: opts.WebhookTiming.resolve(),
 		secret: func() string { return m.webhookSettings().Secret }}
 	if opts.Store != nil {
@@ -277,9 +277,11 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	}
 	// Refuse a full queue before touching the disk; admit checks again.
 	if err := m.checkRoom(); err != nil {
+		r.env.releaseRunID(r.id)
 		return nil, err
 	}
 	if err := m.joinConversation(r); err != nil {
+		r.env.releaseRunID(r.id)
 		return nil, err
 	}
 	if err := m.persistNew(r); err != nil {
@@ -301,7 +303,8 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 }
 
 // prepare validates req and returns the run it asks for, not yet kept or
-// started. Errors are *requestError.
+// started (whose id must be released if it is not kept). Errors are
+// *requestError.
 func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if strings.TrimSpace(req.Prompt) == "" {
 		return nil, badRequest("prompt", "is empty: say what the agent should do")
@@ -326,6 +329,16 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 		return nil, err
 	}
 	r := newRun(m.env, req)
+	if err := m.setUp(r, spec, provider, budget, defaultSteps, allowCommand); err != nil {
+		r.env.releaseRunID(r.id)
+		return nil, err
+	}
+	return r, nil
+}
+
+// setUp fills in the new run r of prepare.
+func (m *runManager) setUp(r *run, spec modelSpec, provider modelProvider, budget *runBudget, defaultSteps int, allowCommand bool) error {
+	req := r.req
 	r.model = spec
 	r.provider = provider
 	r.budget = budget
@@ -334,19 +347,17 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 		r.maxSteps = defaultSteps
 	}
 	if err := m.resolveServers(r, allowCommand); err != nil {
-		return nil, err
+		return err
 	}
+	var err error
 	if r.webhook, err = m.webhookFor(req, allowCommand); err != nil {
-		return nil, err
+		return err
 	}
 	own := serverSecrets(r.profile, r.perRun)
 	r.secrets = m.env.secrets.derive(own...)
 	r.logger = redactLoggerLive(r.logger, r.secrets)
 	newProvider := func(spec modelSpec) (modelProvider, error) { return m.opts.newProvider(spec, m.opts.Getenv, r.logger) }
-	if err := r.setupInput(m.opts.Limits, m.opts.SamplingModels, newProvider); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return r.setupInput(m.opts.Limits, m.opts.SamplingModels, newProvider)
 }
 
 // model resolves a run's model name ("" for the configured default) to

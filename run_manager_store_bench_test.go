@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,15 +18,21 @@ func BenchmarkRunsThroughAPIStore(b *testing.B) {
 }
 
 // reportStoreCost reports the store's fsyncs and bytes written per run,
-// and the bytes written over what the runs' event logs and transcripts
-// in dir hold (their events and messages as JSON).
+// and the bytes written over what the runs' files in dir hold of their
+// events and transcripts (as JSON lines).
 func reportStoreCost(b *testing.B, dir string, syncs, written int64) {
 	var logs int64
-	for _, pattern := range []string{"*" + runEventsExt, "*" + runMessagesExt} {
-		paths, _ := filepath.Glob(filepath.Join(dir, pattern))
-		for _, p := range paths {
-			if fi, err := os.Stat(p); err == nil {
-				logs += fi.Size()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*"+runFileExt))
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range bytes.Lines(data) {
+			if inner, ok := unwrapLine(bytes.TrimSuffix(line, []byte("\n")), messageLinePrefix); ok {
+				logs += int64(len(inner)) + 1
+			} else if !bytes.HasPrefix(line, recordLinePrefix) {
+				logs += int64(len(line))
 			}
 		}
 	}

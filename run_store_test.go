@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -32,20 +35,33 @@ func testRunView(id string, created time.Time) runView {
 		Servers: []serverStatus{}, ActivatedTools: []string{}, CreatedAt: created.UTC()}
 }
 
-// appendEvents appends events to l as finish and emit do, the terminal
-// one fsynced.
-func appendEvents(t *testing.T, l *runLog, events ...runEvent) {
+// writeEvents writes events to l, each in a write of its own, as the
+// run's writer does when they come one at a time.
+func writeEvents(t *testing.T, l *runLog, events ...runEvent) {
 	t.Helper()
 	for _, ev := range events {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		status, _ := strings.CutPrefix(ev.Type, "run.")
-		if err := l.append(b, isTerminal(status)); err != nil {
-			t.Fatalf("append %s: %v", ev.Type, err)
+		if err := l.write(append(mustJSON(t, ev), '\n'), false); err != nil {
+			t.Fatalf("write %s: %v", ev.Type, err)
 		}
 	}
+}
+
+// endRun writes the events of run v (the last one terminal) as the run's
+// writer does: the terminal event and the record v ended with in one
+// fsynced write. It closes l.
+func endRun(t *testing.T, s *runStore, l *runLog, v runView, events ...runEvent) {
+	t.Helper()
+	writeEvents(t, l, events[:len(events)-1]...)
+	last := events[len(events)-1]
+	if err := s.end(v.ID, l, append(append(mustJSON(t, last), '\n'), recordLine(v, nil)...)); err != nil {
+		t.Fatalf("end %s: %v", v.ID, err)
+	}
+	l.close()
+}
+
+// ended returns v ended as the last event of lifecycle says.
+func ended(v runView, events []runEvent) runView {
+	return replayEvents(v, events)
 }
 
 // lifecycle returns the events of a run that made step steps, called one
@@ -68,6 +84,16 @@ func lifecycle(start time.Time, status, output, errMsg string) []runEvent {
 	}
 }
 
+// decoded returns events as read back from a file: their data raw JSON.
+func decoded(t *testing.T, events []runEvent) []runEvent {
+	t.Helper()
+	var b []byte
+	for _, ev := range events {
+		b = append(append(b, mustJSON(t, ev)...), '\n')
+	}
+	return parseRunFile(b).events
+}
+
 func TestRunStoreFilesArePrivate(t *testing.T) {
 	s := newTestRunStore(t)
 	l, err := s.create(testRunView("run_a", time.Now()), nil)
@@ -75,7 +101,7 @@ func TestRunStoreFilesArePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.close()
-	for path, want := range map[string]os.FileMode{s.dir: 0o700, s.recordPath("run_a"): 0o600, s.eventsPath("run_a"): 0o600} {
+	for path, want := range map[string]os.FileMode{s.dir: 0o700, s.runPath("run_a"): 0o600, s.journal.path: 0o600} {
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +111,7 @@ func TestRunStoreFilesArePrivate(t *testing.T) {
 		}
 	}
 	if _, err := s.create(testRunView("run_a", time.Now()), nil); err == nil {
-		t.Errorf("create(run_a) twice = nil error, want one: a run's log is never reused")
+		t.Errorf("create(run_a) twice = nil error, want one: a run's file is never reused")
 	}
 }
 
@@ -97,10 +123,10 @@ func TestRunStoreTornLastLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := lifecycle(start, runCompleted, "done", "")
-	appendEvents(t, l, events[:3]...)
+	writeEvents(t, l, events[:3]...)
 	l.close()
 	// A crash in the middle of the fourth line.
-	f, err := os.OpenFile(s.eventsPath("run_torn"), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(s.runPath("run_torn"), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,19 +156,19 @@ func TestRunStoreTornLastLine(t *testing.T) {
 	if !slices.Equal(types, want) {
 		t.Errorf("events after recovery = %v, want %v (the torn line cut off, the end appended)", types, want)
 	}
-	b, _ := os.ReadFile(s.eventsPath("run_torn"))
-	if _, whole := parseEventLog(b); whole != len(b) {
-		t.Errorf("the log has %d bytes after its last newline, want none", len(b)-whole)
+	if rec, err := s.readRecord("run_torn"); err != nil || rec.Status != runFailed || rec.Error != interruptedError {
+		t.Errorf("record after recovery = %+v, %v; want the run failed as interrupted, last in its file", rec, err)
 	}
 }
 
-// TestRunStoreCrashAtEveryByte cuts a run's event log at every length its
-// terminal line passes through, and at each other line's ends and middle
-// (a crash at that instant: nothing after the cut was written) with the record as the run wrote it at creation, and checks
-// what start-up makes of it: a finished run before it is intact, the run
-// itself is readable and ended, completed only when its terminal event
-// made it to disk whole. The final record is written only after the
-// terminal event was fsynced, so it never meets a shorter log.
+// TestRunStoreCrashAtEveryByte cuts a run's file at every length the
+// write of its end passes through in its terminal event (the end's write
+// holds the event and then the record), at the record's ends and middle,
+// and at each other line's ends and middle (a crash at that
+// instant: nothing after the cut was written), with the journal as the
+// run left it, and checks what start-up makes of it: a finished run
+// before it is intact, the run itself is readable and ended, completed
+// when its terminal event made it to disk whole.
 func TestRunStoreCrashAtEveryByte(t *testing.T) {
 	base := newTestRunStore(t)
 	start := time.Now().Add(-time.Minute)
@@ -151,45 +177,48 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendEvents(t, l, lifecycle(start, runCompleted, "earlier answer", "")...)
-	l.close()
-	earlier.Status, earlier.Output, earlier.Steps = runCompleted, "earlier answer", 2
-	if _, err := base.writeRecord(earlier, nil); err != nil {
-		t.Fatal(err)
-	}
+	events := lifecycle(start, runCompleted, "earlier answer", "")
+	endRun(t, base, l, ended(earlier, decoded(t, events)), events...)
 
 	crashed := testRunView("run_crashed", start.Add(time.Second))
-	l, err = base.create(crashed, nil)
+	if l, err = base.create(crashed, nil); err != nil {
+		t.Fatal(err)
+	}
+	events = lifecycle(start.Add(time.Second), runCompleted, "the answer", "")
+	endRun(t, base, l, ended(crashed, decoded(t, events)), events...)
+	full, err := os.ReadFile(base.runPath("run_crashed"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := lifecycle(start.Add(time.Second), runCompleted, "the answer", "")
-	appendEvents(t, l, events...)
-	l.close()
-	full, err := os.ReadFile(base.eventsPath("run_crashed"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lastLine := len(full) - len(mustJSON(t, events[len(events)-1])) - 1
+	endWrite := bytes.LastIndex(full, mustJSON(t, events[len(events)-1]))
+	endEvent := endWrite + len(mustJSON(t, events[len(events)-1])) + 1
 
-	// Every byte of the terminal line, and each other line's ends and middle.
+	// Every byte of the terminal event's line, the record's ends and
+	// middle (a torn record reads alike wherever it is cut), and each
+	// other line's ends and middle.
 	var cuts []int
-	for i := lastLine; i <= len(full); i++ {
+	for i := endWrite; i <= endEvent; i++ {
 		cuts = append(cuts, i)
 	}
+	cuts = append(cuts, endEvent+1, (endEvent+len(full))/2, len(full)-1, len(full))
 	lineStart := 0
-	for i, c := range full[:lastLine] {
+	for i, c := range full[:endWrite] {
 		if c == '\n' {
 			cuts = append(cuts, lineStart, (lineStart+i)/2, i, i+1)
 			lineStart = i + 1
 		}
 	}
+	base.close()
 	for _, cut := range cuts {
-		s := newTestRunStore(t)
-		for _, name := range []string{"run_earlier" + runRecordExt, "run_earlier" + runEventsExt, "run_crashed" + runRecordExt} {
-			copyFile(t, filepath.Join(base.dir, name), filepath.Join(s.dir, name))
+		dir := filepath.Join(t.TempDir(), "runs")
+		os.MkdirAll(dir, 0o700)
+		copyFile(t, base.journal.path, filepath.Join(dir, journalName))
+		copyFile(t, base.runPath("run_earlier"), filepath.Join(dir, "run_earlier"+runFileExt))
+		if err := os.WriteFile(filepath.Join(dir, "run_crashed"+runFileExt), full[:cut], 0o600); err != nil {
+			t.Fatal(err)
 		}
-		if err := os.WriteFile(s.eventsPath("run_crashed"), full[:cut], 0o600); err != nil {
+		s, err := openRunStore(dir, slog.New(slog.DiscardHandler))
+		if err != nil {
 			t.Fatal(err)
 		}
 		runs, err := s.load(time.Now())
@@ -201,25 +230,33 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 		}
 		got := runs[1].view
 		wantStatus, wantOutput, wantError := runFailed, "", interruptedError
-		if cut == len(full) {
+		if cut >= endEvent {
 			wantStatus, wantOutput, wantError = runCompleted, "the answer", ""
 		}
-		if got.Status != wantStatus || got.Output != wantOutput || got.Error != wantError || got.EndedAt == nil {
-			t.Fatalf("cut %d of %d (last line from %d): run = status %q output %q error %q ended %v, want %q %q %q, ended",
-				cut, len(full), lastLine, got.Status, got.Output, got.Error, got.EndedAt, wantStatus, wantOutput, wantError)
+		if got.Status != wantStatus || got.Output != wantOutput || got.Error != wantError || got.EndedAt == nil || got.Prompt != crashed.Prompt {
+			t.Fatalf("cut %d of %d (end from %d): run = status %q output %q error %q ended %v prompt %q, want %q %q %q, ended, its prompt",
+				cut, len(full), endWrite, got.Status, got.Output, got.Error, got.EndedAt, got.Prompt, wantStatus, wantOutput, wantError)
 		}
 		evs, err := s.readEvents("run_crashed")
 		if err != nil || len(evs) == 0 || evs[len(evs)-1].Type != terminalEventType(wantStatus) {
 			t.Fatalf("cut %d: events = %+v, %v; want them to end with %s", cut, evs, err, terminalEventType(wantStatus))
 		}
-		// What start-up wrote is itself whole: a second start-up agrees.
+		s.close()
+		// What start-up wrote is itself whole: a second start-up agrees
+		// without writing anything.
+		s, err = openRunStore(dir, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		written := storeBytes.Load()
 		again, err := s.load(time.Now())
-		if err != nil || again[1].view.Status != wantStatus {
+		if err != nil || len(again) != 2 || again[1].view.Status != wantStatus {
 			t.Fatalf("cut %d: second load = %+v, %v", cut, again, err)
 		}
-		if evs2, _ := s.readEvents("run_crashed"); len(evs2) != len(evs) {
-			t.Fatalf("cut %d: second load changed the log: %d events, then %d", cut, len(evs), len(evs2))
+		if evs2, _ := s.readEvents("run_crashed"); len(evs2) != len(evs) || storeBytes.Load() != written {
+			t.Fatalf("cut %d: second load changed the file: %d events, then %d", cut, len(evs), len(evs2))
 		}
+		s.close()
 	}
 }
 
@@ -245,7 +282,12 @@ func copyFile(t *testing.T, src, dst string) {
 	}
 }
 
-func TestRunStoreRecordWriteIsAtomic(t *testing.T) {
+// TestRunStoreAcceptedRunSurvives stops a store with a run accepted and
+// nothing more: the journal holds its record, and the next start ends it
+// as interrupted with its prompt. A file no record speaks for (the crash
+// came before the commit) is of a run never accepted, and a record whose
+// file is gone is of a run removed: neither is loaded.
+func TestRunStoreAcceptedRunSurvives(t *testing.T) {
 	s := newTestRunStore(t)
 	v := testRunView("run_rec", time.Now())
 	l, err := s.create(v, nil)
@@ -253,9 +295,15 @@ func TestRunStoreRecordWriteIsAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.close()
-	// A crash while the final record was being written leaves its
-	// temporary file, half done; the record in place is the old one.
-	os.WriteFile(s.recordPath("run_rec")+runTempExt, []byte(`{"id":"run_rec","status":"compl`), 0o600)
+	gone := testRunView("run_gone", time.Now())
+	if l, err = s.create(gone, nil); err != nil {
+		t.Fatal(err)
+	}
+	l.close()
+	os.Remove(s.runPath("run_gone"))
+	os.WriteFile(s.runPath("run_never"), mustJSON(t, lifecycle(time.Now(), runCompleted, "", "")[0]), 0o600)
+	// A rewrite of the journal cut short leaves its temporary file.
+	os.WriteFile(s.journal.path+runTempExt, []byte(`{"record":{"id":"run_rec","status":"compl`), 0o600)
 	if _, err := openRunStore(s.dir, s.logger); err == nil || !strings.Contains(err.Error(), "in use by another harnessd") {
 		t.Fatalf("openRunStore of a directory in use = %v, want it refused", err)
 	}
@@ -265,26 +313,32 @@ func TestRunStoreRecordWriteIsAtomic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.close()
-	if _, err := os.Stat(s.recordPath("run_rec") + runTempExt); !os.IsNotExist(err) {
-		t.Errorf("the temporary record is still there after openRunStore (stat: %v)", err)
+	if _, err := os.Stat(s.journal.path + runTempExt); !os.IsNotExist(err) {
+		t.Errorf("the journal's temporary file is still there after openRunStore (stat: %v)", err)
 	}
 	runs, err := s2.load(time.Now())
 	if err != nil || len(runs) != 1 || runs[0].view.Prompt != v.Prompt || runs[0].view.Error != interruptedError {
-		t.Fatalf("load = %+v, %v; want the run, interrupted, with its prompt", runs, err)
+		t.Fatalf("load = %+v, %v; want the accepted run alone, interrupted, with its prompt", runs, err)
+	}
+	if _, err := os.Stat(s.runPath("run_never")); !os.IsNotExist(err) {
+		t.Errorf("the file of a run never accepted is still there after load (stat: %v)", err)
+	}
+	if recs, err := s2.journal.records(); err != nil || len(recs) != 0 {
+		t.Errorf("journal after load = %d records, %v; want none: every run on disk has ended", len(recs), err)
 	}
 }
 
 func TestRunStoreRecoveryMarking(t *testing.T) {
 	tests := []struct {
 		name       string
-		events     int // how many of lifecycle's events reached the log
+		events     int // how many of lifecycle's events reached the file
 		status     string
 		wantStatus string
 		wantError  string
 		wantSteps  int
 		wantCalls  int
 	}{
-		{name: "nothing logged", events: 0, wantStatus: runFailed, wantError: interruptedError},
+		{name: "nothing written", events: 0, wantStatus: runFailed, wantError: interruptedError},
 		{name: "mid step", events: 3, wantStatus: runFailed, wantError: interruptedError, wantSteps: 1, wantCalls: 1},
 		{name: "terminal event, no record", events: 5, status: runFailed, wantStatus: runFailed, wantError: "step 2: boom", wantSteps: 2, wantCalls: 1},
 		{name: "cancelled, no record", events: 5, status: runCancelled, wantStatus: runCancelled, wantError: "step 2: boom", wantSteps: 2, wantCalls: 1},
@@ -297,7 +351,7 @@ func TestRunStoreRecoveryMarking(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			appendEvents(t, l, lifecycle(start, cmpOr(tt.status, runCompleted), "", "step 2: boom")[:tt.events]...)
+			writeEvents(t, l, lifecycle(start, cmpOr(tt.status, runCompleted), "", "step 2: boom")[:tt.events]...)
 			l.close()
 			now := time.Now()
 			runs, err := s.load(now)
@@ -326,7 +380,7 @@ func TestRunStoreRecoveryMarking(t *testing.T) {
 			}
 			onDisk, err := s.readRecord("run_x")
 			if err != nil || onDisk.Status != tt.wantStatus || onDisk.Error != tt.wantError {
-				t.Errorf("record on disk = %+v, %v; want it rewritten as recovered", onDisk, err)
+				t.Errorf("record on disk = %+v, %v; want it appended as recovered", onDisk, err)
 			}
 		})
 	}
@@ -377,27 +431,22 @@ func TestRunStoreLoadOrderAndRemove(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		appendEvents(t, l, lifecycle(v.CreatedAt, runCompleted, "out", "")...)
-		l.close()
-		v.Status = runCompleted
-		s.writeRecord(v, nil)
+		events := lifecycle(v.CreatedAt, runCompleted, "out", "")
+		endRun(t, s, l, ended(v, decoded(t, events)), events...)
 	}
-	os.WriteFile(s.eventsPath("run_orphan"), []byte(`{"seq":1,"type":"run.started"}`+"\n"), 0o600)
-	os.WriteFile(s.messagesPath("run_orphan"), []byte(`{"step":0,"role":"user","content":"x"}`+"\n"), 0o600)
+	os.WriteFile(s.webhookPath("run_orphan"), []byte(`{"url":"http://127.0.0.1:1/"}`+"\n"), 0o600)
 	runs, err := s.load(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{s.eventsPath("run_orphan"), s.messagesPath("run_orphan")} {
-		if _, err := os.Stat(p); !os.IsNotExist(err) {
-			t.Errorf("%s, of a run without a record, is still there after load (stat: %v)", p, err)
-		}
+	if _, err := os.Stat(s.webhookPath("run_orphan")); !os.IsNotExist(err) {
+		t.Errorf("the delivery of a run not on disk is still there after load (stat: %v)", err)
 	}
 	var ids []string
 	for _, r := range runs {
 		ids = append(ids, r.view.ID)
 		if want := s.size(r.view.ID); r.bytes != want || want == 0 {
-			t.Errorf("run %s: bytes = %d, want %d (both files)", r.view.ID, r.bytes, want)
+			t.Errorf("run %s: bytes = %d, want %d (its file)", r.view.ID, r.bytes, want)
 		}
 	}
 	if want := []string{"run_1", "run_2", "run_3"}; !slices.Equal(ids, want) {
@@ -407,8 +456,8 @@ func TestRunStoreLoadOrderAndRemove(t *testing.T) {
 	if runs, _ := s.load(time.Now()); len(runs) != 2 {
 		t.Errorf("after remove: %d runs, want 2", len(runs))
 	}
-	if left, _ := filepath.Glob(filepath.Join(s.dir, "run_1*")); len(left) != 0 {
-		t.Errorf("files left of a removed run: %v", left)
+	if _, err := os.Stat(s.runPath("run_1")); !os.IsNotExist(err) {
+		t.Errorf("the file of a removed run is still there (stat: %v)", err)
 	}
 }
 
@@ -455,35 +504,53 @@ F: max_kept_run_age: "a month" is not a duration; give one like 720h (30 days), 
 	}
 }
 
-// BenchmarkRunStoreLifecycle measures what the disk adds to one run: the
-// first record, ten events, the fsynced terminal event and the final
-// record (five fsyncs in all).
+// BenchmarkRunStoreLifecycle measures what the disk adds to one run: its
+// id and file from the pool, its first record committed, ten events, and
+// its end (the terminal event and the record, fsynced), with 1 run at a
+// time and with 8 concurrent ones, whose first records share the
+// journal's commits.
 func BenchmarkRunStoreLifecycle(b *testing.B) {
+	for _, concurrent := range []int{1, 8} {
+		b.Run(fmt.Sprintf("runs=%d", concurrent), func(b *testing.B) { benchRunStoreLifecycle(b, concurrent) })
+	}
+}
+
+func benchRunStoreLifecycle(b *testing.B, concurrent int) {
 	s, err := openRunStore(filepath.Join(b.TempDir(), "runs"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.close()
-	syncs, written := storeSyncs.Load(), storeBytes.Load()
 	start := time.Now()
-	ev := mustJSON(b, runEvent{Seq: 1, Type: "model.response", Time: start, Data: map[string]any{"step": 1, "content": strings.Repeat("x", 200)}})
-	end := mustJSON(b, runEvent{Seq: 11, Type: "run.completed", Time: start, Data: map[string]any{"status": runCompleted, "output": "done"}})
-	for i := 0; b.Loop(); i++ {
-		v := testRunView(fmt.Sprintf("run_%d", i), start)
-		l, err := s.create(v, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for range 10 {
-			l.append(ev, false)
-		}
-		l.append(end, true)
-		l.close()
-		v.Status = runCompleted
-		if _, err := s.writeRecord(v, nil); err != nil {
-			b.Fatal(err)
-		}
+	ev := append(mustJSON(b, runEvent{Seq: 1, Type: "model.response", Time: start, Data: map[string]any{"step": 1, "content": strings.Repeat("x", 200)}}), '\n')
+	end := append(mustJSON(b, runEvent{Seq: 11, Type: "run.completed", Time: start, Data: map[string]any{"status": runCompleted, "output": "done"}}), '\n')
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	syncs, written := storeSyncs.Load(), storeBytes.Load()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range concurrent {
+		wg.Go(func() {
+			for left.Add(-1) >= 0 {
+				id := s.newRunID()
+				v := testRunView(id, start)
+				l, err := s.create(v, nil)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for range 10 {
+					l.write(ev, false)
+				}
+				v.Status = runCompleted
+				if err := s.end(id, l, append(slices.Clip(end), recordLine(v, nil)...)); err != nil {
+					b.Error(err)
+				}
+				l.close()
+			}
+		})
 	}
+	wg.Wait()
 	b.ReportMetric(float64(storeSyncs.Load()-syncs)/float64(b.N), "fsyncs/op")
 	b.ReportMetric(float64(storeBytes.Load()-written)/float64(b.N), "written-B/op")
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
-	"os"
 	"slices"
 	"time"
 )
@@ -134,25 +133,23 @@ func (r *run) messages() ([]json.RawMessage, bool, error) {
 		}
 		return out, r.transcript.cut, nil
 	}
-	path := r.disk.store.messagesPath(r.id)
+	store := r.disk.store
 	r.mu.Unlock()
-	b, err := os.ReadFile(path)
+	f, err := store.read(r.id)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, err
 	}
-	msgs, cut := parseTranscript(b)
+	msgs, cut := transcriptMessages(f.messages)
 	return msgs, cut, nil
 }
 
-// parseTranscript returns the messages of the complete lines of a
-// transcript file and whether it ends with the cut marker. A line that is
-// not JSON, which only outside damage makes, is skipped.
-func parseTranscript(b []byte) ([]json.RawMessage, bool) {
+// transcriptMessages returns the messages of a transcript's lines as read
+// from its run's file and whether they end with the cut marker. A line
+// that is not JSON, which only outside damage makes, is skipped.
+func transcriptMessages(lines [][]byte) ([]json.RawMessage, bool) {
 	out := []json.RawMessage{}
 	cut := false
-	whole := bytes.LastIndexByte(b, '\n') + 1
-	for line := range bytes.Lines(b[:whole]) {
-		line = bytes.TrimSuffix(line, []byte("\n"))
+	for _, line := range lines {
 		switch {
 		case bytes.HasPrefix(line, []byte(transcriptCutMarker)):
 			cut = true

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -248,8 +247,12 @@ func TestTranscriptCutAtLimit(t *testing.T) {
 				t.Errorf("messages = %s, want roles %v then truncated", raw, want)
 			}
 			if stored {
-				b, _ := os.ReadFile(m.opts.Store.messagesPath(r.id))
-				if n := len(b); n > 3000+200 {
+				f, _ := m.opts.Store.read(r.id)
+				n := 0
+				for _, line := range f.messages {
+					n += len(line) + 1
+				}
+				if n > 3000+200 {
 					t.Errorf("transcript file = %d bytes, want at most max_transcript_bytes plus the marker", n)
 				}
 			}

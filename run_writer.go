@@ -2,111 +2,148 @@ package main
 
 import "sync"
 
-// This file holds the writer of a run's files: one goroutine per run kept
+// This file holds the writer of a run's file: one goroutine per run kept
 // on disk writes its events and transcript lines in the order they were
 // handed over, so that the run's mu is never held across a write(2) or an
-// fsync, and followers and status reads never wait on the disk.
+// fsync, and followers and status reads never wait on the disk. The end
+// (what is still queued, then the terminal event and the record, in one
+// write, fsynced) is written by the goroutine ending the run, which waits
+// for it anyway: handing it to the writer would add two wake-ups to the
+// wait.
 
-// A diskItem is one thing for the writer: an event or a transcript line;
-// a sync item also makes both logs durable, and a last item stops the
-// writer once everything before it is written.
+// A diskItem is one thing for the writer: an event or a transcript line.
 type diskItem struct {
-	event   *runEvent // nil for a transcript line
-	line    []byte
-	sync    bool
-	last    bool
-	discard bool          // stop without writing (the run was refused)
-	done    chan struct{} // closed once the item is handled; nil for none
+	event *runEvent // nil for a transcript line
+	line  []byte
+}
+
+// appendTo appends the item's line to b and returns it.
+func (it diskItem) appendTo(b []byte) []byte {
+	if it.event == nil {
+		return wrapLine(b, messageLinePrefix, it.line)
+	}
+	return append(append(b, it.event.encoded...), '\n')
 }
 
 // A diskQueue hands a run's disk items to its writer goroutine, in order.
 // Safe for concurrent use; enqueue never blocks on the disk.
 type diskQueue struct {
-	wake chan struct{} // 1-buffered: items are waiting
+	wake chan struct{} // 1-buffered: items are waiting, or the queue stopped
+
+	// writing is held by whoever writes to the run's file and takes
+	// items to write: the writer, then the end. Taken before mu.
+	writing sync.Mutex
 
 	mu sync.Mutex
 	// guards items and stopped
 	items   []diskItem
-	stopped bool // set once a last item was queued: later ones are dropped
+	stopped bool // set at the end: later items are dropped, and the writer exits
 }
 
 // startWriter starts d's writer goroutine for r. Owned by the run: it
-// exits after the last item (the terminal event, or discard).
+// exits once the queue is stopped (the end, or discard).
 func (d *runDisk) startWriter(r *run) {
 	d.queue = &diskQueue{wake: make(chan struct{}, 1)}
 	go d.writeLoop(r)
 }
 
 // enqueue hands it to the writer. It reports false, dropping it, once the
-// writer has been told to stop (nothing is written after the terminal
-// event). Called in the order the items must be written (under the
-// run's mu for events and lines).
+// queue is stopped (nothing is written after the terminal event). Called
+// in the order the items must be written (under the run's mu).
 func (q *diskQueue) enqueue(it diskItem) bool {
 	q.mu.Lock()
 	if q.stopped {
 		q.mu.Unlock()
 		return false
 	}
-	q.stopped = it.last
 	q.items = append(q.items, it)
 	q.mu.Unlock()
+	q.poke()
+	return true
+}
+
+// poke wakes the writer.
+func (q *diskQueue) poke() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return true
 }
 
-// take returns the items queued so far, waiting for one.
-func (q *diskQueue) take() []diskItem {
-	for {
-		q.mu.Lock()
-		items := q.items
-		q.items = nil
-		q.mu.Unlock()
-		if len(items) > 0 {
-			return items
-		}
-		<-q.wake
-	}
+// stop makes the queue take nothing more and tells the writer to exit
+// once it is empty; it reports false when it was stopped already.
+func (q *diskQueue) stop() bool {
+	q.mu.Lock()
+	was := q.stopped
+	q.stopped = true
+	q.mu.Unlock()
+	q.poke()
+	return !was
 }
 
-// writeLoop writes the queued items until the last one.
+// take returns the items queued so far and whether the queue is stopped.
+// Called with writing held.
+func (q *diskQueue) take() ([]diskItem, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items, q.stopped
+}
+
+// writeLoop writes the queued items until the queue is stopped: what was
+// queued at once goes in one write(2). Items left when it stops are the
+// end's to write.
 func (d *runDisk) writeLoop(r *run) {
-	for {
-		for _, it := range d.queue.take() {
-			if !it.discard {
-				d.write(r, it)
-			}
-			if it.done != nil {
-				close(it.done)
-			}
-			if it.last {
-				return
-			}
+	var buf []byte
+	for range d.queue.wake {
+		d.queue.writing.Lock()
+		items, stopped := d.queue.take()
+		if stopped {
+			// Put back: the end writes them before the terminal event.
+			d.queue.mu.Lock()
+			d.queue.items = append(items, d.queue.items...)
+			d.queue.mu.Unlock()
+			d.queue.writing.Unlock()
+			return
 		}
+		if len(items) > 0 {
+			buf = buf[:0]
+			for _, it := range items {
+				buf = it.appendTo(buf)
+			}
+			d.write(r, buf, false)
+		}
+		d.queue.writing.Unlock()
 	}
 }
 
-// write writes one item: a transcript line, or an event (after making the
-// transcript durable first when it syncs). A failed write is logged once
-// per log; the run goes on in memory.
-func (d *runDisk) write(r *run, it diskItem) {
-	if it.event == nil {
-		first := d.messages.err == nil
-		if err := d.messages.append(it.line, false); err != nil && first {
-			r.logger.Error("writing the run's transcript to disk failed; it is incomplete", "err", err)
-		}
-		return
+// writeEnd writes what is still queued, then end (the terminal event and
+// the record), in one write, fsynced. Called once, by the goroutine
+// ending the run, after the queue was stopped.
+func (d *runDisk) writeEnd(r *run, end []byte) {
+	d.queue.writing.Lock()
+	defer d.queue.writing.Unlock()
+	items, _ := d.queue.take()
+	var buf []byte
+	for _, it := range items {
+		buf = it.appendTo(buf)
 	}
-	if it.sync {
-		first := d.messages.err == nil
-		if err := d.messages.sync(); err != nil && first {
-			r.logger.Error("writing the run's transcript to disk failed; it is incomplete", "err", err)
-		}
-	}
+	d.write(r, append(buf, end...), true)
+}
+
+// write writes lines to the run's file, and at the end (the terminal
+// event) makes it durable. A failed write is logged once; the run goes on
+// in memory.
+func (d *runDisk) write(r *run, lines []byte, end bool) {
 	first := d.log.err == nil
-	if err := d.log.append(it.event.encoded, it.sync); err != nil && first {
-		r.logger.Error("writing the run's events to disk failed; they are kept in memory only", "err", err)
+	var err error
+	if end {
+		err = d.store.end(r.id, d.log, lines)
+	} else {
+		err = d.log.write(lines, false)
+	}
+	if err != nil && first {
+		r.logger.Error("writing the run to disk failed; its events are kept in memory only and its transcript is incomplete", "err", err)
 	}
 }

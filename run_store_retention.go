@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file holds retention: which finished runs the store keeps, by
+// count, age and bytes, and the settings that bound them.
+
+// Retention defaults: what a small appliance keeps.
+const (
+	defaultMaxKeptRuns     = 1000
+	defaultMaxKeptRunAge   = 30 * 24 * time.Hour
+	defaultMaxKeptRunBytes = 1 << 30
+)
+
+// A retention bounds the finished runs kept, in memory and on disk. The
+// oldest finished runs go first; active runs are never dropped. Zero
+// fields mean no bound of that kind. Expired runs are dropped at start-up
+// and whenever a run ends.
+type retention struct {
+	MaxRuns  int
+	MaxAge   time.Duration
+	MaxBytes int64
+}
+
+// defaultRetention returns the retention used when nothing is configured.
+func defaultRetention() retention {
+	return retention{MaxRuns: defaultMaxKeptRuns, MaxAge: defaultMaxKeptRunAge, MaxBytes: defaultMaxKeptRunBytes}
+}
+
+// A keptRun is what retention needs to know of one run.
+type keptRun struct {
+	id      string
+	ended   bool
+	endedAt time.Time // when ended
+	bytes   int64
+	runs    int // the runs it stands for (a conversation's); 0 counts as 1
+}
+
+// expired returns the ids of the runs to drop from runs (oldest first, as
+// kept) so that the finished ones left fit every bound of k at now.
+func (k retention) expired(runs []keptRun, now time.Time) []string {
+	var count int
+	var total int64
+	for _, r := range runs {
+		if r.ended {
+			count += max(r.runs, 1)
+			total += r.bytes
+		}
+	}
+	var out []string
+	for _, r := range runs {
+		if !r.ended {
+			continue
+		}
+		tooMany := k.MaxRuns > 0 && count > k.MaxRuns
+		tooBig := k.MaxBytes > 0 && total > k.MaxBytes
+		tooOld := k.MaxAge > 0 && now.Sub(r.endedAt) > k.MaxAge
+		if !tooMany && !tooBig && !tooOld {
+			continue
+		}
+		out = append(out, r.id)
+		count -= max(r.runs, 1)
+		total -= r.bytes
+	}
+	return out
+}
+
+// A keptRunsSetting is one value as configured, as text (a count, a Go
+// duration, a byte count, an amount; "0" for no bound), with where it
+// came from; an empty value is not set. Retention's settings use it, and
+// so do the default budgets and the outside sampling limits.
+type keptRunsSetting struct{ value, source string }
+
+// keptRunsSettings are the retention settings of every source: TOML
+// max_kept_runs, max_kept_run_age and max_kept_run_bytes, the
+// HARNESS_ variables of their upper-case names, and the flags of their
+// names with dashes. A later source overrides an earlier one.
+type keptRunsSettings struct{ runs, age, bytes keptRunsSetting }
+
+// merge sets in s every value o sets.
+func (s *keptRunsSettings) merge(o keptRunsSettings) {
+	for _, p := range []struct{ dst, src *keptRunsSetting }{{&s.runs, &o.runs}, {&s.age, &o.age}, {&s.bytes, &o.bytes}} {
+		if p.src.value != "" {
+			*p.dst = *p.src
+		}
+	}
+}
+
+// keptRunsFromEnv returns the retention settings of the environment.
+func keptRunsFromEnv(getenv func(string) (string, bool)) keptRunsSettings {
+	get := func(name string) keptRunsSetting {
+		v, _ := getenv(name)
+		return keptRunsSetting{value: strings.TrimSpace(v), source: name}
+	}
+	return keptRunsSettings{runs: get("HARNESS_MAX_KEPT_RUNS"), age: get("HARNESS_MAX_KEPT_RUN_AGE"), bytes: get("HARNESS_MAX_KEPT_RUN_BYTES")}
+}
+
+// retention returns defaultRetention with the settings applied, or an
+// error naming each bad value's source and what to write instead.
+func (s keptRunsSettings) retention() (retention, error) {
+	k := defaultRetention()
+	var errs []error
+	count := func(set keptRunsSetting, what string) int64 {
+		n, err := strconv.ParseInt(set.value, 10, 64)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a %s; give a whole number, or 0 for no bound", set.source, set.value, what))
+		}
+		return n
+	}
+	if s.runs.value != "" {
+		k.MaxRuns = int(count(s.runs, "number of runs"))
+	}
+	if s.bytes.value != "" {
+		k.MaxBytes = count(s.bytes, "number of bytes")
+	}
+	if s.age.value != "" {
+		d, err := time.ParseDuration(s.age.value)
+		if s.age.value == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a duration; give one like 720h (30 days), or 0 for no bound", s.age.source, s.age.value))
+		}
+		k.MaxAge = d
+	}
+	return k, errors.Join(errs...)
+}
