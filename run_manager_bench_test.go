@@ -157,7 +157,7 @@ func benchRunsThroughAPI(b *testing.B, clients int, store bool) {
 	overheads := make([]time.Duration, b.N)
 	var next atomic.Int64
 	var failed atomic.Value
-	syncs, written := storeSyncs.Load(), storeBytes.Load()
+	syncs, written, wait := storeSyncs.Load(), storeBytes.Load(), storeWait.Load()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -196,7 +196,7 @@ func benchRunsThroughAPI(b *testing.B, clients int, store bool) {
 	b.ReportMetric(float64(peakRSS())/(1<<20), "peak-RSS-MiB")
 	b.ReportMetric(float64(peakFDs.Load()), "peak-fds")
 	if store {
-		reportStoreCost(b, storeDir, storeSyncs.Load()-syncs, storeBytes.Load()-written)
+		reportStoreCost(b, storeDir, storeSyncs.Load()-syncs, storeBytes.Load()-written, storeWait.Load()-wait)
 	}
 }
 

@@ -17,10 +17,11 @@ func BenchmarkRunsThroughAPIStore(b *testing.B) {
 	b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchRunsThroughAPI(b, clients, true) })
 }
 
-// reportStoreCost reports the store's fsyncs and bytes written per run,
-// and the bytes written over what the runs' files in dir hold of their
-// events and transcripts (as JSON lines).
-func reportStoreCost(b *testing.B, dir string, syncs, written int64) {
+// reportStoreCost reports the store's fsyncs, bytes written and the time
+// runs waited for the disk, per run, and the bytes written over what the
+// runs' files in dir hold of their events and transcripts (as JSON
+// lines).
+func reportStoreCost(b *testing.B, dir string, syncs, written, wait int64) {
 	var logs int64
 	paths, _ := filepath.Glob(filepath.Join(dir, "*"+runFileExt))
 	for _, p := range paths {
@@ -38,6 +39,7 @@ func reportStoreCost(b *testing.B, dir string, syncs, written int64) {
 	}
 	b.ReportMetric(float64(syncs)/float64(b.N), "fsyncs/run")
 	b.ReportMetric(float64(written)/float64(b.N), "written-B/run")
+	b.ReportMetric(float64(wait)/1e6/float64(b.N), "disk-wait-ms/run")
 	if logs > 0 {
 		b.ReportMetric(float64(written)/float64(logs), "written/json")
 	}

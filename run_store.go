@@ -223,7 +223,10 @@ func (s *runStore) create(v runView, rd *redactor) (*runLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: create its file: %w; check the free space and permissions of %s", v.ID, err, s.dir)
 	}
-	if err := s.journal.commit(v.ID, recordLine(v, rd), !pooled); err != nil {
+	start := time.Now()
+	err = s.journal.commit(v.ID, recordLine(v, rd), !pooled)
+	countWait(start)
+	if err != nil {
 		f.Close()
 		os.Remove(path)
 		return nil, fmt.Errorf("run %s: write its record: %w; check the free space and permissions of %s", v.ID, err, s.dir)
@@ -262,6 +265,7 @@ func (l *runLog) close() {
 // durably, and lets the journal forget the run. It returns the first
 // error the log met.
 func (s *runStore) end(id string, l *runLog, lines []byte) error {
+	defer countWait(time.Now())
 	if err := l.write(lines, true); err != nil {
 		return err
 	}
