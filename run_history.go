@@ -227,6 +227,39 @@ func (m *runManager) loadHistory() {
 	}
 }
 
+// pruneEvery is the least time between two applications of retention
+// after runs end: each walks every kept run, so a run's end only asks
+// for one (pruneSoon).
+const pruneEvery = 50 * time.Millisecond
+
+// pruneSoon asks the pruner to apply retention: at once when it last did
+// more than pruneEvery ago, else then.
+func (m *runManager) pruneSoon() {
+	select {
+	case m.pruneKick <- struct{}{}:
+	default:
+	}
+}
+
+// pruneLoop applies retention when asked, at most once per pruneEvery.
+// Owned by the run manager; exits at shutdown.
+func (m *runManager) pruneLoop() {
+	defer close(m.pruned)
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-m.pruneKick:
+		}
+		m.prune()
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-time.After(pruneEvery):
+		}
+	}
+}
+
 // prune drops the runs retention expires, from memory and from disk.
 func (m *runManager) prune() {
 	m.mu.Lock()

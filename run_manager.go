@@ -124,6 +124,10 @@ type runManager struct {
 	ctx    context.Context // parent of every run; cancelled by shutdown
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
+	// pruneKick (1-buffered) asks the pruner to apply retention; pruned is
+	// closed when the pruner has returned.
+	pruneKick chan struct{}
+	pruned    chan struct{}
 
 	mu sync.Mutex
 	// guards runs, order, running, queue and runTime
@@ -213,7 +217,8 @@ func newRunManager(opts runManagerOptions) *runManager {
 	// The registry's live redactor is the daemon's: what every run may
 	// quote joins it, and so do the credentials its servers obtain.
 	opts.Registry.secrets().add(append(baseSecretValues(opts.Registry.globals(), opts.Getenv), opts.Webhooks.Secret)...)
-	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}, conversations: map[string]*conversation{}}
+	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}, conversations: map[string]*conversation{},
+		pruneKick: make(chan struct{}, 1), pruned: make(chan struct{})}
 	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: m.connectAllowHosts,
 		secrets: opts.Registry.secrets(), store: opts.Store,
 		limits: opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
@@ -224,6 +229,7 @@ func newRunManager(opts runManagerOptions) *runManager {
 		m.loadConversations()
 		m.prune()
 	}
+	go m.pruneLoop()
 	return m
 }
 
@@ -477,7 +483,7 @@ func (m *runManager) launchLocked(ctx context.Context, r *run) {
 		r.execute(ctx)
 		r.cancel()
 		m.freeSlot(r.duration())
-		m.prune()
+		m.pruneSoon()
 	}()
 }
 
@@ -510,7 +516,7 @@ func (m *runManager) dropQueued(r *run) {
 	m.mu.Unlock()
 	r.finish(runCancelled, "", "run cancelled while queued")
 	m.wg.Done()
-	m.prune()
+	m.pruneSoon()
 }
 
 // queuePosition returns r's place in the queue (1 for the next to start),
@@ -570,6 +576,7 @@ func (m *runManager) shutdown(ctx context.Context) error {
 	go func() {
 		m.wg.Wait()
 		m.env.webhooks.wait()
+		<-m.pruned
 		close(done)
 	}()
 	select {

@@ -21,7 +21,7 @@ const (
 // A retention bounds the finished runs kept, in memory and on disk. The
 // oldest finished runs go first; active runs are never dropped. Zero
 // fields mean no bound of that kind. Expired runs are dropped at start-up
-// and whenever a run ends.
+// and after runs end (pruneSoon).
 type retention struct {
 	MaxRuns  int
 	MaxAge   time.Duration
