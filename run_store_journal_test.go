@@ -104,13 +104,7 @@ func TestJournalRewrite(t *testing.T) {
 	if !slices.Equal(ids, open) {
 		t.Errorf("journal after the rewrite holds %v, want the runs not ended %v", ids, open)
 	}
-	s.close()
-	s2, err := openRunStore(s.dir, s.logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.close()
-	runs, err := s2.load(time.Now())
+	runs, err := reopenRunStore(t, s).load(time.Now())
 	if err != nil || len(runs) != 4 {
 		t.Fatalf("load = %d runs, %v; want 4", len(runs), err)
 	}
@@ -157,12 +151,7 @@ func TestRunIDPool(t *testing.T) {
 	if _, err := s.create(testRunView(fresh, time.Now()), nil); err == nil || !strings.Contains(err.Error(), "create its file") {
 		t.Errorf("create of an id whose file exists = %v, want it refused", err)
 	}
-	s.close()
-	s2, err := openRunStore(s.dir, s.logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.close()
+	s2 := reopenRunStore(t, s)
 	runs, err := s2.load(time.Now())
 	if err != nil || len(runs) != 1 || runs[0].view.ID != fresh {
 		t.Fatalf("load after a restart = %+v, %v; want run_fresh alone, interrupted", runs, err)

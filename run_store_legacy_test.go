@@ -77,13 +77,7 @@ func TestRunStoreConvertsLegacy(t *testing.T) {
 		t.Errorf("events of the interrupted run = %+v, want its 3 whole ones and run.failed", evs)
 	}
 	// A second start finds nothing left to convert and the same runs.
-	s.close()
-	s2, err := openRunStore(dir, discardLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.close()
-	if again, err := s2.load(time.Now()); err != nil || len(again) != 2 || again[1].view.Status != runFailed {
+	if again, err := reopenRunStore(t, s).load(time.Now()); err != nil || len(again) != 2 || again[1].view.Status != runFailed {
 		t.Errorf("second load = %+v, %v", again, err)
 	}
 }

@@ -29,6 +29,18 @@ func newTestRunStore(t *testing.T) *runStore {
 	return s
 }
 
+// reopenRunStore closes s, as a stop does, and opens its directory again.
+func reopenRunStore(t *testing.T, s *runStore) *runStore {
+	t.Helper()
+	s.close()
+	s2, err := openRunStore(s.dir, s.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s2.close)
+	return s2
+}
+
 // testRunView returns the record of a new run id created at created.
 func testRunView(id string, created time.Time) runView {
 	return runView{ID: id, Status: runRunning, Prompt: "prompt of " + id, Model: "openai/fake-model",
@@ -307,12 +319,7 @@ func TestRunStoreAcceptedRunSurvives(t *testing.T) {
 	if _, err := openRunStore(s.dir, s.logger); err == nil || !strings.Contains(err.Error(), "in use by another harnessd") {
 		t.Fatalf("openRunStore of a directory in use = %v, want it refused", err)
 	}
-	s.close()
-	s2, err := openRunStore(s.dir, s.logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.close()
+	s2 := reopenRunStore(t, s)
 	if _, err := os.Stat(s.journal.path + runTempExt); !os.IsNotExist(err) {
 		t.Errorf("the journal's temporary file is still there after openRunStore (stat: %v)", err)
 	}
