@@ -24,10 +24,13 @@ type transport interface {
 	// For HTTP, ctx also bounds the reading of the response stream, so the
 	// caller cancels it once the answer has arrived or the call is over.
 	send(ctx context.Context, msg []byte) error
-	// recv returns the channel of every message the server sends, in order.
-	// It is closed when the transport has ended, after which endErr says
-	// why.
-	recv() <-chan []byte
+	// listen starts the delivery of every message the server sends, in
+	// order, to deliver, called from one goroutine at a time; once the
+	// transport has ended, ended is called once, after the last deliver,
+	// and endErr then says why. deliver runs on the goroutine that reads
+	// the server (stdio) and must not block for long. listen is called
+	// once, before close.
+	listen(deliver func(msg []byte), ended func())
 	// endErr returns why the transport ended (nil while it runs, or after a
 	// clean close). For stdio it includes the exit status and stderr tail.
 	endErr() error
@@ -78,7 +81,7 @@ type clientOptions struct {
 	// Getenv reads harnessd's environment for the stdio child's minimal
 	// environment; nil means os.LookupEnv.
 	Getenv func(string) (string, bool)
-	// OnToolsChanged is called, from the session's read goroutine, when the
+	// OnToolsChanged is called, from the transport's reader, when the
 	// server sends notifications/tools/list_changed. It must not block.
 	OnToolsChanged func()
 	// Capabilities are declared in initialize besides roots; nil for none.

@@ -14,12 +14,12 @@ import (
 )
 
 // This file holds the JSON-RPC multiplexer under an MCP session: request
-// ids and pending calls, deadlines and cancellation, the read loop,
-// notifications, and answers to server requests.
+// ids and pending calls, deadlines and cancellation, the routing of what
+// the transport receives, notifications, and answers to server requests.
 
 // A conn multiplexes JSON-RPC calls over one transport: each request gets
-// an id and waits for the response with that id, which the read loop
-// delivers. It is safe for concurrent use. It ends with close, or when its
+// an id and waits for the response with that id, which receive routes to
+// it from the transport's reader. It is safe for concurrent use. It ends with close, or when its
 // transport ends: ended is then closed and every pending and later call
 // fails with endErr.
 type conn struct {
@@ -41,7 +41,7 @@ type conn struct {
 	// answering bounds the server requests being answered at once.
 	answering chan struct{}
 
-	ended     chan struct{} // closed when the read loop has exited
+	ended     chan struct{} // closed when the transport has ended (transportEnded)
 	endCause  error         // why the transport ended; set before ended is closed
 	closing   atomic.Bool   // set by close before the transport closes
 	closeErr  error         // the transport's close error; set under closeOnce
@@ -61,7 +61,7 @@ type conn struct {
 	rootsAnswered atomic.Int64
 }
 
-// newConn wraps a started transport and starts the read loop.
+// newConn wraps a started transport and listens to it.
 func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transport) *conn {
 	c := &conn{
 		cfg:     cfg,
@@ -75,8 +75,7 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 		answering: make(chan struct{}, 16),
 		trace:     newMCPTrace(logger, opts.LogPayloads),
 	}
-	// Owned by the conn; exits when the transport closes its recv channel.
-	go c.readLoop()
+	c.t.listen(c.receive, c.transportEnded)
 	return c
 }
 
@@ -295,7 +294,7 @@ func (c *conn) sendFailed(call *outgoingCall, err error) error {
 	}
 	if errors.Is(err, errTransportClosed) && !c.closing.Load() {
 		// The server went away under the call: its reason (exit status,
-		// stderr tail) is known once the read loop has drained.
+		// stderr tail) is known once the transport has ended.
 		timer := time.NewTimer(stopGrace)
 		defer timer.Stop()
 		select {
@@ -395,12 +394,16 @@ func (c *conn) endErr() error {
 	return fmt.Errorf("connection lost: %w", errClientClosed)
 }
 
-// readLoop dispatches every message from the transport until it ends.
-func (c *conn) readLoop() {
-	for raw := range c.t.recv() {
-		c.trace.message(false, raw)
-		c.dispatch(raw)
-	}
+// receive handles one message from the transport, on its reader: an
+// answer goes straight to the call waiting for it.
+func (c *conn) receive(raw []byte) {
+	c.trace.message(false, raw)
+	c.dispatch(raw)
+}
+
+// transportEnded records why the transport ended and ends the conn: every
+// pending and later call fails with endErr.
+func (c *conn) transportEnded() {
 	c.endCause = c.t.endErr()
 	if c.endCause != nil && !c.closing.Load() {
 		c.logger.Warn("server connection lost", "err", c.endCause)
@@ -566,12 +569,12 @@ func (c *conn) answerServerRequest(msg wireMessage) {
 
 // close ends the conn: the transport is closed (bounded, see the
 // transport's close) and every pending call fails. It is idempotent and
-// safe to call concurrently; it returns once the read loop has exited.
+// safe to call concurrently; it returns once transportEnded has run.
 func (c *conn) close() error {
 	c.closeOnce.Do(func() {
 		c.closing.Store(true)
 		c.closeErr = c.t.close()
 	})
-	<-c.ended // the transport's close is bounded and ends recv, so the read loop
+	<-c.ended // the transport's close is bounded and calls transportEnded
 	return c.closeErr
 }

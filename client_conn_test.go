@@ -134,8 +134,10 @@ func (p *pipeTransport) send(ctx context.Context, msg []byte) error {
 	}
 }
 
-func (p *pipeTransport) recv() <-chan []byte { return p.msgs }
-func (p *pipeTransport) endErr() error       { return nil }
+func (p *pipeTransport) listen(deliver func([]byte), ended func()) {
+	relay(p.msgs, deliver, ended)
+}
+func (p *pipeTransport) endErr() error { return nil }
 func (p *pipeTransport) close() error {
 	p.closeOnce.Do(func() { close(p.msgs) })
 	return nil

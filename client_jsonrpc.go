@@ -43,7 +43,7 @@ type wireMessage struct {
 	Error   *rpcError       `json:"error,omitempty"`
 }
 
-// An rpcResponse is a response as the read loop hands it to the waiting
+// An rpcResponse is a response as the conn hands it to the waiting
 // call: the raw result, which the caller decodes, or the error.
 type rpcResponse struct {
 	Result json.RawMessage

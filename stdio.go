@@ -53,8 +53,11 @@ type stdioTransport struct {
 	// not take it: closing stdin unblocks a write stuck on a full pipe.
 	stdin *os.File
 
-	msgs      chan []byte   // closed by the stdout reader when it ends
-	quit      chan struct{} // closed by close: producers stop sending
+	// onMessage and onEnd are listen's deliver and ended, called by the
+	// stdout reader.
+	onMessage func([]byte)
+	onEnd     func()
+	quit      chan struct{} // closed by close: the stdout reader stops delivering
 	exited    chan struct{} // closed by the waiter once the process is reaped
 	stderrEOF chan struct{} // closed by the stderr reader when it ends
 	readers   sync.WaitGroup
@@ -137,17 +140,14 @@ func startStdio(cfg serverConfig, env []string, groups *procGroups, grace time.D
 		stdin:      stdinW,
 		stdout:     stdoutR,
 		stderr:     stderrR,
-		msgs:       make(chan []byte, 16),
 		quit:       make(chan struct{}),
 		exited:     make(chan struct{}),
 		stderrEOF:  make(chan struct{}),
 		tail:       newTailBuffer(stderrTailBytes),
 	}
-	t.readers.Add(2)
-	// Owned by the transport; exits at stdout EOF (the process and its
+	t.readers.Add(1)
+	// Owned by the transport; exits at stderr EOF (the process and its
 	// group are gone, or close closed the pipe).
-	go t.readStdout()
-	// Owned by the transport; exits at stderr EOF, like readStdout.
 	go t.readStderr()
 	// Owned by the transport; exits when the process has been reaped.
 	go t.wait()
@@ -185,8 +185,16 @@ func (t *stdioTransport) killGroup(sig syscall.Signal) {
 	}
 }
 
-// recv returns the server's messages; closed when stdout ends or close runs.
-func (t *stdioTransport) recv() <-chan []byte { return t.msgs }
+// listen starts the stdout reader, which frames the server's messages
+// and passes each to deliver itself, then calls ended when stdout ends or
+// close runs (see transport). It is called once, before close.
+func (t *stdioTransport) listen(deliver func([]byte), ended func()) {
+	t.onMessage, t.onEnd = deliver, ended
+	t.readers.Add(1)
+	// Owned by the transport; exits at stdout EOF (the process and its
+	// group are gone, or close closed the pipe).
+	go t.readStdout()
+}
 
 // send writes msg and a newline to the server's stdin. A write the server
 // does not take before ctx is done breaks the framing, so it ends the
@@ -240,7 +248,7 @@ var idPattern = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")`)
 // readStdout frames stdout into messages and ends the transport at EOF.
 func (t *stdioTransport) readStdout() {
 	defer t.readers.Done()
-	defer close(t.msgs)
+	defer t.onEnd()
 	if frameLines(t.stdout, 64<<10, t.maxMessage, t.deliver, t.rejectOversized) {
 		t.recordEnd()
 	}
@@ -356,15 +364,16 @@ func (t *stdioTransport) deliver(line []byte, owned bool) bool {
 	return true
 }
 
-// put hands one message to recv; it returns false when the transport is
-// closing.
+// put hands one message to listen's deliver; it returns false when the
+// transport is closing.
 func (t *stdioTransport) put(msg []byte) bool {
 	select {
-	case t.msgs <- msg:
-		return true
 	case <-t.quit:
 		return false
+	default:
 	}
+	t.onMessage(msg)
+	return true
 }
 
 // rejectOversized answers the call an oversized line was meant for with an
@@ -380,10 +389,7 @@ func (t *stdioTransport) rejectOversized(head, tail []byte, size int) {
 	}
 	msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"response too large: over %d bytes (raise the server's max_message_bytes)"}}`,
 		m[1], codeInternalError, t.maxMessage)
-	select {
-	case t.msgs <- []byte(msg):
-	case <-t.quit:
-	}
+	t.put([]byte(msg))
 }
 
 // readStderr drains stderr into the tail buffer and the debug log.
