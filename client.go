@@ -324,14 +324,14 @@ func (c *client) request(ctx context.Context, req request, result any) error {
 	epoch := c.sessionEpoch
 	c.stateMu.RUnlock()
 	raw, err := c.roundTrip(ctx, req)
-	var rpcErr *rpcError
+	rpcErr := asRPCError(err)
 	switch {
 	case errors.Is(err, errSessionExpired):
 		if rerr := c.reinitialize(ctx, epoch); rerr != nil {
 			return fmt.Errorf("%s: session expired and re-initialize failed: %w", req.method, rerr)
 		}
 		raw, err = c.roundTrip(ctx, req)
-	case c.meta.Load() == nil || !errors.As(err, &rpcErr):
+	case c.meta.Load() == nil || rpcErr == nil:
 	case rpcErr.Code == codeUnsupportedVersion:
 		// The server no longer speaks the revision: settle it again.
 		c.logger.Info("server refused the protocol revision; negotiating again", "refused", c.protocolVersion())
@@ -493,8 +493,7 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	}}
 	defer c.callers.enter(ctx)()
 	raw, err := c.requestWithInput(ctx, call)
-	var rpcErr *rpcError
-	if c.meta.Load() != nil && errors.As(err, &rpcErr) && rpcErr.Code == codeHeaderMismatch {
+	if rpcErr := asRPCError(err); rpcErr != nil && rpcErr.Code == codeHeaderMismatch && c.meta.Load() != nil {
 		// The tool's schema changed since it was listed: list again, and
 		// call once more with the headers of the new schema.
 		c.logger.Info("server refused the call's headers; listing tools again", "tool", name)

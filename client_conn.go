@@ -82,15 +82,36 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 // A pendingCall is a request awaiting its response.
 type pendingCall struct {
 	ch chan rpcResponse // buffered 1; receives the response once
-	// extend pushes the call's deadline out on progress; nil when the
-	// call has no deadline.
-	extend func()
+	// timer is the call's deadline, timeout its length (armDeadline).
+	timer   *time.Timer
+	timeout time.Duration
+	// limit is how far progress may push the deadline out (extend); zero
+	// when progress does not: the handshake, a long-lived call.
+	limit time.Time
 	// held counts the server's requests for input being answered while
 	// the call waits; its deadline does not run out while held.
 	held atomic.Int32
 	// progress hears the call's progress notifications (withCallProgress);
 	// nil for none.
 	progress func(progressParams)
+}
+
+// extends reports whether progress pushes the call's deadline out.
+func (pc *pendingCall) extends() bool { return !pc.limit.IsZero() }
+
+// extend pushes the call's deadline out on progress: a timeout from now,
+// up to limit. It does nothing when the call's deadline does not extend.
+func (pc *pendingCall) extend() {
+	if !pc.extends() {
+		return
+	}
+	next := pc.timeout
+	if remaining := time.Until(pc.limit); remaining < next {
+		next = remaining
+	}
+	if next > 0 {
+		pc.timer.Reset(next)
+	}
 }
 
 // callProgressKey is the context key of withCallProgress.
@@ -163,19 +184,18 @@ type outgoingCall struct {
 	// deadline runs out.
 	parent, ctx context.Context
 	cancel      context.CancelCauseFunc
-	timeout     time.Duration
-	timer       *time.Timer
 	// notifyCancel says whether abandoning the call is told to the server
 	// with notifications/cancelled.
 	notifyCancel bool
-	pending      *pendingCall
+	pending      pendingCall
 }
 
 // newCall encodes req under a new id, arms its deadline and records it
 // as pending. The caller calls end once the call is over.
 func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) {
-	call := &outgoingCall{c: c, req: req, id: c.nextID.Add(1), timeout: c.callTimeout(req),
-		pending: &pendingCall{ch: make(chan rpcResponse, 1)}}
+	call := &outgoingCall{c: c, req: req, id: c.nextID.Add(1)}
+	call.pending.ch = make(chan rpcResponse, 1)
+	call.pending.timeout = c.callTimeout(req)
 	call.pending.progress, _ = ctx.Value(callProgressKey{}).(func(progressParams))
 	if err := call.encode(ctx); err != nil {
 		return nil, err
@@ -183,7 +203,7 @@ func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) 
 	call.ctx, call.cancel = context.WithCancelCause(call.parent)
 	call.armDeadline()
 	c.mu.Lock()
-	c.pending[call.id] = call.pending
+	c.pending[call.id] = &call.pending
 	c.mu.Unlock()
 	return call, nil
 }
@@ -215,17 +235,21 @@ func (call *outgoingCall) encode(ctx context.Context) error {
 	if req.version != "" {
 		meta = c.newRequestMeta(req.version)
 	}
-	if meta != nil {
-		withMeta, err := meta.attach(params)
-		if err != nil {
-			return fmt.Errorf("encode request: %w", err)
-		}
-		params = withMeta
+	var raw json.RawMessage
+	var err error
+	switch {
+	case meta != nil:
+		raw, err = meta.attach(params)
 		if overHTTP {
 			ctx = withRequestHeader(ctx, meta.header(req))
 		}
+	case params != nil:
+		raw, err = marshalJSON(params)
 	}
-	msg, err := marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &call.id, Method: req.method, Params: params})
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	msg, err := encodeRequest(call.id, req.method, raw)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
@@ -242,33 +266,26 @@ func (call *outgoingCall) encode(ctx context.Context) error {
 // context (connect's startup_timeout) already bounds as tightly: a second
 // timer of the same length would race it and name the wrong setting.
 func (call *outgoingCall) armDeadline() {
-	timeout, pc, req := call.timeout, call.pending, call.req
+	pc, req := &call.pending, call.req
 	// The timer is armed only once assigned, since its callback resets it.
-	var timer *time.Timer
-	timer = time.AfterFunc(math.MaxInt64, func() {
-		if pc.held.Load() > 0 {
-			// The server waits on an answer for input: so does the call.
-			timer.Reset(timeout)
-			return
-		}
-		call.cancel(errTimeout)
-	})
-	call.timer = timer
-	if deadline, ok := call.parent.Deadline(); !req.longLived && !(req.handshake && ok && time.Until(deadline) <= timeout) {
-		timer.Reset(timeout)
+	pc.timer = time.AfterFunc(math.MaxInt64, call.expire)
+	if deadline, ok := call.parent.Deadline(); !req.longLived && !(req.handshake && ok && time.Until(deadline) <= pc.timeout) {
+		pc.timer.Reset(pc.timeout)
 	}
 	if !req.handshake && !req.longLived {
-		limit := time.Now().Add(10 * timeout)
-		pc.extend = func() {
-			next := timeout
-			if remaining := time.Until(limit); remaining < next {
-				next = remaining
-			}
-			if next > 0 {
-				timer.Reset(next)
-			}
-		}
+		pc.limit = time.Now().Add(10 * pc.timeout)
 	}
+}
+
+// expire runs when the call's deadline passes: it cancels the call with
+// errTimeout, unless the server waits on an answer for input, and so
+// does the call.
+func (call *outgoingCall) expire() {
+	if pc := &call.pending; pc.held.Load() > 0 {
+		pc.timer.Reset(pc.timeout)
+		return
+	}
+	call.cancel(errTimeout)
 }
 
 // end forgets the pending call and stops its timer.
@@ -276,7 +293,7 @@ func (call *outgoingCall) end() {
 	call.c.mu.Lock()
 	delete(call.c.pending, call.id)
 	call.c.mu.Unlock()
-	call.timer.Stop()
+	call.pending.timer.Stop()
 	call.cancel(nil)
 }
 
@@ -290,7 +307,7 @@ func (c *conn) sendFailed(call *outgoingCall, err error) error {
 		c.sendCancelled(call.id, cause)
 	}
 	if errors.Is(cause, errTimeout) {
-		return timeoutError(call.req, call.timeout)
+		return timeoutError(call.req, call.pending.timeout)
 	}
 	if errors.Is(err, errTransportClosed) && !c.closing.Load() {
 		// The server went away under the call: its reason (exit status,
@@ -321,7 +338,7 @@ func (c *conn) await(call *outgoingCall) (json.RawMessage, error) {
 			c.sendCancelled(call.id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
-			return nil, timeoutError(call.req, call.timeout)
+			return nil, timeoutError(call.req, call.pending.timeout)
 		}
 		return nil, call.parent.Err()
 	case <-c.ended:
@@ -501,7 +518,7 @@ func (c *conn) handleNotification(msg wireMessage) {
 		c.mu.Lock()
 		pc := c.pending[id]
 		c.mu.Unlock()
-		if pc != nil && pc.extend != nil {
+		if pc != nil {
 			pc.extend()
 		}
 		if pc != nil && c.opts.Input != nil && c.opts.Input.Progress != nil {

@@ -49,9 +49,16 @@ type stdioTransport struct {
 	stderr *os.File
 
 	writeMu sync.Mutex
-	// guards writes to stdin, so messages never interleave; close does
-	// not take it: closing stdin unblocks a write stuck on a full pipe.
-	stdin *os.File
+	// guards writes to stdin, so messages never interleave, and line and
+	// written; close does not take it: closing stdin unblocks a write
+	// stuck on a full pipe.
+	stdin    *os.File
+	line     []byte // the message being written, with its newline
+	written  int    // how much of line writeNow wrote
+	stdinRaw syscall.RawConn
+	// writeLine is the writeLineNow method as a func value, made once
+	// rather than at every send.
+	writeLine func(fd uintptr) bool
 
 	// onMessage and onEnd are listen's deliver and ended, called by the
 	// stdout reader.
@@ -145,6 +152,11 @@ func startStdio(cfg serverConfig, env []string, groups *procGroups, grace time.D
 		stderrEOF:  make(chan struct{}),
 		tail:       newTailBuffer(stderrTailBytes),
 	}
+	if t.stdinRaw, err = stdinW.SyscallConn(); err != nil {
+		t.close()
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	t.writeLine = t.writeLineNow
 	t.readers.Add(1)
 	// Owned by the transport; exits at stderr EOF (the process and its
 	// group are gone, or close closed the pipe).
@@ -207,23 +219,31 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte) error {
 		return errTransportClosed
 	default:
 	}
-	line := make([]byte, len(msg)+1)
-	copy(line, msg)
-	line[len(msg)] = '\n'
-
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
+	t.line = append(append(t.line[:0], msg...), '\n')
+	defer func() {
+		if cap(t.line) > 64<<10 {
+			t.line = nil // a large message's buffer is not kept
+		}
+	}()
+	done := t.writeNow()
+	if done == len(t.line) {
+		return nil
+	}
+	// The server has fallen behind reading (or is gone, which the write
+	// below reports): wait for it, as long as ctx allows.
 	expired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		t.stdin.SetWriteDeadline(time.Unix(1, 0))
 		close(expired)
 	})
-	n, err := t.stdin.Write(line)
+	n, err := t.stdin.Write(t.line[done:])
 	if !stop() {
 		// The deadline must be cleared after it was set, not before:
 		// otherwise it stays in the past and fails every later write.
 		<-expired
-		if n > 0 && n < len(line) {
+		if done+n > 0 && done+n < len(t.line) {
 			t.logger.Warn("server stopped reading stdin mid-message; stopping it")
 			// Owned by send; close is bounded.
 			go t.close()
@@ -240,6 +260,31 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte) error {
 		return fmt.Errorf("write to server stdin: %w", err)
 	}
 	return nil
+}
+
+// writeNow writes what stdin takes of t.line without waiting (all of it,
+// unless the server has fallen behind reading its stdin, or is gone) and
+// returns how much; send's bounded write takes the rest. Called under
+// writeMu.
+func (t *stdioTransport) writeNow() int {
+	t.written = 0
+	t.stdinRaw.Write(t.writeLine) // a failure is the bounded write's to report
+	return t.written
+}
+
+// writeLineNow writes t.line from t.written on until done or the pipe is
+// full; it never waits.
+func (t *stdioTransport) writeLineNow(fd uintptr) bool {
+	for t.written < len(t.line) {
+		n, err := syscall.Write(int(fd), t.line[t.written:])
+		if n > 0 {
+			t.written += n
+		}
+		if err != syscall.EINTR && (err != nil || n <= 0) {
+			break
+		}
+	}
+	return true
 }
 
 // idPattern finds a JSON-RPC id in the head or tail of an oversized line.
