@@ -343,7 +343,8 @@ func (c *conn) await(call *outgoingCall) (json.RawMessage, error) {
 			}
 			return resp.Result, nil
 		case <-turn:
-			tt.readFor(call.ctx, call.answered)
+			tt.readFor(call.ctx, call)
+			turn = nil // the answer is in, or the call or the session is over
 		case <-call.ctx.Done():
 			return nil, c.abandon(call)
 		case <-c.ended:

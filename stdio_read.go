@@ -109,11 +109,16 @@ func (t *stdioTransport) unwantTurn() {
 }
 
 // readFor reads stdout, holding the turn taken from wantTurn's channel,
-// until done reports true or ctx is done, then gives the turn back. It
-// blocks while the server says nothing, at most until ctx is done.
-func (t *stdioTransport) readFor(ctx context.Context, done func() bool) {
+// until call's answer has arrived or ctx is done, then gives the turn
+// back. It blocks while the server says nothing, at most until ctx is
+// done.
+func (t *stdioTransport) readFor(ctx context.Context, call answerWaiter) {
+	if call.answered() {
+		t.turn <- struct{}{}
+		return
+	}
 	stop := context.AfterFunc(ctx, func() { t.stdout.SetReadDeadline(time.Unix(1, 0)) })
-	err := t.readWhile(func() bool { return !done() && ctx.Err() == nil })
+	err := t.readWhile(func() bool { return !call.answered() && ctx.Err() == nil })
 	stop()
 	if err != nil {
 		t.stdoutEnded() // the turn is kept: nobody reads after the end
