@@ -38,24 +38,6 @@ type transport interface {
 	close() error
 }
 
-// A turnTransport lets a call waiting for its answer read the server's
-// messages itself (stdio): the answer then reaches it without a hand-off
-// between goroutines. wantTurn registers the call and returns the channel
-// that yields it the turn to read; readFor reads with it, delivering
-// every message through listen's deliver, until the call's answer has
-// arrived or ctx is done, then gives the turn back. unwantTurn ends what
-// wantTurn began.
-type turnTransport interface {
-	wantTurn() <-chan struct{}
-	unwantTurn()
-	readFor(ctx context.Context, call answerWaiter)
-}
-
-// An answerWaiter is a call that can tell whether its answer has arrived.
-type answerWaiter interface {
-	answered() bool
-}
-
 // protocolVersionAware is implemented by transports that must learn the
 // negotiated protocol version (Streamable HTTP sends it as a header).
 type protocolVersionAware interface {

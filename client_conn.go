@@ -327,46 +327,24 @@ func (c *conn) sendFailed(call *outgoingCall, err error) error {
 // await waits for the call's answer, its timeout or cancellation (told
 // to the server when notifyCancel), or the end of the session.
 func (c *conn) await(call *outgoingCall) (json.RawMessage, error) {
-	// Over stdio the call reads its answer itself when no one else reads
-	// (turnTransport); a long-lived call leaves that to others.
-	var turn <-chan struct{}
-	tt, ok := c.t.(turnTransport)
-	if ok && !call.req.longLived {
-		turn = tt.wantTurn()
-		defer tt.unwantTurn()
-	}
-	for {
-		select {
-		case resp := <-call.pending.ch:
-			if resp.Error != nil {
-				return nil, resp.Error
-			}
-			return resp.Result, nil
-		case <-turn:
-			tt.readFor(call.ctx, call)
-			turn = nil // the answer is in, or the call or the session is over
-		case <-call.ctx.Done():
-			return nil, c.abandon(call)
-		case <-c.ended:
-			return nil, c.endErr()
+	select {
+	case resp := <-call.pending.ch:
+		if resp.Error != nil {
+			return nil, resp.Error
 		}
+		return resp.Result, nil
+	case <-call.ctx.Done():
+		cause := context.Cause(call.ctx)
+		if call.notifyCancel {
+			c.sendCancelled(call.id, cause)
+		}
+		if errors.Is(cause, errTimeout) {
+			return nil, timeoutError(call.req, call.pending.timeout)
+		}
+		return nil, call.parent.Err()
+	case <-c.ended:
+		return nil, c.endErr()
 	}
-}
-
-// answered reports whether the call's answer has arrived.
-func (call *outgoingCall) answered() bool { return len(call.pending.ch) > 0 }
-
-// abandon returns the error of a call whose context ended before its
-// answer, telling the server when notifyCancel.
-func (c *conn) abandon(call *outgoingCall) error {
-	cause := context.Cause(call.ctx)
-	if call.notifyCancel {
-		c.sendCancelled(call.id, cause)
-	}
-	if errors.Is(cause, errTimeout) {
-		return timeoutError(call.req, call.pending.timeout)
-	}
-	return call.parent.Err()
 }
 
 // timeoutError is the error of a request the server did not answer in

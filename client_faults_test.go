@@ -581,24 +581,23 @@ func TestFaultsRestartingServerRecovers(t *testing.T) {
 	checkNoPending(t, reg)
 }
 
-// framedLine is what a lineFramer delivered: a line, or a rejected oversized
+// framedLine is what frameLines delivered: a line, or a rejected oversized
 // line's size.
 type framedLine struct {
 	line     string
 	rejected int
 }
 
-// frame runs a lineFramer over input and returns what it delivered.
+// frame runs frameLines over input and returns what it delivered.
 func frame(input []byte, bufSize, maxMessage int) []framedLine {
 	var out []framedLine
-	newLineFramer(bytes.NewReader(input), bufSize, maxMessage).run(
+	frameLines(bytes.NewReader(input), bufSize, maxMessage,
 		func(line []byte, owned bool) bool {
 			out = append(out, framedLine{line: string(line)})
 			return true
 		},
-		func(head, tail []byte, size int) bool {
+		func(head, tail []byte, size int) {
 			out = append(out, framedLine{rejected: size})
-			return true
 		})
 	return out
 }
@@ -644,7 +643,7 @@ func TestFrameLines(t *testing.T) {
 			got := frame([]byte(tt.input), 16, tt.max)
 			want := referenceFrames([]byte(tt.input), tt.max)
 			if !slices.Equal(got, want) {
-				t.Errorf("frame(%q, max %d) = %v, want %v", tt.input, tt.max, got, want)
+				t.Errorf("frameLines(%q, max %d) = %v, want %v", tt.input, tt.max, got, want)
 			}
 		})
 	}
@@ -659,13 +658,13 @@ func FuzzStdioFramer(f *testing.F) {
 		maxMessage := int(limit) + 1
 		got := frame(input, 16, maxMessage)
 		if want := referenceFrames(input, maxMessage); !slices.Equal(got, want) {
-			t.Fatalf("frame(%q, max %d) = %v, want %v", input, maxMessage, got, want)
+			t.Fatalf("frameLines(%q, max %d) = %v, want %v", input, maxMessage, got, want)
 		}
 		// The transport's own handling of each line must not panic either.
 		var delivered [][]byte
 		tr := &stdioTransport{name: "fuzz", logger: slog.New(slog.DiscardHandler), maxMessage: maxMessage,
 			onMessage: func(m []byte) { delivered = append(delivered, m) }, quit: make(chan struct{})}
-		newLineFramer(bytes.NewReader(input), 16, maxMessage).run(tr.deliver, tr.rejectOversized)
+		frameLines(bytes.NewReader(input), 16, maxMessage, tr.deliver, tr.rejectOversized)
 		for _, m := range delivered {
 			// A line is passed on when it looks like an object; a batch is
 			// split into its (valid) elements.
