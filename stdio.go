@@ -152,10 +152,7 @@ func startStdio(cfg serverConfig, env []string, groups *procGroups, grace time.D
 		stderrEOF:  make(chan struct{}),
 		tail:       newTailBuffer(stderrTailBytes),
 	}
-	if t.stdinRaw, err = stdinW.SyscallConn(); err != nil {
-		t.close()
-		return nil, fmt.Errorf("start: %w", err)
-	}
+	t.stdinRaw, _ = stdinW.SyscallConn() // fails only for a nil file
 	t.writeLine = t.writeLineNow
 	t.readers.Add(1)
 	// Owned by the transport; exits at stderr EOF (the process and its
