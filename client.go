@@ -24,10 +24,13 @@ type transport interface {
 	// For HTTP, ctx also bounds the reading of the response stream, so the
 	// caller cancels it once the answer has arrived or the call is over.
 	send(ctx context.Context, msg []byte) error
-	// recv returns the channel of every message the server sends, in order.
-	// It is closed when the transport has ended, after which endErr says
-	// why.
-	recv() <-chan []byte
+	// listen starts the delivery of every message the server sends, in
+	// order, to deliver, called from one goroutine at a time; once the
+	// transport has ended, ended is called once, after the last deliver,
+	// and endErr then says why. deliver runs on the goroutine that reads
+	// the server (stdio) and must not block for long. listen is called
+	// once, before close.
+	listen(deliver func(msg []byte), ended func())
 	// endErr returns why the transport ended (nil while it runs, or after a
 	// clean close). For stdio it includes the exit status and stderr tail.
 	endErr() error
@@ -78,7 +81,7 @@ type clientOptions struct {
 	// Getenv reads harnessd's environment for the stdio child's minimal
 	// environment; nil means os.LookupEnv.
 	Getenv func(string) (string, bool)
-	// OnToolsChanged is called, from the session's read goroutine, when the
+	// OnToolsChanged is called, from the transport's reader, when the
 	// server sends notifications/tools/list_changed. It must not block.
 	OnToolsChanged func()
 	// Capabilities are declared in initialize besides roots; nil for none.
@@ -321,14 +324,14 @@ func (c *client) request(ctx context.Context, req request, result any) error {
 	epoch := c.sessionEpoch
 	c.stateMu.RUnlock()
 	raw, err := c.roundTrip(ctx, req)
-	var rpcErr *rpcError
+	rpcErr := asRPCError(err)
 	switch {
 	case errors.Is(err, errSessionExpired):
 		if rerr := c.reinitialize(ctx, epoch); rerr != nil {
 			return fmt.Errorf("%s: session expired and re-initialize failed: %w", req.method, rerr)
 		}
 		raw, err = c.roundTrip(ctx, req)
-	case c.meta.Load() == nil || !errors.As(err, &rpcErr):
+	case c.meta.Load() == nil || rpcErr == nil:
 	case rpcErr.Code == codeUnsupportedVersion:
 		// The server no longer speaks the revision: settle it again.
 		c.logger.Info("server refused the protocol revision; negotiating again", "refused", c.protocolVersion())
@@ -490,8 +493,7 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	}}
 	defer c.callers.enter(ctx)()
 	raw, err := c.requestWithInput(ctx, call)
-	var rpcErr *rpcError
-	if c.meta.Load() != nil && errors.As(err, &rpcErr) && rpcErr.Code == codeHeaderMismatch {
+	if rpcErr := asRPCError(err); rpcErr != nil && rpcErr.Code == codeHeaderMismatch && c.meta.Load() != nil {
 		// The tool's schema changed since it was listed: list again, and
 		// call once more with the headers of the new schema.
 		c.logger.Info("server refused the call's headers; listing tools again", "tool", name)

@@ -14,12 +14,13 @@ import (
 )
 
 // This file holds the JSON-RPC multiplexer under an MCP session: request
-// ids and pending calls, deadlines and cancellation, the read loop,
-// notifications, and answers to server requests.
+// ids and pending calls, deadlines and cancellation, the routing of what
+// the transport receives (notifications and server requests are
+// client_incoming.go's).
 
 // A conn multiplexes JSON-RPC calls over one transport: each request gets
-// an id and waits for the response with that id, which the read loop
-// delivers. It is safe for concurrent use. It ends with close, or when its
+// an id and waits for the response with that id, which receive routes to
+// it from the transport's reader. It is safe for concurrent use. It ends with close, or when its
 // transport ends: ended is then closed and every pending and later call
 // fails with endErr.
 type conn struct {
@@ -41,7 +42,7 @@ type conn struct {
 	// answering bounds the server requests being answered at once.
 	answering chan struct{}
 
-	ended     chan struct{} // closed when the read loop has exited
+	ended     chan struct{} // closed when the transport has ended (transportEnded)
 	endCause  error         // why the transport ended; set before ended is closed
 	closing   atomic.Bool   // set by close before the transport closes
 	closeErr  error         // the transport's close error; set under closeOnce
@@ -61,7 +62,7 @@ type conn struct {
 	rootsAnswered atomic.Int64
 }
 
-// newConn wraps a started transport and starts the read loop.
+// newConn wraps a started transport and listens to it.
 func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transport) *conn {
 	c := &conn{
 		cfg:     cfg,
@@ -75,23 +76,43 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 		answering: make(chan struct{}, 16),
 		trace:     newMCPTrace(logger, opts.LogPayloads),
 	}
-	// Owned by the conn; exits when the transport closes its recv channel.
-	go c.readLoop()
+	c.t.listen(c.receive, c.transportEnded)
 	return c
 }
 
 // A pendingCall is a request awaiting its response.
 type pendingCall struct {
 	ch chan rpcResponse // buffered 1; receives the response once
-	// extend pushes the call's deadline out on progress; nil when the
-	// call has no deadline.
-	extend func()
+	// timer is the call's deadline, timeout its length (armDeadline).
+	timer   *time.Timer
+	timeout time.Duration
+	// limit is how far progress may push the deadline out (extend); zero
+	// when progress does not: the handshake, a long-lived call.
+	limit time.Time
 	// held counts the server's requests for input being answered while
 	// the call waits; its deadline does not run out while held.
 	held atomic.Int32
 	// progress hears the call's progress notifications (withCallProgress);
 	// nil for none.
 	progress func(progressParams)
+}
+
+// extends reports whether progress pushes the call's deadline out.
+func (pc *pendingCall) extends() bool { return !pc.limit.IsZero() }
+
+// extend pushes the call's deadline out on progress: a timeout from now,
+// up to limit. It does nothing when the call's deadline does not extend.
+func (pc *pendingCall) extend() {
+	if !pc.extends() {
+		return
+	}
+	next := pc.timeout
+	if remaining := time.Until(pc.limit); remaining < next {
+		next = remaining
+	}
+	if next > 0 {
+		pc.timer.Reset(next)
+	}
 }
 
 // callProgressKey is the context key of withCallProgress.
@@ -164,19 +185,18 @@ type outgoingCall struct {
 	// deadline runs out.
 	parent, ctx context.Context
 	cancel      context.CancelCauseFunc
-	timeout     time.Duration
-	timer       *time.Timer
 	// notifyCancel says whether abandoning the call is told to the server
 	// with notifications/cancelled.
 	notifyCancel bool
-	pending      *pendingCall
+	pending      pendingCall
 }
 
 // newCall encodes req under a new id, arms its deadline and records it
 // as pending. The caller calls end once the call is over.
 func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) {
-	call := &outgoingCall{c: c, req: req, id: c.nextID.Add(1), timeout: c.callTimeout(req),
-		pending: &pendingCall{ch: make(chan rpcResponse, 1)}}
+	call := &outgoingCall{c: c, req: req, id: c.nextID.Add(1)}
+	call.pending.ch = make(chan rpcResponse, 1)
+	call.pending.timeout = c.callTimeout(req)
 	call.pending.progress, _ = ctx.Value(callProgressKey{}).(func(progressParams))
 	if err := call.encode(ctx); err != nil {
 		return nil, err
@@ -184,7 +204,7 @@ func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) 
 	call.ctx, call.cancel = context.WithCancelCause(call.parent)
 	call.armDeadline()
 	c.mu.Lock()
-	c.pending[call.id] = call.pending
+	c.pending[call.id] = &call.pending
 	c.mu.Unlock()
 	return call, nil
 }
@@ -216,17 +236,21 @@ func (call *outgoingCall) encode(ctx context.Context) error {
 	if req.version != "" {
 		meta = c.newRequestMeta(req.version)
 	}
-	if meta != nil {
-		withMeta, err := meta.attach(params)
-		if err != nil {
-			return fmt.Errorf("encode request: %w", err)
-		}
-		params = withMeta
+	var raw json.RawMessage
+	var err error
+	switch {
+	case meta != nil:
+		raw, err = meta.attach(params)
 		if overHTTP {
 			ctx = withRequestHeader(ctx, meta.header(req))
 		}
+	case params != nil:
+		raw, err = marshalJSON(params)
 	}
-	msg, err := marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &call.id, Method: req.method, Params: params})
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
+	}
+	msg, err := encodeRequest(call.id, req.method, raw)
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}
@@ -243,33 +267,26 @@ func (call *outgoingCall) encode(ctx context.Context) error {
 // context (connect's startup_timeout) already bounds as tightly: a second
 // timer of the same length would race it and name the wrong setting.
 func (call *outgoingCall) armDeadline() {
-	timeout, pc, req := call.timeout, call.pending, call.req
+	pc, req := &call.pending, call.req
 	// The timer is armed only once assigned, since its callback resets it.
-	var timer *time.Timer
-	timer = time.AfterFunc(math.MaxInt64, func() {
-		if pc.held.Load() > 0 {
-			// The server waits on an answer for input: so does the call.
-			timer.Reset(timeout)
-			return
-		}
-		call.cancel(errTimeout)
-	})
-	call.timer = timer
-	if deadline, ok := call.parent.Deadline(); !req.longLived && !(req.handshake && ok && time.Until(deadline) <= timeout) {
-		timer.Reset(timeout)
+	pc.timer = time.AfterFunc(math.MaxInt64, call.expire)
+	if deadline, ok := call.parent.Deadline(); !req.longLived && !(req.handshake && ok && time.Until(deadline) <= pc.timeout) {
+		pc.timer.Reset(pc.timeout)
 	}
 	if !req.handshake && !req.longLived {
-		limit := time.Now().Add(10 * timeout)
-		pc.extend = func() {
-			next := timeout
-			if remaining := time.Until(limit); remaining < next {
-				next = remaining
-			}
-			if next > 0 {
-				timer.Reset(next)
-			}
-		}
+		pc.limit = time.Now().Add(10 * pc.timeout)
 	}
+}
+
+// expire runs when the call's deadline passes: it cancels the call with
+// errTimeout, unless the server waits on an answer for input, and so
+// does the call.
+func (call *outgoingCall) expire() {
+	if pc := &call.pending; pc.held.Load() > 0 {
+		pc.timer.Reset(pc.timeout)
+		return
+	}
+	call.cancel(errTimeout)
 }
 
 // end forgets the pending call and stops its timer.
@@ -277,7 +294,7 @@ func (call *outgoingCall) end() {
 	call.c.mu.Lock()
 	delete(call.c.pending, call.id)
 	call.c.mu.Unlock()
-	call.timer.Stop()
+	call.pending.timer.Stop()
 	call.cancel(nil)
 }
 
@@ -291,11 +308,11 @@ func (c *conn) sendFailed(call *outgoingCall, err error) error {
 		c.sendCancelled(call.id, cause)
 	}
 	if errors.Is(cause, errTimeout) {
-		return timeoutError(call.req, call.timeout)
+		return timeoutError(call.req, call.pending.timeout)
 	}
 	if errors.Is(err, errTransportClosed) && !c.closing.Load() {
 		// The server went away under the call: its reason (exit status,
-		// stderr tail) is known once the read loop has drained.
+		// stderr tail) is known once the transport has ended.
 		timer := time.NewTimer(stopGrace)
 		defer timer.Stop()
 		select {
@@ -322,7 +339,7 @@ func (c *conn) await(call *outgoingCall) (json.RawMessage, error) {
 			c.sendCancelled(call.id, cause)
 		}
 		if errors.Is(cause, errTimeout) {
-			return nil, timeoutError(call.req, call.timeout)
+			return nil, timeoutError(call.req, call.pending.timeout)
 		}
 		return nil, call.parent.Err()
 	case <-c.ended:
@@ -395,12 +412,16 @@ func (c *conn) endErr() error {
 	return fmt.Errorf("connection lost: %w", errClientClosed)
 }
 
-// readLoop dispatches every message from the transport until it ends.
-func (c *conn) readLoop() {
-	for raw := range c.t.recv() {
-		c.trace.message(false, raw)
-		c.dispatch(raw)
-	}
+// receive handles one message from the transport, on its reader: an
+// answer goes straight to the call waiting for it.
+func (c *conn) receive(raw []byte) {
+	c.trace.message(false, raw)
+	c.dispatch(raw)
+}
+
+// transportEnded records why the transport ended and ends the conn: every
+// pending and later call fails with endErr.
+func (c *conn) transportEnded() {
 	c.endCause = c.t.endErr()
 	if c.endCause != nil && !c.closing.Load() {
 		c.logger.Warn("server connection lost", "err", c.endCause)
@@ -476,102 +497,14 @@ func (c *conn) deliverResponse(rawID json.RawMessage, resp rpcResponse) {
 	pc.ch <- resp
 }
 
-// handleNotification acts on a server notification.
-func (c *conn) handleNotification(msg wireMessage) {
-	c.listChanged(msg.Method)
-	switch msg.Method {
-	case "notifications/subscriptions/acknowledged":
-		c.subscriptionAcknowledged(msg.Params)
-	case "notifications/tools/list_changed":
-		if c.opts.OnToolsChanged != nil {
-			c.opts.OnToolsChanged()
-		}
-	case "notifications/progress":
-		var p progressParams
-		if json.Unmarshal(msg.Params, &p) != nil {
-			return
-		}
-		id, ok := parseID(p.ProgressToken)
-		if !ok {
-			return
-		}
-		c.mu.Lock()
-		pc := c.pending[id]
-		c.mu.Unlock()
-		if pc != nil && pc.extend != nil {
-			pc.extend()
-		}
-		if pc != nil && c.opts.Input != nil && c.opts.Input.Progress != nil {
-			c.opts.Input.Progress(c.cfg.Name, p)
-		}
-		if pc != nil && pc.progress != nil {
-			pc.progress(p)
-		}
-	case "notifications/elicitation/complete":
-		c.elicitationComplete(msg.Params)
-	case "notifications/message":
-		var p struct {
-			Level  string          `json:"level"`
-			Logger string          `json:"logger"`
-			Data   json.RawMessage `json:"data"`
-		}
-		if json.Unmarshal(msg.Params, &p) != nil {
-			return
-		}
-		c.logger.Log(context.Background(), mcpLogLevel(p.Level), "server log", "level", p.Level, "logger", p.Logger, "data", c.secrets.load().cut(string(p.Data), 1000))
-	default:
-		c.logger.Debug("server notification", "method", msg.Method)
-	}
-}
-
-// answerServerRequest answers ping, and what input.go answers (roots,
-// elicitation, sampling); any other method gets -32601. The answer's send
-// is bounded by the server's timeout.
-func (c *conn) answerServerRequest(msg wireMessage) {
-	resp := outgoingResponse{JSONRPC: "2.0", ID: msg.ID}
-	switch msg.Method {
-	case "ping":
-		resp.Result = struct{}{}
-	default:
-		handled := false
-		if c.opts.HandleRequest != nil {
-			resp.Result, resp.Error, handled = c.opts.HandleRequest(msg.Method, msg.Params)
-		}
-		if !handled {
-			resp.Result, resp.Error, handled = c.serveInput(msg.Method, msg.Params)
-		}
-		if !handled {
-			resp.Result, resp.Error = nil, &rpcError{Code: codeMethodNotFound, Message: "method not supported by harnessd: " + msg.Method}
-		}
-	}
-	out, err := json.Marshal(resp)
-	if err != nil {
-		// The server still gets an answer, so it does not wait for one.
-		c.logger.Warn("encode answer to server request failed", "method", msg.Method, "err", err)
-		resp.Result, resp.Error = nil, &rpcError{Code: codeInternalError, Message: "harnessd could not encode its answer to " + msg.Method}
-		if out, err = json.Marshal(resp); err != nil {
-			return // unreachable: the id came in as valid JSON
-		}
-	}
-	ctx, cancel := c.untilEnded(context.Background())
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, c.cfg.requestTimeout())
-	defer cancelTimeout()
-	if err := c.send(ctx, out); err != nil {
-		c.logger.Debug("answer server request failed", "method", msg.Method, "err", err)
-	} else if msg.Method == "roots/list" && resp.Error == nil {
-		c.rootsAnswered.Store(time.Now().UnixNano())
-	}
-}
-
 // close ends the conn: the transport is closed (bounded, see the
 // transport's close) and every pending call fails. It is idempotent and
-// safe to call concurrently; it returns once the read loop has exited.
+// safe to call concurrently; it returns once transportEnded has run.
 func (c *conn) close() error {
 	c.closeOnce.Do(func() {
 		c.closing.Store(true)
 		c.closeErr = c.t.close()
 	})
-	<-c.ended // the transport's close is bounded and ends recv, so the read loop
+	<-c.ended // the transport's close is bounded and calls transportEnded
 	return c.closeErr
 }

@@ -134,9 +134,47 @@ func (p *pipeTransport) send(ctx context.Context, msg []byte) error {
 	}
 }
 
-func (p *pipeTransport) recv() <-chan []byte { return p.msgs }
-func (p *pipeTransport) endErr() error       { return nil }
+func (p *pipeTransport) listen(deliver func([]byte), ended func()) {
+	relay(p.msgs, deliver, ended)
+}
+func (p *pipeTransport) endErr() error { return nil }
 func (p *pipeTransport) close() error {
 	p.closeOnce.Do(func() { close(p.msgs) })
 	return nil
+}
+
+// TestEncodeRequest checks the request envelope written by hand against
+// the encoder's.
+func TestEncodeRequest(t *testing.T) {
+	tests := []struct {
+		name   string
+		id     int64
+		method string
+		params json.RawMessage
+	}{
+		{"params", 7, "tools/call", json.RawMessage(`{"_meta":{"progressToken":7},"name":"echo","arguments":{"message":"<hi>"}}`)},
+		{"no params", 1, "ping", nil},
+		{"null params", 2, "tools/list", json.RawMessage(`null`)},
+		{"negative id", -3, "x", json.RawMessage(`{}`)},
+		{"method to escape", 4, "a\"b\\c\u00e9\n", json.RawMessage(`{}`)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := encodeRequest(tc.id, tc.method, tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var params any // no params are left out, as roundTrip's nil params were
+			if tc.params != nil {
+				params = tc.params
+			}
+			want, err := marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &tc.id, Method: tc.method, Params: params})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("encodeRequest(%d, %q, %s) = %s, want %s", tc.id, tc.method, tc.params, got, want)
+			}
+		})
+	}
 }

@@ -661,11 +661,11 @@ func FuzzStdioFramer(f *testing.F) {
 			t.Fatalf("frameLines(%q, max %d) = %v, want %v", input, maxMessage, got, want)
 		}
 		// The transport's own handling of each line must not panic either.
+		var delivered [][]byte
 		tr := &stdioTransport{name: "fuzz", logger: slog.New(slog.DiscardHandler), maxMessage: maxMessage,
-			msgs: make(chan []byte, len(input)+1), quit: make(chan struct{})}
+			onMessage: func(m []byte) { delivered = append(delivered, m) }, quit: make(chan struct{})}
 		frameLines(bytes.NewReader(input), 16, maxMessage, tr.deliver, tr.rejectOversized)
-		close(tr.msgs)
-		for m := range tr.msgs {
+		for _, m := range delivered {
 			// A line is passed on when it looks like an object; a batch is
 			// split into its (valid) elements.
 			if (len(m) == 0 || m[0] != '{') && !json.Valid(m) {

@@ -43,10 +43,11 @@ type embeddedRequest struct {
 // asInputRequired decodes raw as an input-required result; ok is false for
 // any other result, including one without resultType. Results that cannot
 // be one are told apart without decoding them.
-func asInputRequired(raw json.RawMessage) (res inputRequiredResult, ok bool) {
+func asInputRequired(raw json.RawMessage) (inputRequiredResult, bool) {
 	if !bytes.Contains(raw, []byte(resultTypeInputRequired)) {
-		return res, false
+		return inputRequiredResult{}, false
 	}
+	var res inputRequiredResult
 	if json.Unmarshal(raw, &res) != nil || res.ResultType != resultTypeInputRequired {
 		return inputRequiredResult{}, false
 	}

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -43,7 +45,19 @@ type wireMessage struct {
 	Error   *rpcError       `json:"error,omitempty"`
 }
 
-// An rpcResponse is a response as the read loop hands it to the waiting
+// asRPCError returns the JSON-RPC error in err's chain, or nil. Unlike
+// errors.As on a variable of the caller's, it costs nothing when err is
+// nil, the common case on a call's path.
+func asRPCError(err error) *rpcError {
+	if err == nil {
+		return nil
+	}
+	var rpcErr *rpcError
+	errors.As(err, &rpcErr)
+	return rpcErr
+}
+
+// An rpcResponse is a response as the conn hands it to the waiting
 // call: the raw result, which the caller decodes, or the error.
 type rpcResponse struct {
 	Result json.RawMessage
@@ -57,6 +71,25 @@ type outgoingRequest struct {
 	ID      *int64 `json:"id,omitempty"`
 	Method  string `json:"method"`
 	Params  any    `json:"params,omitempty"`
+}
+
+// encodeRequest returns the wire form of a request whose params are
+// already encoded (compact JSON from marshalJSON, or nil for none): what
+// marshalJSON gives for its outgoingRequest, without encoding params twice.
+func encodeRequest(id int64, method string, params json.RawMessage) ([]byte, error) {
+	if strings.ContainsFunc(method, func(r rune) bool { return r < ' ' || r > '~' || r == '"' || r == '\\' }) {
+		// Not one of ours: let the encoder escape it.
+		return marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
+	}
+	const head, mid, tail = `{"jsonrpc":"2.0","id":`, `,"method":"`, `","params":`
+	msg := make([]byte, 0, len(head)+20+len(mid)+len(method)+len(tail)+len(params)+1)
+	msg = strconv.AppendInt(append(msg, head...), id, 10)
+	msg = append(append(msg, mid...), method...)
+	if len(params) == 0 {
+		return append(msg, `"}`...), nil
+	}
+	msg = append(append(msg, tail...), params...)
+	return append(msg, '}'), nil
 }
 
 // marshalJSON encodes v like json.Marshal but without escaping <, > and

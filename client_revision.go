@@ -312,15 +312,15 @@ func (c *conn) newRequestMeta(version string) *requestMeta {
 // fields added; fields the params' own _meta already has (a progress
 // token, say) are kept.
 func (m *requestMeta) attach(params any) (json.RawMessage, error) {
-	raw := []byte("{}")
+	var raw []byte
 	if params != nil {
 		var err error
 		if raw, err = marshalJSON(params); err != nil {
 			return nil, err
 		}
-		if string(raw) == "null" {
-			raw = []byte("{}")
-		}
+	}
+	if raw == nil || string(raw) == "null" {
+		raw = []byte("{}")
 	}
 	if len(raw) < 2 || raw[0] != '{' {
 		return nil, fmt.Errorf("params are not an object: %.40s", raw)

@@ -13,7 +13,7 @@ import (
 // per session asks for the list changes harnessd acts on (tools, resources).
 // The server acknowledges it (notifications/subscriptions/acknowledged) and
 // then sends the notifications it agreed to, on the request's answer stream
-// over HTTP or among its other messages over stdio; the read loop handles
+// over HTTP or among its other messages over stdio; the conn handles
 // them as it always has. The request ends with the session (its context is
 // cancelled: the answer stream is closed, or notifications/cancelled sent);
 // when the server ends it first, it is opened again after a backoff, and the

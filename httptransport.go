@@ -156,6 +156,25 @@ func (t *streamableTransport) getStreamSettled() <-chan struct{} { return t.getS
 // once close has stopped every reader.
 func (t *streamableTransport) recv() <-chan []byte { return t.recvCh }
 
+// listen relays recv to deliver (see transport).
+func (t *streamableTransport) listen(deliver func([]byte), ended func()) {
+	relay(t.recv(), deliver, ended)
+}
+
+// relay delivers the messages of ch, in order, to deliver from a goroutine
+// of its own, then calls ended once ch is closed. The HTTP transports have
+// several producers (each answer stream and the GET stream), which their
+// channel puts in one order.
+func relay(ch <-chan []byte, deliver func([]byte), ended func()) {
+	// Owned by the transport; exits when ch is closed, which close does.
+	go func() {
+		for msg := range ch {
+			deliver(msg)
+		}
+		ended()
+	}()
+}
+
 // endErr returns why the transport ended by itself (the server could not
 // be reached), or nil while it runs and after a close. Other failed
 // requests report their own error from send and leave the transport

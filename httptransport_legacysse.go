@@ -171,6 +171,11 @@ func (t *sseTransport) requestHeader() http.Header {
 // stream ends or on close.
 func (t *sseTransport) recv() <-chan []byte { return t.recvCh }
 
+// listen relays recv to deliver (see transport).
+func (t *sseTransport) listen(deliver func([]byte), ended func()) {
+	relay(t.recv(), deliver, ended)
+}
+
 // endErr returns why the stream ended, or nil while it runs or after
 // close.
 func (t *sseTransport) endErr() error {

@@ -51,8 +51,15 @@ func newTestStreamable(t *testing.T, url string) *streamableTransport {
 	return tr
 }
 
+// A recvTransport is an HTTP transport read through its channel, as its
+// listen relays it.
+type recvTransport interface {
+	transport
+	recv() <-chan []byte
+}
+
 // receive returns the next n messages of tr, failing the test after 5s.
-func receive(t *testing.T, tr transport, n int) []string {
+func receive(t *testing.T, tr recvTransport, n int) []string {
 	t.Helper()
 	timer := time.NewTimer(5 * time.Second)
 	defer timer.Stop()
@@ -73,7 +80,7 @@ func receive(t *testing.T, tr transport, n int) []string {
 
 // remaining closes tr and returns what recv still held; it fails the test
 // if recv is not closed within 5s.
-func remaining(t *testing.T, tr transport) []string {
+func remaining(t *testing.T, tr recvTransport) []string {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {

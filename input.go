@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -301,7 +300,7 @@ func (c *conn) holdCalls() (release func()) {
 	c.mu.Lock()
 	held := make([]*pendingCall, 0, len(c.pending))
 	for _, pc := range c.pending {
-		if pc.extend != nil {
+		if pc.extends() {
 			pc.held.Add(1)
 			held = append(held, pc)
 		}
@@ -339,8 +338,8 @@ func (c *conn) elicitationComplete(params json.RawMessage) {
 // true is returned when every one was accepted, so the call is retried
 // once. Any other error, or a decline, returns false.
 func (c *client) urlElicitationAnswered(ctx context.Context, err error) bool {
-	var rpcErr *rpcError
-	if !errors.As(err, &rpcErr) || rpcErr.Code != codeURLElicitationRequired {
+	rpcErr := asRPCError(err)
+	if rpcErr == nil || rpcErr.Code != codeURLElicitationRequired {
 		return false
 	}
 	var data struct {

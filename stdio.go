@@ -49,12 +49,22 @@ type stdioTransport struct {
 	stderr *os.File
 
 	writeMu sync.Mutex
-	// guards writes to stdin, so messages never interleave; close does
-	// not take it: closing stdin unblocks a write stuck on a full pipe.
-	stdin *os.File
+	// guards writes to stdin, so messages never interleave, and line and
+	// written; close does not take it: closing stdin unblocks a write
+	// stuck on a full pipe.
+	stdin    *os.File
+	line     []byte // the message being written, with its newline
+	written  int    // how much of line writeNow wrote
+	stdinRaw syscall.RawConn
+	// writeLine is the writeLineNow method as a func value, made once
+	// rather than at every send.
+	writeLine func(fd uintptr) bool
 
-	msgs      chan []byte   // closed by the stdout reader when it ends
-	quit      chan struct{} // closed by close: producers stop sending
+	// onMessage and onEnd are listen's deliver and ended, called by the
+	// stdout reader.
+	onMessage func([]byte)
+	onEnd     func()
+	quit      chan struct{} // closed by close: the stdout reader stops delivering
 	exited    chan struct{} // closed by the waiter once the process is reaped
 	stderrEOF chan struct{} // closed by the stderr reader when it ends
 	readers   sync.WaitGroup
@@ -137,17 +147,16 @@ func startStdio(cfg serverConfig, env []string, groups *procGroups, grace time.D
 		stdin:      stdinW,
 		stdout:     stdoutR,
 		stderr:     stderrR,
-		msgs:       make(chan []byte, 16),
 		quit:       make(chan struct{}),
 		exited:     make(chan struct{}),
 		stderrEOF:  make(chan struct{}),
 		tail:       newTailBuffer(stderrTailBytes),
 	}
-	t.readers.Add(2)
-	// Owned by the transport; exits at stdout EOF (the process and its
+	t.stdinRaw, _ = stdinW.SyscallConn() // fails only for a nil file
+	t.writeLine = t.writeLineNow
+	t.readers.Add(1)
+	// Owned by the transport; exits at stderr EOF (the process and its
 	// group are gone, or close closed the pipe).
-	go t.readStdout()
-	// Owned by the transport; exits at stderr EOF, like readStdout.
 	go t.readStderr()
 	// Owned by the transport; exits when the process has been reaped.
 	go t.wait()
@@ -185,8 +194,16 @@ func (t *stdioTransport) killGroup(sig syscall.Signal) {
 	}
 }
 
-// recv returns the server's messages; closed when stdout ends or close runs.
-func (t *stdioTransport) recv() <-chan []byte { return t.msgs }
+// listen starts the stdout reader, which frames the server's messages
+// and passes each to deliver itself, then calls ended when stdout ends or
+// close runs (see transport). It is called once, before close.
+func (t *stdioTransport) listen(deliver func([]byte), ended func()) {
+	t.onMessage, t.onEnd = deliver, ended
+	t.readers.Add(1)
+	// Owned by the transport; exits at stdout EOF (the process and its
+	// group are gone, or close closed the pipe).
+	go t.readStdout()
+}
 
 // send writes msg and a newline to the server's stdin. A write the server
 // does not take before ctx is done breaks the framing, so it ends the
@@ -199,23 +216,31 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte) error {
 		return errTransportClosed
 	default:
 	}
-	line := make([]byte, len(msg)+1)
-	copy(line, msg)
-	line[len(msg)] = '\n'
-
 	t.writeMu.Lock()
 	defer t.writeMu.Unlock()
+	t.line = append(append(t.line[:0], msg...), '\n')
+	defer func() {
+		if cap(t.line) > 64<<10 {
+			t.line = nil // a large message's buffer is not kept
+		}
+	}()
+	done := t.writeNow()
+	if done == len(t.line) {
+		return nil
+	}
+	// The server has fallen behind reading (or is gone, which the write
+	// below reports): wait for it, as long as ctx allows.
 	expired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		t.stdin.SetWriteDeadline(time.Unix(1, 0))
 		close(expired)
 	})
-	n, err := t.stdin.Write(line)
+	n, err := t.stdin.Write(t.line[done:])
 	if !stop() {
 		// The deadline must be cleared after it was set, not before:
 		// otherwise it stays in the past and fails every later write.
 		<-expired
-		if n > 0 && n < len(line) {
+		if done+n > 0 && done+n < len(t.line) {
 			t.logger.Warn("server stopped reading stdin mid-message; stopping it")
 			// Owned by send; close is bounded.
 			go t.close()
@@ -234,13 +259,38 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte) error {
 	return nil
 }
 
+// writeNow writes what stdin takes of t.line without waiting (all of it,
+// unless the server has fallen behind reading its stdin, or is gone) and
+// returns how much; send's bounded write takes the rest. Called under
+// writeMu.
+func (t *stdioTransport) writeNow() int {
+	t.written = 0
+	t.stdinRaw.Write(t.writeLine) // a failure is the bounded write's to report
+	return t.written
+}
+
+// writeLineNow writes t.line from t.written on until done or the pipe is
+// full; it never waits.
+func (t *stdioTransport) writeLineNow(fd uintptr) bool {
+	for t.written < len(t.line) {
+		n, err := syscall.Write(int(fd), t.line[t.written:])
+		if n > 0 {
+			t.written += n
+		}
+		if err != syscall.EINTR && (err != nil || n <= 0) {
+			break
+		}
+	}
+	return true
+}
+
 // idPattern finds a JSON-RPC id in the head or tail of an oversized line.
 var idPattern = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")`)
 
 // readStdout frames stdout into messages and ends the transport at EOF.
 func (t *stdioTransport) readStdout() {
 	defer t.readers.Done()
-	defer close(t.msgs)
+	defer t.onEnd()
 	if frameLines(t.stdout, 64<<10, t.maxMessage, t.deliver, t.rejectOversized) {
 		t.recordEnd()
 	}
@@ -356,15 +406,16 @@ func (t *stdioTransport) deliver(line []byte, owned bool) bool {
 	return true
 }
 
-// put hands one message to recv; it returns false when the transport is
-// closing.
+// put hands one message to listen's deliver; it returns false when the
+// transport is closing.
 func (t *stdioTransport) put(msg []byte) bool {
 	select {
-	case t.msgs <- msg:
-		return true
 	case <-t.quit:
 		return false
+	default:
 	}
+	t.onMessage(msg)
+	return true
 }
 
 // rejectOversized answers the call an oversized line was meant for with an
@@ -380,10 +431,7 @@ func (t *stdioTransport) rejectOversized(head, tail []byte, size int) {
 	}
 	msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"response too large: over %d bytes (raise the server's max_message_bytes)"}}`,
 		m[1], codeInternalError, t.maxMessage)
-	select {
-	case t.msgs <- []byte(msg):
-	case <-t.quit:
-	}
+	t.put([]byte(msg))
 }
 
 // readStderr drains stderr into the tail buffer and the debug log.
