@@ -19,7 +19,7 @@ import (
 const (
 	// runIDPoolSize is how many ids the pool holds when full; it is
 	// refilled once it is down to half.
-	runIDPoolSize = 32
+	runIDPoolSize = 64
 )
 
 // A runIDPool is the store's pool of ids with files. Safe for concurrent
