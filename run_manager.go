@@ -586,23 +586,3 @@ func (m *runManager) shutdown(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
-
-// checkRunServerValues refuses a per-run server with more than
-// maxRunServerValues headers or env entries, or a value over
-// maxRunValueBytes.
-func checkRunServerValues(s serverConfig) error {
-	for _, f := range []struct {
-		field  string
-		values map[string]string
-	}{{"headers", s.Headers}, {"env", s.Env}} {
-		if len(f.values) > maxRunServerValues {
-			return fmt.Errorf("mcp_servers: server %q: %s: %d entries, over the limit of %d per server; send fewer", s.Name, f.field, len(f.values), maxRunServerValues)
-		}
-		for k, v := range f.values {
-			if len(v) > maxRunValueBytes {
-				return fmt.Errorf("mcp_servers: server %q: %s %q: the value is %d bytes, over the limit of %d; send a shorter value", s.Name, f.field, k, len(v), maxRunValueBytes)
-			}
-		}
-	}
-	return nil
-}
