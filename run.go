@@ -23,7 +23,7 @@ type runEvent struct {
 
 	// encoded is the event as redacted JSON and frame its SSE frame, made
 	// once: every event is made by newHistoryEvent or newLiveEvent, or
-	// read from disk by parseEventLog (run_event_encode.go).
+	// read from disk by parseEventLine (run_store.go).
 	encoded, frame []byte
 }
 
