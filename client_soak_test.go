@@ -93,7 +93,9 @@ func TestToolCallSoak(t *testing.T) {
 			if got := c.protocolVersion(); got != tt.want {
 				t.Fatalf("protocol version %q, want %q", got, tt.want)
 			}
-			serverLost := func(msg string) bool { return serverTrace != "" && unansweredByServer(serverTrace, msg) }
+			serverLost := func(msg string, sent time.Time) bool {
+				return serverTrace != "" && unansweredByServer(serverTrace, msg, sent)
+			}
 			lost, err := soakCalls(t.Context(), c, calls, tt.callers, serverLost)
 			if err != nil {
 				t.Errorf("%v\nthe client's last %d trace lines:\n%s\nthe server's last messages:\n%s",
@@ -112,7 +114,7 @@ func TestToolCallSoak(t *testing.T) {
 // out because the server never answered (serverLost says so), and the first
 // failure: any other error, an answer that is not the call's own message,
 // or more than soakServerLosses server losses.
-func soakCalls(ctx context.Context, c *client, calls, callers int, serverLost func(msg string) bool) ([]string, error) {
+func soakCalls(ctx context.Context, c *client, calls, callers int, serverLost func(msg string, sent time.Time) bool) ([]string, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
@@ -130,7 +132,7 @@ func soakCalls(ctx context.Context, c *client, calls, callers int, serverLost fu
 				msg := fmt.Sprintf("soak-%d", i)
 				start := time.Now()
 				res, err := c.callTool(ctx, "echo", []byte(`{"message":"`+msg+`"}`))
-				if errors.Is(err, errTimeout) && serverLost(msg) {
+				if errors.Is(err, errTimeout) && serverLost(msg, start) {
 					mu.Lock()
 					losses = append(losses, msg)
 					n := len(losses)
@@ -160,11 +162,15 @@ func soakCalls(ctx context.Context, c *client, calls, callers int, serverLost fu
 }
 
 // unansweredByServer reports whether the server's trace (each line stamped
-// with the time, echoserver -trace) shows the request whose message is msg
-// read and its result not written within half a call's timeout: the server
-// held the answer, not the client. An answer the server wrote in time that
-// the call never got is the client's loss.
-func unansweredByServer(trace, msg string) bool {
+// with the time of day, echoserver -trace) shows the request whose message
+// is msg, sent at sent, held by the server: read more than half a call's
+// timeout after it was sent (the server stopped reading its stdin: with
+// at most eight requests in flight, far less than a pipe holds, the
+// client's write of it does not wait on the server), or read and its
+// result not written within half a call's timeout. An answer the server
+// wrote in time that the call never got, or a request it never read, is
+// the client's loss.
+func unansweredByServer(trace, msg string, sent time.Time) bool {
 	f, err := os.Open(trace)
 	if err != nil {
 		return false
@@ -195,7 +201,13 @@ func unansweredByServer(trace, msg string) bool {
 	if read.IsZero() {
 		return false
 	}
-	return wrote.IsZero() || wrote.Sub(read) > soakTimeout/2
+	// The trace has the time of day alone: sent on the same clock.
+	sentAt := time.Date(0, 1, 1, sent.Hour(), sent.Minute(), sent.Second(), sent.Nanosecond(), time.UTC)
+	late := read.Sub(sentAt)
+	if late < -12*time.Hour {
+		late += 24 * time.Hour // read after midnight
+	}
+	return late > soakTimeout/2 || wrote.IsZero() || wrote.Sub(read) > soakTimeout/2
 }
 
 // A logRing is a slog.Handler at debug level keeping the last lines it was
@@ -276,7 +288,10 @@ func tailFile(path string, n int64) string {
 }
 
 func TestUnansweredByServer(t *testing.T) {
-	read := `10:00:00.000000 read: {"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"soak-5"}}}`
+	read := func(at string) string {
+		return at + ` read: {"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"soak-5"}}}`
+	}
+	sent := time.Date(2026, 12, 1, 10, 0, 0, 0, time.Local)
 	write := func(at string) string {
 		return at + ` write: {"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"soak-5"}]}}`
 	}
@@ -285,10 +300,12 @@ func TestUnansweredByServer(t *testing.T) {
 		lines []string
 		want  bool
 	}{
-		{"answered at once: the client lost it", []string{read, write("10:00:00.000300")}, false},
-		{"answered after the timeout: the server held it", []string{read, write("10:00:10.000300")}, true},
-		{"never answered", []string{read}, true},
+		{"answered at once: the client lost it", []string{read("10:00:00.000000"), write("10:00:00.000300")}, false},
+		{"answered after the timeout: the server held it", []string{read("10:00:00.000000"), write("10:00:10.000300")}, true},
+		{"never answered", []string{read("10:00:00.000000")}, true},
 		{"never read: the client lost the request", []string{write("10:00:00.000300")}, false},
+		{"read after the timeout, answered at once: the server held it", []string{read("10:00:10.003000"), write("10:00:10.003300")}, true},
+		{"read a little late, answered at once: the client lost it", []string{read("10:00:00.200000"), write("10:00:00.200300")}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -296,7 +313,7 @@ func TestUnansweredByServer(t *testing.T) {
 			if err := os.WriteFile(trace, []byte(strings.Join(tt.lines, "\n")+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if got := unansweredByServer(trace, "soak-5"); got != tt.want {
+			if got := unansweredByServer(trace, "soak-5", sent); got != tt.want {
 				t.Errorf("unansweredByServer() = %v, want %v", got, tt.want)
 			}
 		})
