@@ -63,10 +63,13 @@ function renderHead(head, run, can, signal, refresh) {
         refresh();
       } }, 'Cancel run')
     : null;
+  // The head is drawn anew at each change of the run: the prompt stays
+  // open if the reader opened it.
+  const promptOpen = head.querySelector('details.prompt')?.open;
   clear(head,
     h('div', { class: 'row' }, h('h1', { class: 'grow' }, 'Run ', h('code', {}, run.id)), cancel),
     h('dl', { class: 'grid' }, items.map(([k, v]) => h('div', {}, h('dt', { class: 'meta' }, k), h('dd', {}, v)))),
-    h('details', {}, h('summary', {}, 'Prompt'), cutText(run.prompt || '', 4000)));
+    h('details', { class: 'prompt', open: promptOpen }, h('summary', {}, 'Prompt'), cutText(run.prompt || '', 4000)));
 }
 
 function renderFinal(final, run) {
