@@ -298,11 +298,11 @@ func (r *run) finish(status, output, errMsg string) {
 	v := r.viewLocked()
 	v.Status, v.Output, v.Error, v.EndedAt = status, output, errMsg, &ev.Time
 	v.Servers = withoutStderrTails(v.Servers)
-	end := r.disk.endLocked(ev, v)
+	ending := r.disk.stopLocked()
 	steps := r.steps
 	r.mu.Unlock()
-	if end != nil {
-		r.disk.writeEnd(r, end) // fsynced, with what was still queued, outside mu
+	if ending {
+		r.disk.writeEnd(r, ev, v) // fsynced, with what was still queued, outside mu
 	}
 	r.mu.Lock()
 	r.status = status

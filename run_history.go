@@ -82,17 +82,12 @@ func (d *runDisk) appendLocked(ev runEvent) {
 	d.queue.enqueue(diskItem{event: &ev})
 }
 
-// endLocked stops the run's queue after its last event and returns the
-// lines of its end, the terminal event ev and the record v of the ended
-// run, for writeEnd to write outside the run's mu; nil without a disk.
-// Called under the run's mu, after every other event.
-func (d *runDisk) endLocked(ev runEvent, v runView) []byte {
-	if d == nil || d.queue == nil || !d.queue.stop() {
-		return nil
-	}
-	record := recordLine(v, d.redact.load())
-	d.recordSum = sha256.Sum256(record)
-	return append(append(append(make([]byte, 0, len(ev.encoded)+1+len(record)), ev.encoded...), '\n'), record...)
+// stopLocked stops the run's queue after its last event, so that
+// writeEnd may write the end; it reports false without a disk or when
+// the queue was stopped already (the run was discarded). Called under the
+// run's mu, after every other event.
+func (d *runDisk) stopLocked() bool {
+	return d != nil && d.queue != nil && d.queue.stop()
 }
 
 // appendMessageLocked hands one transcript line (redacted JSON, without

@@ -1,6 +1,9 @@
 package main
 
-import "sync"
+import (
+	"crypto/sha256"
+	"sync"
+)
 
 // This file holds the writer of a run's file: one goroutine per run kept
 // on disk writes its events and transcript lines in the order they were
@@ -118,18 +121,21 @@ func (d *runDisk) writeLoop(r *run) {
 	}
 }
 
-// writeEnd writes what is still queued, then end (the terminal event and
-// the record), in one write, fsynced. Called once, by the goroutine
-// ending the run, after the queue was stopped.
-func (d *runDisk) writeEnd(r *run, end []byte) {
+// writeEnd writes what is still queued, then the end: the terminal event
+// ev and the record v of the ended run, in one write, fsynced. Called
+// once, by the goroutine ending the run, outside the run's mu, after
+// stopLocked.
+func (d *runDisk) writeEnd(r *run, ev runEvent, v runView) {
+	record := recordLine(v, d.redact.load())
+	d.recordSum = sha256.Sum256(record)
 	d.queue.writing.Lock()
 	defer d.queue.writing.Unlock()
 	items, _ := d.queue.take()
 	var buf []byte
-	for _, it := range items {
+	for _, it := range append(items, diskItem{event: &ev}) {
 		buf = it.appendTo(buf)
 	}
-	d.write(r, append(buf, end...), true)
+	d.write(r, append(buf, record...), true)
 }
 
 // write writes lines to the run's file, and at the end (the terminal
