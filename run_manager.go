@@ -276,18 +276,23 @@ func (e *busyError) Error() string {
 // *requestError for what the caller got wrong, *busyError when the queue is
 // full, *conversationNotFoundError, *conversationBusyError, or
 // errShuttingDown.
-func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
+func (m *runManager) start(req runRequest, allowCommand bool) (_ *run, err error) {
 	r, err := m.prepare(req, allowCommand)
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			// A refused run's id was never used: its prepared file goes
+			// (a file the run's store took for it is removed with it).
+			r.env.releaseRunID(r.id)
+		}
+	}()
 	// Refuse a full queue before touching the disk; admit checks again.
 	if err := m.checkRoom(); err != nil {
-		r.env.releaseRunID(r.id)
 		return nil, err
 	}
 	if err := m.joinConversation(r); err != nil {
-		r.env.releaseRunID(r.id)
 		return nil, err
 	}
 	if err := m.persistNew(r); err != nil {
