@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 )
 
 // BenchmarkRunsThroughAPIStore is BenchmarkRunsThroughAPI with the runs
@@ -14,7 +16,123 @@ import (
 // directory on the disk to measure.
 func BenchmarkRunsThroughAPIStore(b *testing.B) {
 	clients := defaultLimit("max_concurrent_runs")
-	b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchRunsThroughAPI(b, clients, true) })
+	b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchRunsThroughAPI(b, clients, storeMode{on: true}) })
+}
+
+// BenchmarkRunsThroughAPIStoreFloor is BenchmarkRunsThroughAPI with the
+// store off and, around each run, the least any store keeping the run
+// store's two promises must do on the same disk (storeFloorCommits): the
+// figure the store's runs/s can be set against, besides store off. Its
+// batches are written at once (window=0), as the store's are, or wait a
+// millisecond for more commits to join them.
+func BenchmarkRunsThroughAPIStoreFloor(b *testing.B) {
+	clients := defaultLimit("max_concurrent_runs")
+	for _, window := range []time.Duration{0, time.Millisecond} {
+		b.Run(fmt.Sprintf("clients=%d/window=%v", clients, window), func(b *testing.B) {
+			benchRunsThroughAPI(b, clients, storeMode{floor: true, window: window})
+		})
+	}
+}
+
+// A storeMode says how BenchmarkRunsThroughAPI keeps its runs: not at all
+// (the zero value), in a run store (on) or in none, with the floor's
+// commits around each run (floor, batched within window).
+type storeMode struct {
+	on, floor bool
+	window    time.Duration
+}
+
+// storeFloorCommits is the floor of a durable run store: a run accepted
+// must survive a crash and a run reported ended must be on disk, so a run
+// waits for two commits at least, one before its 202 and one before its
+// end is told. Here both go to one shared file, group-committed as the
+// run store's journal is (the oldest waiting commit writes everything
+// queued and fsyncs once, for all), with the bytes the store writes for a
+// run: no files of its own, no encoding, no recovery. Nothing real keeps
+// less and keeps the promises.
+type storeFloorCommits struct {
+	f      *os.File
+	window time.Duration // how long a batch waits for more, from its first commit
+
+	mu      sync.Mutex
+	queued  []byte
+	waiting []chan error
+	leading bool
+	syncs   int
+	err     error
+}
+
+// The floor's bytes per run: the accepted record and the rest of what the
+// store writes for a run of the benchmark (its written-B/run).
+const (
+	floorAcceptBytes = 400
+	floorEndBytes    = 2046
+)
+
+func newStoreFloorCommits(b *testing.B, dir string, window time.Duration) *storeFloorCommits {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "floor"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return &storeFloorCommits{f: f, window: window}
+}
+
+// run calls one with a commit before (the 202's) and one after (the
+// end's); on a nil floor it only calls one.
+func (c *storeFloorCommits) run(one func() (time.Duration, error)) (time.Duration, error) {
+	if c == nil {
+		return one()
+	}
+	if err := c.commit(floorAcceptBytes); err != nil {
+		return 0, err
+	}
+	d, err := one()
+	if err != nil {
+		return d, err
+	}
+	return d, c.commit(floorEndBytes)
+}
+
+// commit queues n bytes and returns once they are on disk.
+func (c *storeFloorCommits) commit(n int) error {
+	done := make(chan error, 1)
+	c.mu.Lock()
+	c.queued = append(c.queued, bytes.Repeat([]byte{'x'}, n-1)...)
+	c.queued = append(c.queued, '\n')
+	c.waiting = append(c.waiting, done)
+	if c.leading {
+		c.mu.Unlock()
+		return <-done
+	}
+	c.leading = true
+	for len(c.waiting) > 0 {
+		if c.window > 0 {
+			// The batch's window: more commits join it, at the price
+			// of the wait (a bound on it, not synchronisation).
+			c.mu.Unlock()
+			time.Sleep(c.window)
+			c.mu.Lock()
+		}
+		batch, waiting := c.queued, c.waiting
+		c.queued, c.waiting = nil, nil
+		c.mu.Unlock()
+		_, err := c.f.Write(batch)
+		if err == nil {
+			err = c.f.Sync()
+		}
+		for _, w := range waiting {
+			w <- err
+		}
+		c.mu.Lock()
+		c.syncs++
+	}
+	c.leading = false
+	c.mu.Unlock()
+	return <-done
 }
 
 // reportStoreCost reports the store's fsyncs, bytes written and the time
