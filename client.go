@@ -513,8 +513,8 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	if err != nil {
 		return nil, err
 	}
-	res := callResult{Raw: raw}
-	if err := json.Unmarshal(raw, &res); err != nil {
+	res, err := decodeCallResult(raw)
+	if err != nil {
 		return nil, fmt.Errorf("tools/call: decode result: %w", err)
 	}
 	return &res, nil
