@@ -488,7 +488,7 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	call := request{method: "tools/call", name: name, header: c.toolParamHeaders(name, args), withProgress: func(token int64) any {
+	call := request{method: "tools/call", name: name, header: c.toolParamHeaders(name, args), toolArgs: args, withProgress: func(token int64) any {
 		return callParams{Name: name, Arguments: args, Meta: &callMeta{ProgressToken: token}}
 	}}
 	defer c.callers.enter(ctx)()
