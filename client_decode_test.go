@@ -47,6 +47,8 @@ var decodeCallResultCases = []struct {
 	{"duplicate block key", `{"content":[{"text":"a","text":"b"}]}`, false},
 	{"duplicate isError", `{"isError":true,"isError":false}`, false},
 	{"duplicate unknown", `{"x":1,"x":2}`, true},
+	{"untagged names", `{"Raw":"x","-":1,"content":[{"Raw":1,"raw":[]}]}`, true},
+	{"big numbers", `{"structuredContent":[1e999,-123456789012345678901234567890,0.000000001]}`, true},
 	{"wrong type isError", `{"isError":"true"}`, false},
 	{"wrong type content", `{"content":{}}`, false},
 	{"wrong type block", `{"content":[1]}`, false},
