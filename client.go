@@ -488,7 +488,7 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	call := request{method: "tools/call", name: name, header: c.toolParamHeaders(name, args), withProgress: func(token int64) any {
+	call := request{method: "tools/call", name: name, header: c.toolParamHeaders(name, args), toolArgs: args, withProgress: func(token int64) any {
 		return callParams{Name: name, Arguments: args, Meta: &callMeta{ProgressToken: token}}
 	}}
 	defer c.callers.enter(ctx)()
@@ -513,8 +513,8 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	if err != nil {
 		return nil, err
 	}
-	res := callResult{Raw: raw}
-	if err := json.Unmarshal(raw, &res); err != nil {
+	res, err := decodeCallResult(raw)
+	if err != nil {
 		return nil, fmt.Errorf("tools/call: decode result: %w", err)
 	}
 	return &res, nil

@@ -133,6 +133,11 @@ type request struct {
 	// _meta.progressToken, asking the server for progress notifications;
 	// roundTrip calls it with the request id and ignores params.
 	withProgress func(token int64) any
+	// toolArgs, when set, are the arguments of a tools/call of the tool
+	// name whose params withProgress builds: encode writes the request
+	// itself when it can (appendToolCall). withInputResponses, which adds
+	// to the params, clears it.
+	toolArgs json.RawMessage
 	// handshake marks initialize and server/discover: it is never
 	// cancelled (the protocol forbids it for initialize) and progress does
 	// not push its deadline out.
@@ -227,36 +232,49 @@ func (c *conn) callTimeout(req request) time.Duration {
 // stream cancels.
 func (call *outgoingCall) encode(ctx context.Context) error {
 	c, req := call.c, call.req
-	params := req.params
-	if req.withProgress != nil {
-		params = req.withProgress(call.id)
-	}
 	_, overHTTP := c.t.(exchangeTransport)
 	meta := c.meta.Load()
 	if req.version != "" {
 		meta = c.newRequestMeta(req.version)
+	}
+	if meta != nil && overHTTP {
+		ctx = withRequestHeader(ctx, meta.header(req))
+	}
+	msg, ok := []byte(nil), false
+	if req.toolArgs != nil {
+		msg, ok = appendToolCall(call.id, req.name, req.toolArgs, meta)
+	}
+	if !ok {
+		var err error
+		if msg, err = encodeParams(req, call.id, meta); err != nil {
+			return fmt.Errorf("encode request: %w", err)
+		}
+	}
+	call.parent, call.msg = ctx, msg
+	call.notifyCancel = !req.handshake && !(meta != nil && overHTTP)
+	return nil
+}
+
+// encodeParams returns the wire form of req with id: its params (with the
+// progress token asked for) encoded by encoding/json, and meta's fields
+// added to them unless meta is nil.
+func encodeParams(req request, id int64, meta *requestMeta) ([]byte, error) {
+	params := req.params
+	if req.withProgress != nil {
+		params = req.withProgress(id)
 	}
 	var raw json.RawMessage
 	var err error
 	switch {
 	case meta != nil:
 		raw, err = meta.attach(params)
-		if overHTTP {
-			ctx = withRequestHeader(ctx, meta.header(req))
-		}
 	case params != nil:
 		raw, err = marshalJSON(params)
 	}
 	if err != nil {
-		return fmt.Errorf("encode request: %w", err)
+		return nil, err
 	}
-	msg, err := encodeRequest(call.id, req.method, raw)
-	if err != nil {
-		return fmt.Errorf("encode request: %w", err)
-	}
-	call.parent, call.msg = ctx, msg
-	call.notifyCancel = !req.handshake && !(meta != nil && overHTTP)
-	return nil
+	return encodeRequest(id, req.method, raw)
 }
 
 // armDeadline starts the call's timer: it cancels the call with
