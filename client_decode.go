@@ -47,40 +47,62 @@ const maxFastDepth = 256
 // callResult decodes the whole of r.b, which must hold one object, into
 // res (zero but for Raw).
 func (r *jsonReader) callResult(res *callResult) bool {
-	const content, structured, isError = 1, 2, 4
-	seen := 0
+	ok := r.object(0, []string{"content", "structuredContent", "isError"}, func(field int) bool {
+		switch field {
+		case 0:
+			return r.contentBlocks(&res.Content)
+		case 1:
+			r.space()
+			start := r.i
+			ok := r.skip(0)
+			res.StructuredContent = r.b[start:r.i:r.i]
+			return ok
+		default:
+			return r.boolean(&res.IsError)
+		}
+	})
+	r.space()
+	return ok && r.i == len(r.b)
+}
+
+// object decodes one object, at depth, whose fields are named by keys:
+// value(i) decodes the value of keys[i]. The value of any other key is
+// validated and skipped; a key that only a case-insensitive match would
+// take for one of keys (which encoding/json decodes into the field), or
+// that comes twice, fails.
+func (r *jsonReader) object(depth int, keys []string, value func(field int) bool) bool {
 	if !r.open('{') {
 		return false
 	}
+	seen := 0
 	for first := true; ; first = false {
 		key, done, ok := r.member(first)
 		if !ok {
 			return false
 		}
 		if done {
-			break
+			return true
 		}
-		var field int
-		switch string(key) {
-		case "content":
-			field, ok = content, r.contentBlocks(&res.Content)
-		case "structuredContent":
-			r.space()
-			start := r.i
-			field, ok = structured, r.skip(0)
-			res.StructuredContent = r.b[start:r.i:r.i]
-		case "isError":
-			field, ok = isError, r.boolean(&res.IsError)
+		field := -1
+		for i, k := range keys {
+			if string(key) == k {
+				field = i
+				break
+			}
+		}
+		switch {
+		case field < 0:
+			ok = !foldsTo(key, keys...) && r.skip(depth)
+		case seen&(1<<field) != 0:
+			return false
 		default:
-			ok = !foldsTo(key, "content", "structuredContent", "isError") && r.skip(0)
+			seen |= 1 << field
+			ok = value(field)
 		}
-		if !ok || seen&field != 0 {
+		if !ok {
 			return false
 		}
-		seen |= field
 	}
-	r.space()
-	return r.i == len(r.b)
 }
 
 // contentBlocks decodes a result's content: null or an array of blocks.
@@ -111,80 +133,23 @@ func (r *jsonReader) contentBlocks(dst *[]contentBlock) bool {
 
 // contentBlock decodes one object of a result's content.
 func (r *jsonReader) contentBlock(b *contentBlock) bool {
-	if !r.open('{') {
-		return false
-	}
-	seen := 0
-	for first := true; ; first = false {
-		key, done, ok := r.member(first)
-		if !ok {
-			return false
+	strs := [...]*string{&b.Type, &b.Text, &b.Data, &b.MIMEType, &b.URI, &b.Name}
+	return r.object(1, []string{"type", "text", "data", "mimeType", "uri", "name", "resource"}, func(field int) bool {
+		if field < len(strs) {
+			return r.str(strs[field])
 		}
-		if done {
+		if r.null() {
 			return true
 		}
-		var field int
-		switch string(key) {
-		case "type":
-			field, ok = 1, r.str(&b.Type)
-		case "text":
-			field, ok = 2, r.str(&b.Text)
-		case "data":
-			field, ok = 4, r.str(&b.Data)
-		case "mimeType":
-			field, ok = 8, r.str(&b.MIMEType)
-		case "uri":
-			field, ok = 16, r.str(&b.URI)
-		case "name":
-			field, ok = 32, r.str(&b.Name)
-		case "resource":
-			field = 64
-			if !r.null() {
-				b.Resource = new(resourceBody)
-				ok = r.resourceBody(b.Resource)
-			}
-		default:
-			ok = !foldsTo(key, "type", "text", "data", "mimeType", "uri", "name", "resource") && r.skip(1)
-		}
-		if !ok || seen&field != 0 {
-			return false
-		}
-		seen |= field
-	}
+		b.Resource = new(resourceBody)
+		return r.resourceBody(b.Resource)
+	})
 }
 
 // resourceBody decodes the resource of an embedded resource block.
 func (r *jsonReader) resourceBody(b *resourceBody) bool {
-	if !r.open('{') {
-		return false
-	}
-	seen := 0
-	for first := true; ; first = false {
-		key, done, ok := r.member(first)
-		if !ok {
-			return false
-		}
-		if done {
-			return true
-		}
-		var field int
-		switch string(key) {
-		case "uri":
-			field, ok = 1, r.str(&b.URI)
-		case "mimeType":
-			field, ok = 2, r.str(&b.MIMEType)
-		case "text":
-			field, ok = 4, r.str(&b.Text)
-		case "blob":
-			field, ok = 8, r.str(&b.Blob)
-		default:
-			ok = !foldsTo(key, "uri", "mimeType", "text", "blob") && r.skip(2)
-		}
-		if !ok || seen&field != 0 {
-			return false
-		}
-		seen |= field
-	}
+	strs := [...]*string{&b.URI, &b.MIMEType, &b.Text, &b.Blob}
+	return r.object(2, []string{"uri", "mimeType", "text", "blob"}, func(field int) bool { return r.str(strs[field]) })
 }
 
 // foldsTo reports whether key (ASCII, unescaped) matches one of names
