@@ -123,7 +123,7 @@ func benchRunsThroughAPI(b *testing.B, clients int, mode storeMode) {
 	var floor *storeFloorCommits
 	switch {
 	case mode.floor:
-		floor = newStoreFloorCommits(b, storeDir, mode.window)
+		floor = newStoreFloorCommits(b, storeDir, mode)
 	case mode.on:
 		s, err := openRunStore(storeDir, benchLogger)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,26 +21,38 @@ func BenchmarkRunsThroughAPIStore(b *testing.B) {
 }
 
 // BenchmarkRunsThroughAPIStoreFloor is BenchmarkRunsThroughAPI with the
-// store off and, around each run, the least any store keeping the run
+// store off and, around each run, the least a store keeping the run
 // store's two promises must do on the same disk (storeFloorCommits): the
-// figure the store's runs/s can be set against, besides store off. Its
+// figures the store's runs/s can be set against, besides store off. Its
 // batches are written at once (window=0), as the store's are, or wait a
-// millisecond for more commits to join them.
+// millisecond for more commits to join them; a run waits for its first
+// commit before it starts (serial), or runs meanwhile (overlapped: only
+// its 202 and its end wait for it).
 func BenchmarkRunsThroughAPIStoreFloor(b *testing.B) {
 	clients := defaultLimit("max_concurrent_runs")
-	for _, window := range []time.Duration{0, time.Millisecond} {
-		b.Run(fmt.Sprintf("clients=%d/window=%v", clients, window), func(b *testing.B) {
-			benchRunsThroughAPI(b, clients, storeMode{floor: true, window: window})
+	for _, mode := range []storeMode{
+		{floor: true},
+		{floor: true, window: time.Millisecond},
+		{floor: true, overlapped: true},
+	} {
+		commits := "serial"
+		if mode.overlapped {
+			commits = "overlapped"
+		}
+		b.Run(fmt.Sprintf("clients=%d/commits=%s/window=%v", clients, commits, mode.window), func(b *testing.B) {
+			benchRunsThroughAPI(b, clients, mode)
 		})
 	}
 }
 
 // A storeMode says how BenchmarkRunsThroughAPI keeps its runs: not at all
 // (the zero value), in a run store (on) or in none, with the floor's
-// commits around each run (floor, batched within window).
+// commits around each run (floor, batched within window, the first one
+// overlapped with the run or not).
 type storeMode struct {
-	on, floor bool
-	window    time.Duration
+	on, floor  bool
+	window     time.Duration
+	overlapped bool
 }
 
 // storeFloorCommits is the floor of a durable run store: a run accepted
@@ -48,18 +61,17 @@ type storeMode struct {
 // end is told. Here both go to one shared file, group-committed as the
 // run store's journal is (the oldest waiting commit writes everything
 // queued and fsyncs once, for all), with the bytes the store writes for a
-// run: no files of its own, no encoding, no recovery. Nothing real keeps
-// less and keeps the promises.
+// run: no files of its own, no encoding, no recovery.
 type storeFloorCommits struct {
-	f      *os.File
-	window time.Duration // how long a batch waits for more, from its first commit
+	f          *os.File
+	window     time.Duration // how long a batch waits for more, from its first commit
+	overlapped bool          // the run goes on while its first commit is made
 
 	mu      sync.Mutex
 	queued  []byte
 	waiting []chan error
 	leading bool
 	syncs   int
-	err     error
 }
 
 // The floor's bytes per run: the accepted record and the rest of what the
@@ -69,7 +81,7 @@ const (
 	floorEndBytes    = 2046
 )
 
-func newStoreFloorCommits(b *testing.B, dir string, window time.Duration) *storeFloorCommits {
+func newStoreFloorCommits(b *testing.B, dir string, mode storeMode) *storeFloorCommits {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		b.Fatal(err)
 	}
@@ -78,20 +90,26 @@ func newStoreFloorCommits(b *testing.B, dir string, window time.Duration) *store
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
-	return &storeFloorCommits{f: f, window: window}
+	return &storeFloorCommits{f: f, window: mode.window, overlapped: mode.overlapped}
 }
 
-// run calls one with a commit before (the 202's) and one after (the
-// end's); on a nil floor it only calls one.
+// run calls one with a commit before it or beside it (the 202's) and one
+// after both (the end's); on a nil floor it only calls one.
 func (c *storeFloorCommits) run(one func() (time.Duration, error)) (time.Duration, error) {
 	if c == nil {
 		return one()
 	}
-	if err := c.commit(floorAcceptBytes); err != nil {
+	accepted := make(chan error, 1)
+	if c.overlapped {
+		// Owned by run; ends with the commit, which run waits for.
+		go func() { accepted <- c.commit(floorAcceptBytes) }()
+	} else if err := c.commit(floorAcceptBytes); err != nil {
 		return 0, err
+	} else {
+		accepted <- nil
 	}
 	d, err := one()
-	if err != nil {
+	if err := errors.Join(err, <-accepted); err != nil {
 		return d, err
 	}
 	return d, c.commit(floorEndBytes)
