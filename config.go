@@ -287,8 +287,8 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 		}
 		layer.maxConnections = n
 	}
-	setting := func(key string, v string) keptRunsSetting {
-		return keptRunsSetting{value: v, source: file + ": " + key}
+	setting := func(key string, v string) settingValue {
+		return settingValue{value: v, source: file + ": " + key}
 	}
 	if n := doc.MaxKeptRuns; n != nil {
 		layer.keptRuns.runs = setting("max_kept_runs", strconv.FormatInt(*n, 10))

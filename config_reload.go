@@ -213,28 +213,28 @@ type serveFlags struct {
 }
 
 // A textSetting is one of the settings kept as written until checked
-// (keptRunsSetting): the retention of finished runs and the budget of
+// (settingValue): the retention of finished runs and the budget of
 // sampling outside runs' calls. serve takes each as a flag, a reload does
 // not apply them. Its env variable is HARNESS_ plus the key in upper case,
 // its flag the key with dashes.
 type textSetting struct {
 	key, usage string
 	def        any
-	field      func(*keptRunsSettings, *outsideSamplingSettings) *keptRunsSetting
+	field      func(*keptRunsSettings, *outsideSamplingSettings) *settingValue
 }
 
 // textSettings lists them, in the order --help lists their flags.
 var textSettings = []textSetting{
 	{"max_kept_runs", "finished runs kept, newest first; 0 for no bound", defaultMaxKeptRuns,
-		func(k *keptRunsSettings, _ *outsideSamplingSettings) *keptRunsSetting { return &k.runs }},
+		func(k *keptRunsSettings, _ *outsideSamplingSettings) *settingValue { return &k.runs }},
 	{"max_kept_run_age", "finished runs older than this are dropped; 0 for no bound", defaultMaxKeptRunAge,
-		func(k *keptRunsSettings, _ *outsideSamplingSettings) *keptRunsSetting { return &k.age }},
+		func(k *keptRunsSettings, _ *outsideSamplingSettings) *settingValue { return &k.age }},
 	{"max_kept_run_bytes", "bytes the kept runs take on disk; 0 for no bound", defaultMaxKeptRunBytes,
-		func(k *keptRunsSettings, _ *outsideSamplingSettings) *keptRunsSetting { return &k.bytes }},
+		func(k *keptRunsSettings, _ *outsideSamplingSettings) *settingValue { return &k.bytes }},
 	{"max_outside_sampling_requests", "sampling requests a server may make per hour outside any run's call; 0 refuses them", defaultOutsideSamplingRequests,
-		func(_ *keptRunsSettings, o *outsideSamplingSettings) *keptRunsSetting { return &o.requests }},
+		func(_ *keptRunsSettings, o *outsideSamplingSettings) *settingValue { return &o.requests }},
 	{"max_outside_sampling_tokens", "model tokens the sampling of a server may spend per hour outside any run's call; 0 refuses it", defaultOutsideSamplingTokens,
-		func(_ *keptRunsSettings, o *outsideSamplingSettings) *keptRunsSetting { return &o.tokens }},
+		func(_ *keptRunsSettings, o *outsideSamplingSettings) *settingValue { return &o.tokens }},
 }
 
 // registerTextFlags adds a flag per textSetting to fs, writing into f.

@@ -28,25 +28,20 @@ const (
 // max_outside_sampling_requests and max_outside_sampling_tokens, the
 // HARNESS_ variables of their upper-case names, and the flags of their
 // names with dashes; a later source overrides an earlier one. 0 refuses.
-type outsideSamplingSettings struct{ requests, tokens keptRunsSetting }
+type outsideSamplingSettings struct{ requests, tokens settingValue }
 
 // merge sets in s every value o sets.
 func (s *outsideSamplingSettings) merge(o outsideSamplingSettings) {
-	if o.requests.value != "" {
-		s.requests = o.requests
-	}
-	if o.tokens.value != "" {
-		s.tokens = o.tokens
-	}
+	s.requests.override(o.requests)
+	s.tokens.override(o.tokens)
 }
 
 // outsideSamplingFromEnv returns the settings of the environment.
 func outsideSamplingFromEnv(getenv func(string) (string, bool)) outsideSamplingSettings {
-	get := func(name string) keptRunsSetting {
-		v, _ := getenv(name)
-		return keptRunsSetting{value: strings.TrimSpace(v), source: name}
+	return outsideSamplingSettings{
+		requests: envSetting(getenv, "HARNESS_MAX_OUTSIDE_SAMPLING_REQUESTS"),
+		tokens:   envSetting(getenv, "HARNESS_MAX_OUTSIDE_SAMPLING_TOKENS"),
 	}
-	return outsideSamplingSettings{requests: get("HARNESS_MAX_OUTSIDE_SAMPLING_REQUESTS"), tokens: get("HARNESS_MAX_OUTSIDE_SAMPLING_TOKENS")}
 }
 
 // applyEnvOutsideSampling lets the HARNESS_ variables of the budget of
@@ -64,7 +59,7 @@ func (s outsideSamplingSettings) budget() (*outsideSamplingBudget, error) {
 	b := newOutsideSamplingBudget(defaultOutsideSamplingRequests, defaultOutsideSamplingTokens)
 	var errs []error
 	for _, p := range []struct {
-		set keptRunsSetting
+		set settingValue
 		dst *int
 	}{{s.requests, &b.maxRequests}, {s.tokens, &b.maxTokens}} {
 		if p.set.value == "" {

@@ -107,18 +107,18 @@ type budgetLimits struct {
 // budgetSettings are the default budgets of every source, each as its
 // text and the source it came from ("config.toml: max_run_tokens", an
 // environment variable, a flag); a later source overrides an earlier one.
-type budgetSettings struct{ tokens, cost, duration keptRunsSetting }
+type budgetSettings struct{ tokens, cost, duration settingValue }
 
 // budgetSettingKeys are the TOML keys of the defaults, with each one's
 // place in a budgetSettings and what the flag's help says of it.
 var budgetSettingKeys = []struct {
 	key   string
-	field func(*budgetSettings) *keptRunsSetting
+	field func(*budgetSettings) *settingValue
 	usage string
 }{
-	{"max_run_tokens", func(s *budgetSettings) *keptRunsSetting { return &s.tokens }, "model tokens (input and output, sampling included) a run may use, unless its request sets max_tokens; 0 for no bound"},
-	{"max_run_cost_usd", func(s *budgetSettings) *keptRunsSetting { return &s.cost }, "USD a run's model calls may cost, unless its request sets max_cost_usd (needs [model.prices]); 0 for no bound"},
-	{"max_run_duration", func(s *budgetSettings) *keptRunsSetting { return &s.duration }, "how long a run may run, like 10m, unless its request sets max_duration; 0 for no bound"},
+	{"max_run_tokens", func(s *budgetSettings) *settingValue { return &s.tokens }, "model tokens (input and output, sampling included) a run may use, unless its request sets max_tokens; 0 for no bound"},
+	{"max_run_cost_usd", func(s *budgetSettings) *settingValue { return &s.cost }, "USD a run's model calls may cost, unless its request sets max_cost_usd (needs [model.prices]); 0 for no bound"},
+	{"max_run_duration", func(s *budgetSettings) *settingValue { return &s.duration }, "how long a run may run, like 10m, unless its request sets max_duration; 0 for no bound"},
 }
 
 // A tomlBudgets is the default budgets at the top level of config.toml;
@@ -132,8 +132,8 @@ type tomlBudgets struct {
 // settings returns the defaults file sets, as text, for limits to check.
 func (t tomlBudgets) settings(file string) budgetSettings {
 	var s budgetSettings
-	set := func(into *keptRunsSetting, key, value string) {
-		*into = keptRunsSetting{value: value, source: file + ": " + key}
+	set := func(into *settingValue, key, value string) {
+		*into = settingValue{value: value, source: file + ": " + key}
 	}
 	if t.MaxRunTokens != nil {
 		set(&s.tokens, "max_run_tokens", strconv.FormatInt(*t.MaxRunTokens, 10))
@@ -150,9 +150,7 @@ func (t tomlBudgets) settings(file string) budgetSettings {
 // merge sets in s every default o sets.
 func (s *budgetSettings) merge(o budgetSettings) {
 	for _, k := range budgetSettingKeys {
-		if v := *k.field(&o); v.value != "" {
-			*k.field(s) = v
-		}
+		k.field(s).override(*k.field(&o))
 	}
 }
 
@@ -161,9 +159,7 @@ func (s *budgetSettings) merge(o budgetSettings) {
 func budgetsFromEnv(getenv func(string) (string, bool)) budgetSettings {
 	var s budgetSettings
 	for _, k := range budgetSettingKeys {
-		name := "HARNESS_" + strings.ToUpper(k.key)
-		v, _ := getenv(name)
-		*k.field(&s) = keptRunsSetting{value: strings.TrimSpace(v), source: name}
+		*k.field(&s) = envSetting(getenv, "HARNESS_"+strings.ToUpper(k.key))
 	}
 	return s
 }

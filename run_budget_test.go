@@ -96,13 +96,13 @@ func TestBudgetDefaults(t *testing.T) {
 			env:  map[string]string{"HARNESS_MAX_RUN_TOKENS": "7000", "HARNESS_MAX_RUN_COST_USD": "0.25"},
 			want: budgetLimits{Tokens: 7000, CostUSD: 0.25, Duration: 10 * time.Minute}},
 		{name: "flag overrides env", env: map[string]string{"HARNESS_MAX_RUN_DURATION": "1h"},
-			flags: budgetSettings{duration: keptRunsSetting{value: "90s", source: "--max-run-duration"}},
+			flags: budgetSettings{duration: settingValue{value: "90s", source: "--max-run-duration"}},
 			want:  budgetLimits{Duration: 90 * time.Second}},
 		{name: "bad duration in toml", toml: "max_run_duration = \"soon\"\n",
 			wantErr: `config.toml: max_run_duration: "soon" is not a duration; give one like 10m`},
 		{name: "negative tokens in env", env: map[string]string{"HARNESS_MAX_RUN_TOKENS": "-1"},
 			wantErr: `HARNESS_MAX_RUN_TOKENS: "-1" is not a number of tokens`},
-		{name: "bad cost flag", flags: budgetSettings{cost: keptRunsSetting{value: "lots", source: "--max-run-cost-usd"}},
+		{name: "bad cost flag", flags: budgetSettings{cost: settingValue{value: "lots", source: "--max-run-cost-usd"}},
 			wantErr: `--max-run-cost-usd: "lots" is not an amount of USD`},
 	}
 	for _, tt := range tests {
@@ -254,7 +254,7 @@ func TestBudgetsReload(t *testing.T) {
 	runs := newRunsWith(t, opts)
 	rl := &daemon{load: load, started: cfg, reg: reg, api: newAPI(runs, reg, nil, runs.opts.Metrics, nil, nil), runs: runs,
 		metrics: runs.opts.Metrics, secrets: newLiveRedactor(nil), logger: discardLogger(),
-		opts: serveOptions{addr: "127.0.0.1:8080", flags: serveFlags{budgets: budgetSettings{duration: keptRunsSetting{value: "2m", source: "--max-run-duration"}}}}}
+		opts: serveOptions{addr: "127.0.0.1:8080", flags: serveFlags{budgets: budgetSettings{duration: settingValue{value: "2m", source: "--max-run-duration"}}}}}
 
 	write("max_run_tokens = 5000\nmax_run_cost_usd = 1.5\n\n[model.prices.\"openai/fake-model\"]\ninput = 1\noutput = 2\n")
 	if err := rl.reload(); err != nil {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -71,34 +70,26 @@ func (k retention) expired(runs []keptRun, now time.Time) []string {
 	return out
 }
 
-// A keptRunsSetting is one value as configured, as text (a count, a Go
-// duration, a byte count, an amount; "0" for no bound), with where it
-// came from; an empty value is not set. Retention's settings use it, and
-// so do the default budgets and the outside sampling limits.
-type keptRunsSetting struct{ value, source string }
-
 // keptRunsSettings are the retention settings of every source: TOML
 // max_kept_runs, max_kept_run_age and max_kept_run_bytes, the
 // HARNESS_ variables of their upper-case names, and the flags of their
 // names with dashes. A later source overrides an earlier one.
-type keptRunsSettings struct{ runs, age, bytes keptRunsSetting }
+type keptRunsSettings struct{ runs, age, bytes settingValue }
 
 // merge sets in s every value o sets.
 func (s *keptRunsSettings) merge(o keptRunsSettings) {
-	for _, p := range []struct{ dst, src *keptRunsSetting }{{&s.runs, &o.runs}, {&s.age, &o.age}, {&s.bytes, &o.bytes}} {
-		if p.src.value != "" {
-			*p.dst = *p.src
-		}
-	}
+	s.runs.override(o.runs)
+	s.age.override(o.age)
+	s.bytes.override(o.bytes)
 }
 
 // keptRunsFromEnv returns the retention settings of the environment.
 func keptRunsFromEnv(getenv func(string) (string, bool)) keptRunsSettings {
-	get := func(name string) keptRunsSetting {
-		v, _ := getenv(name)
-		return keptRunsSetting{value: strings.TrimSpace(v), source: name}
+	return keptRunsSettings{
+		runs:  envSetting(getenv, "HARNESS_MAX_KEPT_RUNS"),
+		age:   envSetting(getenv, "HARNESS_MAX_KEPT_RUN_AGE"),
+		bytes: envSetting(getenv, "HARNESS_MAX_KEPT_RUN_BYTES"),
 	}
-	return keptRunsSettings{runs: get("HARNESS_MAX_KEPT_RUNS"), age: get("HARNESS_MAX_KEPT_RUN_AGE"), bytes: get("HARNESS_MAX_KEPT_RUN_BYTES")}
 }
 
 // retention returns defaultRetention with the settings applied, or an
@@ -106,7 +97,7 @@ func keptRunsFromEnv(getenv func(string) (string, bool)) keptRunsSettings {
 func (s keptRunsSettings) retention() (retention, error) {
 	k := defaultRetention()
 	var errs []error
-	count := func(set keptRunsSetting, what string) int64 {
+	count := func(set settingValue, what string) int64 {
 		n, err := strconv.ParseInt(set.value, 10, 64)
 		if err != nil || n < 0 {
 			errs = append(errs, fmt.Errorf("%s: %q is not a %s; give a whole number, or 0 for no bound", set.source, set.value, what))

@@ -484,7 +484,7 @@ func TestKeptRunsSettings(t *testing.T) {
 		{name: "env over toml", toml: "max_kept_runs = 10\n", env: map[string]string{"HARNESS_MAX_KEPT_RUNS": "20", "HARNESS_MAX_KEPT_RUN_AGE": "0"},
 			want: retention{MaxRuns: 20, MaxAge: 0, MaxBytes: def.MaxBytes}},
 		{name: "flag over env", env: map[string]string{"HARNESS_MAX_KEPT_RUN_BYTES": "100"},
-			flags: keptRunsSettings{bytes: keptRunsSetting{value: "0", source: "--max-kept-run-bytes"}},
+			flags: keptRunsSettings{bytes: settingValue{value: "0", source: "--max-kept-run-bytes"}},
 			want:  retention{MaxRuns: def.MaxRuns, MaxAge: def.MaxAge, MaxBytes: 0}},
 		{name: "bad values", toml: "max_kept_runs = -1\nmax_kept_run_age = \"a month\"\n", env: map[string]string{"HARNESS_MAX_KEPT_RUN_BYTES": "1GB"},
 			wantErr: `F: max_kept_runs: "-1" is not a number of runs; give a whole number, or 0 for no bound
