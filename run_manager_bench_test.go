@@ -89,9 +89,9 @@ func defaultLimit(key string) int {
 	panic("no limit " + key)
 }
 
-// benchRunsThroughAPI runs the benchmark with clients; with storeOn the
+// benchRunsThroughAPI runs the benchmark with clients; with mode.on the
 // runs are kept on disk, in a directory under the test's temporary one, and
-// with a floor the store is off and each client makes the commits a
+// with mode.floor the store is off and each client makes the commits a
 // store's promises need itself (storeFloorCommits). Besides its wall time
 // it reports the process's CPU time per run (cpu-ms/run).
 func benchRunsThroughAPI(b *testing.B, clients int, mode storeMode) {
@@ -116,8 +116,8 @@ func benchRunsThroughAPI(b *testing.B, clients int, mode storeMode) {
 	timed := &timedProvider{modelProvider: f.provider(b), spent: map[string]time.Duration{}}
 	var runStore *runStore
 	storeDir := filepath.Join(b.TempDir(), "runs")
-	// Retention keeps every run, so that the bytes written can be set
-	// against the files' (pruning runs at its default cost up to 1000).
+	// Retention keeps every run (and at least its default 1000), so that
+	// reportStoreCost can set the bytes written against the files' own.
 	kept := defaultRetention()
 	kept.MaxRuns = max(kept.MaxRuns, b.N)
 	var floor *storeFloorCommits
