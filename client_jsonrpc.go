@@ -159,8 +159,8 @@ func splitBatch(data []byte) (msgs []json.RawMessage, isBatch bool, err error) {
 
 // jsonrpcShape reports whether the JSON object msg has a top-level "method"
 // member and returns the raw text of its "id" member (nil when absent). It
-// reads only the top level and does not validate: on malformed input the
-// answer covers the members read before the fault.
+// reads only the top level: on malformed input the answer covers the
+// members read before the fault.
 func jsonrpcShape(msg []byte) (hasMethod bool, id []byte) {
 	shape := scanMessage(msg)
 	return shape.method != nil, shape.id
@@ -171,8 +171,10 @@ func jsonrpcShape(msg []byte) (hasMethod bool, id []byte) {
 // scanned message.
 type messageShape struct {
 	method, id, result, error []byte
-	// complete is true when the scan reached the object's closing brace,
-	// so no member was missed (their values are still not validated).
+	// complete is true when msg is one object whose members are all valid
+	// JSON, result aside (it is only delimited: the call it answers
+	// decodes it, which checks it), and whose keys hold no escapes (which
+	// encoding/json would read as the names above).
 	complete bool
 }
 
@@ -181,53 +183,54 @@ type messageShape struct {
 // malformed input it returns the members read before the fault, with
 // complete false.
 func scanMessage(msg []byte) (shape messageShape) {
-	i := skipSpace(msg, 0)
-	if i >= len(msg) || msg[i] != '{' {
+	r := jsonReader{b: msg}
+	if !r.open('{') {
 		return shape
 	}
-	i = skipSpace(msg, i+1)
-	if i < len(msg) && msg[i] == '}' {
-		shape.complete = true
-		return shape
-	}
-	for {
-		if i >= len(msg) || msg[i] != '"' {
+	escapedKey := false
+	for first := true; ; first = false {
+		done, ok := r.next(first, '}')
+		if !ok {
 			return shape
 		}
-		keyEnd := skipString(msg, i)
-		if keyEnd < 0 {
+		if done {
+			break
+		}
+		start := r.i
+		escaped, ok := r.stringToken()
+		if !ok {
 			return shape
 		}
-		key := msg[i+1 : keyEnd-1]
-		i = skipSpace(msg, keyEnd)
-		if i >= len(msg) || msg[i] != ':' {
+		escapedKey = escapedKey || escaped
+		key := msg[start+1 : r.i-1]
+		if r.space(); r.i >= len(msg) || msg[r.i] != ':' {
 			return shape
 		}
-		i = skipSpace(msg, i+1)
-		end := skipValue(msg, i)
-		if end < 0 {
+		r.i++
+		r.space()
+		start = r.i
+		if string(key) == "result" {
+			if r.i = skipValue(msg, r.i); r.i < 0 {
+				return shape
+			}
+		} else if !r.skip(1) {
 			return shape
 		}
+		value := msg[start:r.i]
 		switch string(key) {
 		case "method":
-			shape.method = msg[i:end]
+			shape.method = value
 		case "id":
-			shape.id = msg[i:end]
+			shape.id = value
 		case "result":
-			shape.result = msg[i:end]
+			shape.result = value
 		case "error":
-			shape.error = msg[i:end]
+			shape.error = value
 		}
-		i = skipSpace(msg, end)
-		if i < len(msg) && msg[i] == '}' {
-			shape.complete = true
-			return shape
-		}
-		if i >= len(msg) || msg[i] != ',' {
-			return shape
-		}
-		i = skipSpace(msg, i+1)
 	}
+	r.space()
+	shape.complete = r.i == len(msg) && !escapedKey
+	return shape
 }
 
 // skipSpace returns the index of the first non-space byte of b from i.
