@@ -84,11 +84,16 @@ func (q *diskQueue) stop() bool {
 	return !was
 }
 
-// take returns the items queued so far and whether the queue is stopped.
-// Called with writing held.
-func (q *diskQueue) take() ([]diskItem, bool) {
+// take returns the items queued so far, taken off the queue, and whether
+// the queue is stopped; for the writer (forWriter) a stopped queue keeps
+// its items, which the end writes before the terminal event. Called with
+// writing held.
+func (q *diskQueue) take(forWriter bool) ([]diskItem, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if forWriter && q.stopped {
+		return nil, true
+	}
 	items := q.items
 	q.items = nil
 	return items, q.stopped
@@ -101,12 +106,8 @@ func (d *runDisk) writeLoop(r *run) {
 	var buf []byte
 	for range d.queue.wake {
 		d.queue.writing.Lock()
-		items, stopped := d.queue.take()
+		items, stopped := d.queue.take(true)
 		if stopped {
-			// Put back: the end writes them before the terminal event.
-			d.queue.mu.Lock()
-			d.queue.items = append(items, d.queue.items...)
-			d.queue.mu.Unlock()
 			d.queue.writing.Unlock()
 			return
 		}
@@ -130,7 +131,7 @@ func (d *runDisk) writeEnd(r *run, ev runEvent, v runView) {
 	d.recordSum = sha256.Sum256(record)
 	d.queue.writing.Lock()
 	defer d.queue.writing.Unlock()
-	items, _ := d.queue.take()
+	items, _ := d.queue.take(false)
 	var buf []byte
 	for _, it := range append(items, diskItem{event: &ev}) {
 		buf = it.appendTo(buf)
