@@ -241,10 +241,7 @@ func (m *runManager) deleteConversation(id string) error {
 	m.order = slices.DeleteFunc(m.order, func(id string) bool { _, ok := m.runs[id]; return !ok })
 	m.mu.Unlock()
 	if m.opts.Store != nil {
-		m.opts.Store.removeAll(append(ids, id))
-		// The journal may still hold the records its runs were accepted
-		// with: a deleted conversation leaves nothing on disk.
-		if err := m.opts.Store.journal.compact(); err != nil {
+		if err := m.opts.Store.purge(append(ids, id)); err != nil {
 			m.logger.Error("rewriting the runs journal without the deleted conversation failed", "conversation", id, "err", err)
 		}
 	}

@@ -68,7 +68,6 @@ func (d *runDisk) discard(id string) {
 	d.queue.writing.Lock()
 	d.log.close()
 	d.queue.writing.Unlock()
-	d.store.journal.forget(id)
 	d.store.remove(id)
 }
 

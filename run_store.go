@@ -573,24 +573,3 @@ func truncateTo(path string, whole, size int) error {
 	}
 	return os.Truncate(path, int64(whole))
 }
-
-// remove deletes run id's file and its webhook delivery, or the record of
-// conversation id (a missing file is no error).
-func (s *runStore) remove(id string) error {
-	var errs []error
-	for _, p := range []string{s.webhookPath(id), s.runPath(id), s.conversationPath(id)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// removeAll deletes the files of the runs ids, logging what it cannot.
-func (s *runStore) removeAll(ids []string) {
-	for _, id := range ids {
-		if err := s.remove(id); err != nil {
-			s.logger.Warn("removing an expired run failed", "run", id, "err", err)
-		}
-	}
-}

@@ -3,12 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 	"time"
 )
 
 // This file holds retention: which finished runs the store keeps, by
-// count, age and bytes, and the settings that bound them.
+// count, age and bytes, the settings that bound them, and the removal of
+// runs from disk.
 
 // Retention defaults: what a small appliance keeps.
 const (
@@ -121,4 +124,35 @@ func (s keptRunsSettings) retention() (retention, error) {
 		k.MaxAge = d
 	}
 	return k, errors.Join(errs...)
+}
+
+// remove deletes run id's file and its webhook delivery, or the record of
+// conversation id (a missing file is no error), and drops the run's
+// record from what the journal keeps when it is next rewritten.
+func (s *runStore) remove(id string) error {
+	s.journal.forget(id)
+	var errs []error
+	for _, p := range []string{s.webhookPath(id), s.runPath(id), s.conversationPath(id)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeAll deletes the files of the runs ids, logging what it cannot.
+func (s *runStore) removeAll(ids []string) {
+	for _, id := range ids {
+		if err := s.remove(id); err != nil {
+			s.logger.Warn("removing an expired run failed", "run", id, "err", err)
+		}
+	}
+}
+
+// purge removes the runs ids as removeAll does and rewrites the journal at
+// once, which may still hold the records they were accepted with: nothing
+// of them is left on disk (a deleted conversation).
+func (s *runStore) purge(ids []string) error {
+	s.removeAll(ids)
+	return s.journal.compact()
 }
