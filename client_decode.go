@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -361,6 +362,72 @@ func (r *jsonReader) skip(depth int) bool {
 		return r.literal("false")
 	}
 	return r.null()
+}
+
+// delimit moves past the value at r.i, after any space, without checking
+// it: it finds only where the value ends (its strings' closing quotes and
+// its brackets), for a value a reader of its own checks later (a
+// response's result, which its call decodes). It returns false when the
+// value does not end.
+func (r *jsonReader) delimit() bool {
+	r.space()
+	b := r.b
+	if r.i >= len(b) {
+		return false
+	}
+	switch b[r.i] {
+	case '"':
+		return r.delimitString()
+	case '{', '[':
+		for depth := 0; r.i < len(b); {
+			switch b[r.i] {
+			case '"':
+				if !r.delimitString() {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					r.i++
+					return true
+				}
+			}
+			r.i++
+		}
+		return false
+	}
+	start := r.i
+	for r.i < len(b) {
+		if c := b[r.i]; c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			break
+		}
+		r.i++
+	}
+	return r.i > start
+}
+
+// delimitString moves past the string whose quote is at r.i, reading only
+// as far as its closing quote.
+func (r *jsonReader) delimitString() bool {
+	b := r.b
+	for j := r.i + 1; ; {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return false
+		}
+		j += k
+		backslashes := 0
+		for p := j - 1; p > r.i && b[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			r.i = j + 1
+			return true
+		}
+		j++
+	}
 }
 
 // skipItems reads and checks the members of an object or the elements of

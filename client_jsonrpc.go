@@ -146,8 +146,8 @@ func parseID(raw json.RawMessage) (int64, bool) {
 // data when it is a JSON array. isBatch is false when data is not an
 // array; err reports an array that is not valid JSON.
 func splitBatch(data []byte) (msgs []json.RawMessage, isBatch bool, err error) {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '[' {
+	r := jsonReader{b: data}
+	if r.space(); r.i >= len(data) || data[r.i] != '[' {
 		return nil, false, nil // no allocation for the common case
 	}
 	var batch []json.RawMessage
@@ -210,7 +210,7 @@ func scanMessage(msg []byte) (shape messageShape) {
 		r.space()
 		start = r.i
 		if string(key) == "result" {
-			if r.i = skipValue(msg, r.i); r.i < 0 {
+			if !r.delimit() {
 				return shape
 			}
 		} else if !r.skip(1) {
@@ -231,71 +231,4 @@ func scanMessage(msg []byte) (shape messageShape) {
 	r.space()
 	shape.complete = r.i == len(msg) && !escapedKey
 	return shape
-}
-
-// skipSpace returns the index of the first non-space byte of b from i.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] (a
-// quote), or -1 if it does not end.
-func skipString(b []byte, i int) int {
-	for j := i + 1; ; {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		j += k
-		backslashes := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			backslashes++
-		}
-		if backslashes%2 == 0 {
-			return j + 1
-		}
-		j++
-	}
-}
-
-// skipValue returns the index after the JSON value starting at b[i], or -1.
-func skipValue(b []byte, i int) int {
-	if i >= len(b) {
-		return -1
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				k := skipString(b, j)
-				if k < 0 {
-					return -1
-				}
-				j = k - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return -1
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	if j == i {
-		return -1
-	}
-	return j
 }
