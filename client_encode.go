@@ -40,8 +40,8 @@ func appendToolCall(id int64, name string, args json.RawMessage, meta *requestMe
 		args = compact.Bytes()
 	}
 	const (
-		head      = `{"jsonrpc":"2.0","id":`
-		method    = `,"method":"tools/call","params":{"_meta":{`
+		method    = "tools/call"
+		params    = `","params":{"_meta":{`
 		token     = `"progressToken":`
 		nameKey   = `},"name":"`
 		argsKey   = `","arguments":`
@@ -56,10 +56,9 @@ func appendToolCall(id int64, name string, args json.RawMessage, meta *requestMe
 		}
 		fields = meta.encoded[1 : len(meta.encoded)-1]
 	}
-	n := len(head) + 2*20 + len(method) + len(fields) + 1 + len(token) + len(nameKey) + len(name) + len(argsKey) + len(args) + len(tail)
-	msg = make([]byte, 0, n)
-	msg = strconv.AppendInt(append(msg, head...), id, 10)
-	msg = append(msg, method...)
+	n := requestStartBytes + len(method) + len(params) + len(fields) + 1 + len(token) + 20 + len(nameKey) + len(name) + len(argsKey) + len(args) + len(tail)
+	msg = appendRequestStart(make([]byte, 0, n), id, method)
+	msg = append(msg, params...)
 	if len(fields) > 0 {
 		msg = append(append(msg, fields...), ',')
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -77,19 +76,26 @@ type outgoingRequest struct {
 // already encoded (compact JSON from marshalJSON, or nil for none): what
 // marshalJSON gives for its outgoingRequest, without encoding params twice.
 func encodeRequest(id int64, method string, params json.RawMessage) ([]byte, error) {
-	if strings.ContainsFunc(method, func(r rune) bool { return r < ' ' || r > '~' || r == '"' || r == '\\' }) {
+	if !plainJSONString(method) {
 		// Not one of ours: let the encoder escape it.
 		return marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
 	}
-	const head, mid, tail = `{"jsonrpc":"2.0","id":`, `,"method":"`, `","params":`
-	msg := make([]byte, 0, len(head)+20+len(mid)+len(method)+len(tail)+len(params)+1)
-	msg = strconv.AppendInt(append(msg, head...), id, 10)
-	msg = append(append(msg, mid...), method...)
+	msg := appendRequestStart(make([]byte, 0, requestStartBytes+len(method)+len(`","params":}`)+len(params)), id, method)
 	if len(params) == 0 {
 		return append(msg, `"}`...), nil
 	}
-	msg = append(append(msg, tail...), params...)
+	msg = append(append(msg, `","params":`...), params...)
 	return append(msg, '}'), nil
+}
+
+// requestStartBytes bounds what appendRequestStart writes besides the method.
+const requestStartBytes = len(`{"jsonrpc":"2.0","id":`) + 20 + len(`,"method":"`)
+
+// appendRequestStart appends to msg the wire form of request id of method
+// up to the method's closing quote; method must be a plainJSONString.
+func appendRequestStart(msg []byte, id int64, method string) []byte {
+	msg = strconv.AppendInt(append(msg, `{"jsonrpc":"2.0","id":`...), id, 10)
+	return append(append(msg, `,"method":"`...), method...)
 }
 
 // marshalJSON encodes v like json.Marshal but without escaping <, > and
