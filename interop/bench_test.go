@@ -156,16 +156,16 @@ func processCPU() time.Duration {
 // on the stateful handler at 2025-11-25 and
 // BenchmarkFloorHTTPStatelessToolCall on the stateless one at 2026-07-28.
 // bench.sh reports harnessd and the Go SDK client as ratios of these.
-func BenchmarkFloorStdioToolCall(b *testing.B)     { benchFloorStdio(b, floor.Rev2026) }
-func BenchmarkFloorStdioToolCall2025(b *testing.B) { benchFloorStdio(b, floor.Rev2025) }
-func BenchmarkFloorHTTPToolCall(b *testing.B)      { benchFloorHTTP(b, "http", floor.Rev2025) }
+func BenchmarkFloorStdioToolCall(b *testing.B)     { benchFloorStdio(b, floor.Rev2026, floor.Fixed) }
+func BenchmarkFloorStdioToolCall2025(b *testing.B) { benchFloorStdio(b, floor.Rev2025, floor.Fixed) }
+func BenchmarkFloorHTTPToolCall(b *testing.B)      { benchFloorHTTP(b, "http", floor.Rev2025, floor.Fixed) }
 func BenchmarkFloorHTTPStatelessToolCall(b *testing.B) {
-	benchFloorHTTP(b, "http-stateless", floor.Rev2026)
+	benchFloorHTTP(b, "http-stateless", floor.Rev2026, floor.Fixed)
 }
 
-func benchFloorStdio(b *testing.B, version string) {
+func benchFloorStdio(b *testing.B, version string, shape floor.Shape) {
 	cmd := benchStdioCommand(b)
-	c, err := floor.Stdio(b.Context(), cmd, version)
+	c, err := floor.Stdio(b.Context(), cmd, version, shape)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -173,11 +173,12 @@ func benchFloorStdio(b *testing.B, version string) {
 	benchFloorCalls(b, c)
 }
 
-func benchFloorHTTP(b *testing.B, mode, version string) {
-	c, err := floor.HTTP(b.Context(), benchHTTPEndpoint(b, mode), benchHTTPClient, version)
+func benchFloorHTTP(b *testing.B, mode, version string, shape floor.Shape) {
+	c, err := floor.HTTP(b.Context(), benchHTTPEndpoint(b, mode), benchHTTPClient, version, shape)
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { c.Close() })
 	benchFloorCalls(b, c)
 }
 

@@ -41,12 +41,12 @@ func main() {
 	)
 	switch {
 	case *url != "":
-		c, err = floor.HTTP(ctx, *url, &http.Client{}, *version)
+		c, err = floor.HTTP(ctx, *url, &http.Client{}, *version, floor.Fixed)
 		name = "BenchmarkFloorHTTP"
 	case flag.NArg() > 0:
 		cmd := exec.Command(flag.Arg(0), flag.Args()[1:]...)
 		cmd.Stderr = os.Stderr
-		c, err = floor.Stdio(ctx, cmd, *version)
+		c, err = floor.Stdio(ctx, cmd, *version, floor.Fixed)
 		name = "BenchmarkFloorStdio"
 	default:
 		log.Fatal("give -url URL or a server command after --")
