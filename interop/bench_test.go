@@ -163,6 +163,24 @@ func BenchmarkFloorHTTPStatelessToolCall(b *testing.B) {
 	benchFloorHTTP(b, "http-stateless", floor.Rev2026, floor.Fixed)
 }
 
+// The floor-same benchmarks are the floor's making the same protocol
+// requests as harnessd (floor.SameRequests: its capabilities, a progress
+// token on every call, the stream it holds open), so that on the same
+// server harnessd/floor-same is the client's own overhead and
+// floor-same/floor the server's work for what harnessd asks.
+func BenchmarkFloorSameStdioToolCall(b *testing.B) {
+	benchFloorStdio(b, floor.Rev2026, floor.SameRequests)
+}
+func BenchmarkFloorSameStdioToolCall2025(b *testing.B) {
+	benchFloorStdio(b, floor.Rev2025, floor.SameRequests)
+}
+func BenchmarkFloorSameHTTPToolCall(b *testing.B) {
+	benchFloorHTTP(b, "http", floor.Rev2025, floor.SameRequests)
+}
+func BenchmarkFloorSameHTTPStatelessToolCall(b *testing.B) {
+	benchFloorHTTP(b, "http-stateless", floor.Rev2026, floor.SameRequests)
+}
+
 func benchFloorStdio(b *testing.B, version string, shape floor.Shape) {
 	cmd := benchStdioCommand(b)
 	c, err := floor.Stdio(b.Context(), cmd, version, shape)
