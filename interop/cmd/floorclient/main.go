@@ -2,12 +2,14 @@
 // times with the floor client (harnessd/interop/floor: one goroutine, a
 // fixed request, no decoding beyond the id) and prints the time per call
 // as a Go benchmark line, so benchstat reads it beside harnessd's and the
-// Go SDK client's figures.
+// Go SDK client's figures. -shape same makes it send the same protocol
+// requests as harnessd (floor.SameRequests), and names its line
+// BenchmarkFloorSame...
 //
 // Usage:
 //
-//	floorclient [-n 3000] [-version 2026-07-28|2025-11-25] -- SERVER-COMMAND [ARGS...]
-//	floorclient [-n 3000] [-version ...] -url http://127.0.0.1:PORT/mcp
+//	floorclient [-n 3000] [-version 2026-07-28|2025-11-25] [-shape fixed|same] -- SERVER-COMMAND [ARGS...]
+//	floorclient [-n 3000] [-version ...] [-shape ...] -url http://127.0.0.1:PORT/mcp
 package main
 
 import (
@@ -28,10 +30,19 @@ func main() {
 	log.SetPrefix("floorclient: ")
 	n := flag.Int("n", 3000, "calls to make")
 	version := flag.String("version", floor.Rev2026, "protocol revision: 2026-07-28 or 2025-11-25")
+	shapeName := flag.String("shape", "fixed", "the requests: fixed (the floor's) or same (harnessd's)")
 	url := flag.String("url", "", "a Streamable HTTP endpoint (else the command after --, over stdio)")
 	flag.Parse()
 	if *version != floor.Rev2025 && *version != floor.Rev2026 {
 		log.Fatalf("-version %q: want %s or %s", *version, floor.Rev2026, floor.Rev2025)
+	}
+	shape, prefix := floor.Fixed, "BenchmarkFloor"
+	switch *shapeName {
+	case "fixed":
+	case "same":
+		shape, prefix = floor.SameRequests, "BenchmarkFloorSame"
+	default:
+		log.Fatalf("-shape %q: want fixed or same", *shapeName)
 	}
 	ctx := context.Background()
 	var (
@@ -41,13 +52,13 @@ func main() {
 	)
 	switch {
 	case *url != "":
-		c, err = floor.HTTP(ctx, *url, &http.Client{}, *version, floor.Fixed)
-		name = "BenchmarkFloorHTTP"
+		c, err = floor.HTTP(ctx, *url, &http.Client{}, *version, shape)
+		name = prefix + "HTTP"
 	case flag.NArg() > 0:
 		cmd := exec.Command(flag.Arg(0), flag.Args()[1:]...)
 		cmd.Stderr = os.Stderr
-		c, err = floor.Stdio(ctx, cmd, *version, floor.Fixed)
-		name = "BenchmarkFloorStdio"
+		c, err = floor.Stdio(ctx, cmd, *version, shape)
+		name = prefix + "Stdio"
 	default:
 		log.Fatal("give -url URL or a server command after --")
 	}
