@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -88,7 +87,12 @@ func TestConversationOwners(t *testing.T) {
 			t.Errorf("files of %s left after the delete: %v", id, matches)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, rb+runFileExt)); err != nil {
-		t.Errorf("bob's run file after alice's delete: %v", err)
+	for _, id := range []string{r1, r2} {
+		if len(runLinesOnDisk(t, dir, id)) > 0 {
+			t.Errorf("lines of %s left in the runs log after the delete", id)
+		}
+	}
+	if len(runLinesOnDisk(t, dir, rb)) == 0 {
+		t.Errorf("bob's run is gone from the runs log after alice's delete")
 	}
 }

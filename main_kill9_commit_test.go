@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,9 +15,9 @@ import (
 
 // This file holds the crash test of the run store's shared commits: the
 // real harnessd binary killed with SIGKILL while eight clients post runs
-// as fast as it takes them, so that the journal's batches, the pool's
-// files and the runs' ends are all under way, then restarted on the same
-// home.
+// as fast as it takes them, so that the runs log's shared syncs, the
+// runs' events and their ends are all under way, then restarted on the
+// same home.
 
 // TestKill9DuringCommits checks what a crash in the middle of batches
 // keeps: every run answered 202 is there after the restart, ended
@@ -128,11 +127,6 @@ func TestKill9DuringCommits(t *testing.T) {
 		if view != before[0] || events != before[1] {
 			t.Errorf("run %s, ended before the kill, reads otherwise after the restart:\n%s\n%s\nwant\n%s\n%s", id, view, events, before[0], before[1])
 		}
-	}
-	// What the restart found unfinished it ended and wrote down: the
-	// journal is empty again.
-	if b, err := os.ReadFile(filepath.Join(home, "runs", journalName)); err != nil || len(b) != 0 {
-		t.Errorf("journal after the restart = %d bytes, %v; want empty", len(b), err)
 	}
 	t.Logf("%d runs answered 202, %d seen ended before the kill, %d listed after it", len(accepted), len(ended), len(listed))
 }

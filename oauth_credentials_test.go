@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,10 +129,7 @@ func TestOAuthTokensNeverShown(t *testing.T) {
 		t.Errorf("the run did not show the redacted echo; the scenario did not run:\n%s", answers.String())
 	}
 	files := map[string]string{}
-	for _, name := range []string{runStore.runPath(id), runStore.journal.path} {
-		b, _ := os.ReadFile(name)
-		files[name] = string(b)
-	}
+	files["runs log"] = string(logOnDisk(t, runStore.dir))
 	places := map[string]string{"API answers": answers.String(), "logs": logs.String()}
 	for name, text := range files {
 		places["file "+filepath.Base(name)] = text

@@ -77,23 +77,6 @@ type runEnv struct {
 	store    *runStore // nil when runs are kept in memory only
 }
 
-// newRunID returns the id for a new run: from the store's pool of
-// ready files when runs are kept on disk. An id a refused run did not use
-// is released.
-func (env *runEnv) newRunID() string {
-	if env.store == nil {
-		return newID("run_")
-	}
-	return env.store.newRunID()
-}
-
-// releaseRunID lets go of the id of a run refused before it was kept.
-func (env *runEnv) releaseRunID(id string) {
-	if env.store != nil {
-		env.store.releaseRunID(id)
-	}
-}
-
 // A run is one agent run. The fields above mu are fixed when the run is
 // created; those below it change as it progresses, and readers take
 // views. Safe for concurrent use.
@@ -164,7 +147,7 @@ type run struct {
 // newRun returns a queued run of req over a fresh scope of env's
 // registry; the caller fills in the rest before starting it.
 func newRun(env *runEnv, req runRequest) *run {
-	id := env.newRunID()
+	id := newID("run_")
 	logger := env.logger.With("run", id)
 	scope := env.reg.newScope(logger)
 	scope.starts = env.starts

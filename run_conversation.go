@@ -217,7 +217,7 @@ func mustMarshal(s string) []byte {
 	return b
 }
 
-// deleteConversation forgets conversation id and removes its runs' files
+// deleteConversation forgets conversation id and removes its runs from disk
 // and its record. It returns a *conversationNotFoundError, or a
 // *conversationBusyError while a run of it is active.
 func (m *runManager) deleteConversation(id string) error {
@@ -242,7 +242,7 @@ func (m *runManager) deleteConversation(id string) error {
 	m.mu.Unlock()
 	if m.opts.Store != nil {
 		if err := m.opts.Store.purge(append(ids, id)); err != nil {
-			m.logger.Error("rewriting the runs journal without the deleted conversation failed", "conversation", id, "err", err)
+			m.logger.Error("removing the deleted conversation's runs from disk failed", "conversation", id, "err", err)
 		}
 	}
 	m.logger.Info("conversation deleted", "conversation", id, "runs", len(ids))

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,10 +89,7 @@ func TestEventsEncodedOnce(t *testing.T) {
 	if got := historyFrames(resumed); strings.Join(got, "\n\n") != strings.Join(want[2:], "\n\n") {
 		t.Errorf("resumed after id 2 =\n%q\nwant\n%q", got, want[2:])
 	}
-	file, err := os.ReadFile(filepath.Join(dir, r.id+runFileExt))
-	if err != nil {
-		t.Fatal(err)
-	}
+	file := runLinesOnDisk(t, dir, r.id)
 	var log []byte // the file's event lines
 	for line := range bytes.Lines(file) {
 		if !bytes.HasPrefix(line, recordLinePrefix) && !bytes.HasPrefix(line, messageLinePrefix) {

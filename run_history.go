@@ -9,25 +9,24 @@ import (
 
 // This file holds how runs meet the store (run_store.go): a run's record
 // committed when it is accepted, its events and its transcript appended
-// to its file as it goes, fsynced with the terminal event and the record
-// before anyone sees the run end;
-// finished runs kept on disk rather than in memory; the history loaded at
-// start-up; and retention.
+// to the store's log as they go, made durable with the terminal event and
+// the record before anyone sees the run end; finished runs kept on disk
+// rather than in memory; the history loaded at start-up; and retention.
 
 // bodyInMemory is the size above which a finished run's prompt or output
 // is read from its record on disk rather than kept in memory.
 const bodyInMemory = 4 << 10
 
-// A runDisk is one run's file. It is written by the run's writer
-// goroutine alone (run_writer.go) until the terminal event, never under
-// the run's mu; then the goroutine finishing the run owns it (archive)
-// and the record fields, which others read only once the run's done is
-// closed. store, redact and queue are fixed.
+// A runDisk is one run's lines in the store's log. It is written by the
+// run's writer goroutine alone (run_writer.go) until the terminal event,
+// never under the run's mu; then the goroutine finishing the run owns it
+// (archive) and the record fields, which others read only once the run's
+// done is closed. store, redact and queue are fixed.
 type runDisk struct {
 	store  *runStore
 	redact *liveRedactor // the run's secrets, cut out of what is written
 	log    *runLog       // nil for a run loaded from the store
-	bytes  int64         // what the run's file takes, once it has ended
+	bytes  int64         // what the run's lines take, once it has ended
 	// recordSum is the hash of the last record line written, so that
 	// writing the same again is skipped.
 	recordSum [sha256.Size]byte
@@ -61,8 +60,8 @@ func (m *runManager) persistNew(r *run) error {
 	return nil
 }
 
-// discard closes the file of a run that was refused after persistNew and
-// removes it.
+// discard closes the log of a run that was refused after persistNew and
+// removes the run.
 func (d *runDisk) discard(id string) {
 	d.queue.stop()
 	d.queue.writing.Lock()
@@ -72,7 +71,7 @@ func (d *runDisk) discard(id string) {
 }
 
 // appendLocked hands ev, not the terminal event, to the run's writer,
-// which writes it to the file without the run's mu. Called under the
+// which writes it to the log without the run's mu. Called under the
 // run's mu, in event order.
 func (d *runDisk) appendLocked(ev runEvent) {
 	if d == nil || d.queue == nil {
@@ -95,9 +94,9 @@ func (d *runDisk) appendMessageLocked(line []byte) {
 	d.queue.enqueue(diskItem{line: line})
 }
 
-// archive appends r's final record v to its file unless it is the record
+// archive appends r's final record v to its lines unless it is the record
 // written with the end (the run's servers may leave it unchanged as they
-// close), closes the file and returns the view to keep in memory: without
+// close), closes its log and returns the view to keep in memory: without
 // the prompt and output when they are large (view reads them back from
 // disk). It returns nil, keeping everything in memory, when the end did
 // not reach the disk or the record could not be written.

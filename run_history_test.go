@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,8 +86,8 @@ func TestRunsOnDisk(t *testing.T) {
 	v := waitRun(t, r)
 	// Without servers of its own, closing them changes nothing in the
 	// record: it is not written again.
-	if b, err := os.ReadFile(store.runPath(r.id)); err != nil || bytes.Count(b, recordLinePrefix) != 1 {
-		t.Errorf("the run's file holds %d records (%v), want the one written at the end", bytes.Count(b, recordLinePrefix), err)
+	if b := runLinesOnDisk(t, dir, r.id); bytes.Count(b, recordLinePrefix) != 2 {
+		t.Errorf("the run's lines hold %d records, want the one it was accepted with and the one written at the end", bytes.Count(b, recordLinePrefix))
 	}
 	if v.Prompt != bigPrompt || v.Output != bigAnswer || v.Steps != 2 || v.ToolCalls != 1 {
 		t.Errorf("view = prompt of %d bytes, output of %d, steps %d, tool_calls %d; want %d, %d, 2, 1",
@@ -145,16 +144,15 @@ func TestRunsRetentionRemovesFiles(t *testing.T) {
 		ids = append(ids, r.id)
 	}
 	// Retention runs once the run's goroutine is done with it.
-	var left []string
+	store := m.opts.Store
 	if !eventually(waitLimit, func() bool {
-		left, _ = filepath.Glob(filepath.Join(dir, ids[0]+"*"))
-		return len(m.list()) == 2 && m.get(ids[0]) == nil && len(left) == 0
+		return len(m.list()) == 2 && m.get(ids[0]) == nil && !store.log.holds(ids[0])
 	}) {
-		t.Fatalf("kept runs = %d, files of the first = %v; want 2 runs without the first, and its files removed", len(m.list()), left)
+		t.Fatalf("kept runs = %d, the first in the log: %v; want 2 runs without the first, removed from the log", len(m.list()), store.log.holds(ids[0]))
 	}
 	for _, id := range ids[1:] {
-		if _, err := os.Stat(filepath.Join(dir, id+runFileExt)); err != nil {
-			t.Errorf("file of kept run %s: %v", id, err)
+		if _, err := store.readRecord(id); err != nil {
+			t.Errorf("record of kept run %s: %v", id, err)
 		}
 	}
 	// A restart with a lower bound drops more at once.
@@ -174,17 +172,12 @@ func TestRunsOnDiskRedacted(t *testing.T) {
 	store := m.opts.Store
 	r := startRun(t, m, runRequest{Prompt: "say it"})
 	waitRun(t, r)
-	for _, p := range []string{store.runPath(r.id), store.journal.path} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bytes.Contains(b, []byte(secret)) {
-			t.Errorf("%s holds a server's secret", p)
-		}
-		if p == store.runPath(r.id) && !bytes.Contains(b, []byte("[redacted]")) {
-			t.Errorf("%s: no [redacted] where the secret was", p)
-		}
+	b := logOnDisk(t, dir)
+	if bytes.Contains(b, []byte(secret)) {
+		t.Errorf("the runs log holds a server's secret")
+	}
+	if !bytes.Contains(runLinesOnDisk(t, dir, r.id), []byte("[redacted]")) {
+		t.Errorf("the run's lines: no [redacted] where the secret was")
 	}
 	if rec, err := store.readRecord(r.id); err != nil || rec.ID != r.id {
 		t.Errorf("record = %+v, %v; want the run's", rec, err)

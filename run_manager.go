@@ -281,13 +281,6 @@ func (m *runManager) start(req runRequest, allowCommand bool) (_ *run, err error
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			// A refused run's id was never used: its prepared file goes
-			// (a file the run's store took for it is removed with it).
-			r.env.releaseRunID(r.id)
-		}
-	}()
 	// Refuse a full queue before touching the disk; admit checks again.
 	if err := m.checkRoom(); err != nil {
 		return nil, err
@@ -341,7 +334,6 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	}
 	r := newRun(m.env, req)
 	if err := m.setUp(r, spec, provider, budget, defaultSteps, allowCommand); err != nil {
-		r.env.releaseRunID(r.id)
 		return nil, err
 	}
 	return r, nil

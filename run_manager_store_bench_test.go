@@ -59,7 +59,7 @@ type storeMode struct {
 // must survive a crash and a run reported ended must be on disk, so a run
 // waits for two commits at least, one before its 202 and one before its
 // end is told. Here both go to one shared file, group-committed as the
-// run store's journal is (the oldest waiting commit writes everything
+// run store's log is (the oldest waiting commit writes everything
 // queued and fsyncs once, for all), with the bytes the store writes for a
 // run: no files of its own, no encoding, no recovery.
 type storeFloorCommits struct {
@@ -155,22 +155,16 @@ func (c *storeFloorCommits) commit(n int) error {
 
 // reportStoreCost reports the store's fsyncs, bytes written and the time
 // runs waited for the disk, per run, and the bytes written over what the
-// runs' files in dir hold of their events and transcripts (as JSON
+// runs' lines in dir's log hold of their events and transcripts (as JSON
 // lines).
 func reportStoreCost(b *testing.B, dir string, syncs, written, wait int64) {
 	var logs int64
-	paths, _ := filepath.Glob(filepath.Join(dir, "*"+runFileExt))
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for line := range bytes.Lines(data) {
-			if inner, ok := unwrapLine(bytes.TrimSuffix(line, []byte("\n")), messageLinePrefix); ok {
-				logs += int64(len(inner)) + 1
-			} else if !bytes.HasPrefix(line, recordLinePrefix) {
-				logs += int64(len(line))
-			}
+	for line := range bytes.Lines(logOnDisk(b, dir)) {
+		_, line, _ = bytes.Cut(line, []byte(" "))
+		if inner, ok := unwrapLine(bytes.TrimSuffix(line, []byte("\n")), messageLinePrefix); ok {
+			logs += int64(len(inner)) + 1
+		} else if !bytes.HasPrefix(line, recordLinePrefix) && !bytes.HasPrefix(line, removedMarker) && !bytes.HasPrefix(line, movedMarker) {
+			logs += int64(len(line))
 		}
 	}
 	b.ReportMetric(float64(syncs)/float64(b.N), "fsyncs/run")

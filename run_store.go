@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,58 +14,50 @@ import (
 	"time"
 )
 
-// This file holds the runs on disk, under $HARNESS_HOME/runs/. Each run
-// has one file, <id>.run, append-only, one JSON value a line: its events
-// as they were streamed, its transcript's messages ({"message": ...}, see
-// run_transcript.go) and, once it has ended, its record
-// ({"record": ...}); the last record line is the run's. The record a run
-// is accepted with goes to the journal (run_store_journal.go), which every
-// run shares and which is made durable once per batch of runs, with the
-// names of the run files created since. A run's own file is fsynced once:
-// when it ends, with its terminal event and its record, before anyone
-// sees it end. So a 202 means the run survives a crash, and a run
-// reported ended is on disk. (The record is appended once more after the
-// run's servers have closed, with their final statuses, without an fsync
-// of its own: a power cut soon after leaves the record of the end, whose
-// only difference is those statuses.)
+// This file holds the runs on disk, under $HARNESS_HOME/runs/. Every
+// run's lines go to the store's log (run_store_log.go), which all runs
+// share: one JSON value a line, its events as they were streamed, its
+// transcript's messages ({"message": ...}, see run_transcript.go) and its
+// records ({"record": ...}); the last record line is the run's. The
+// record a run is accepted with is made durable (with whatever else was
+// written to the log by then, group-committed) before POST /v1/runs
+// answers; so is its end, the terminal event and the record, before
+// anyone sees the run end. So a 202 means the run survives a crash, and a
+// run reported ended is on disk. (The record is appended once more after
+// the run's servers have closed, with their final statuses, without a
+// sync of its own: a power cut soon after leaves the record of the end,
+// whose only difference is those statuses.)
 //
-// At start-up every run file is read back: one that ends with the record
-// of an ended run is that run. Any other is of a run a crash interrupted:
-// it takes its record from its file or else from the journal (a file with
-// neither is of a run never accepted, and is removed), its outcome from
-// its terminal event when that reached the disk, or else gets run.failed
-// with interruptedError; then its record is appended, durably. A torn
-// last line is ignored, and cut off before anything is appended to the
-// file again; a line that does not decode, which only outside damage
-// makes, is skipped. Runs an older harnessd kept as three files are
-// converted first (run_store_legacy.go).
+// At start-up every run in the log is read back: one whose last line is
+// the record of an ended run is that run. Any other is of a run a crash
+// interrupted: it takes its record from its lines (a run with none is
+// removed), its outcome from its terminal event when that reached the
+// disk, or else gets run.failed with interruptedError; then its record is
+// appended, durably. A line that does not decode, which only outside
+// damage makes, is skipped. Runs an older harnessd kept in files of their
+// own are moved into the log first (run_store_legacy.go).
 
 // File names under the runs directory.
-const (
-	runFileExt = ".run"
-	runTempExt = ".tmp"
-)
+const runTempExt = ".tmp"
 
 // interruptedError is the error of a run that was active when harnessd
 // stopped without ending it (a crash, kill -9, a power cut).
 const interruptedError = "interrupted: harnessd stopped"
 
-// A runStore keeps runs as files in one directory (0700; files 0600),
-// which it holds locked so that no other harnessd takes it for its own
-// (and ends its active runs as interrupted). It is safe for concurrent
-// use: every run has its own file, and the journal its own goroutine.
+// A runStore keeps runs in one directory (0700; files 0600), which it
+// holds locked so that no other harnessd takes it for its own (and ends
+// its active runs as interrupted). It is safe for concurrent use.
 type runStore struct {
 	dir     string
 	logger  *slog.Logger
 	lock    *os.File // holds the directory's lock until close
-	journal *runJournal
-	pool    *runIDPool // ids of new runs, their files ready (run_store_pool.go)
+	log     *runsLog
 	closing sync.Once
 }
 
 // openRunStore creates (0700) or opens dir, locks it, removes the
-// temporary files an interrupted write left, converts the runs an older
-// harnessd kept and opens the journal. It fails when another process (or
+// temporary files an interrupted write left, opens the log and moves
+// into it the runs an older harnessd kept. It fails when another process (or
 // another store of this one) holds dir.
 func openRunStore(dir string, logger *slog.Logger) (*runStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -89,39 +79,29 @@ func openRunStore(dir string, logger *slog.Logger) (*runStore, error) {
 		os.Remove(p)
 	}
 	s := &runStore{dir: dir, logger: orDiscard(logger), lock: lock}
-	if err := s.convertLegacy(); err != nil {
-		lock.Close()
-		return nil, fmt.Errorf("runs directory %s: %w", dir, err)
-	}
-	if s.journal, err = openJournal(dir, s.logger); err != nil {
+	if s.log, err = openRunsLog(dir); err != nil {
 		lock.Close()
 		return nil, fmt.Errorf("runs directory %s: %w; check the free space and permissions of the directory", dir, err)
 	}
-	s.startIDPool()
+	if err := s.convertLegacy(); err != nil {
+		s.close()
+		return nil, fmt.Errorf("runs directory %s: %w", dir, err)
+	}
 	return s, nil
 }
 
-// close stops the pool and the journal and releases the directory's
-// lock; closing again does nothing. The store must not be used after.
+// close closes the log and releases the directory's lock; closing again
+// does nothing. The store must not be used after.
 func (s *runStore) close() {
 	s.closing.Do(func() {
-		s.pool.close()
-		s.journal.close()
+		s.log.closeFiles()
 		s.lock.Close()
 	})
 }
 
-// newRunID returns the id for a new run, with its file ready when the
-// pool has one. An id not used for a run must be released.
-func (s *runStore) newRunID() string { return s.pool.take() }
-
-// releaseRunID lets go of id, which a refused run did not use.
-func (s *runStore) releaseRunID(id string) { s.pool.release(id) }
-
-func (s *runStore) runPath(id string) string     { return filepath.Join(s.dir, id+runFileExt) }
 func (s *runStore) webhookPath(id string) string { return filepath.Join(s.dir, id+runWebhookExt) }
 
-// The lines of a run file that are not events start with these.
+// The lines of a run that are not events start with these.
 var (
 	recordLinePrefix  = []byte(`{"record":`)
 	messageLinePrefix = []byte(`{"message":`)
@@ -197,83 +177,62 @@ func syncDir(dir string) error {
 	return err
 }
 
-// A runLog is one run's open file. It is not safe for concurrent use: its
-// run's writer (run_writer.go) writes it, then the goroutine ending the
-// run.
+// A runLog is one run's writer to the log. It is not safe for
+// concurrent use: its run's writer (run_writer.go) writes it, then the
+// goroutine ending the run.
 type runLog struct {
-	f    *os.File
-	path string
-	size int64
-	err  error // the first write error; later writes are dropped
+	store *runStore
+	id    string
+	size  int64 // the bytes of the run's lines in the log
+	err   error // the first write error; later writes are dropped
 }
 
-// create opens the file of a new run (the pool's, for an id from
-// newRunID, or else a new one) and commits its first record to the
-// journal: both are durable before it returns (so an accepted run
-// survives a crash, as interrupted at worst). A file of another run is
-// never reused.
+// create commits the first record of a new run to the log: it is durable
+// before create returns (so an accepted run survives a crash, as
+// interrupted at worst).
 func (s *runStore) create(v runView, rd *redactor) (*runLog, error) {
-	path := s.runPath(v.ID)
-	pooled := s.pool.use(v.ID)
-	flags := os.O_WRONLY | os.O_APPEND
-	if !pooled {
-		flags |= os.O_CREATE | os.O_EXCL
-	}
-	f, err := os.OpenFile(path, flags, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: create its file: %w; check the free space and permissions of %s", v.ID, err, s.dir)
-	}
-	start := time.Now()
-	err = s.journal.commit(v.ID, recordLine(v, rd), !pooled)
-	countWait(start)
-	if err != nil {
-		f.Close()
-		os.Remove(path)
+	defer countWait(time.Now())
+	l := &runLog{store: s, id: v.ID}
+	if err := l.write(recordLine(v, rd), true); err != nil {
 		return nil, fmt.Errorf("run %s: write its record: %w; check the free space and permissions of %s", v.ID, err, s.dir)
 	}
-	return &runLog{f: f, path: path}, nil
+	return l, nil
 }
 
 // write appends lines (whole lines) in one write(2), so that a crash
-// tears at most the last, and fsyncs the file when sync is set. After a
-// failed write the log takes nothing more: a partial line must stay the
+// tears at most the last, and makes them durable when sync is set. After
+// a failed write the log takes nothing more: a partial line must stay the
 // last. It returns the first error the log met.
 func (l *runLog) write(lines []byte, sync bool) error {
 	if l.err != nil {
 		return l.err
 	}
-	n, err := l.f.Write(lines)
-	l.size += int64(countWrite(n))
+	n, seq, err := l.store.log.appendLines(l.id, lines)
+	l.size += n
 	if err == nil && sync {
-		err = syncFile(l.f)
+		err = l.store.log.sync(seq)
 	}
 	if err != nil {
-		l.err = fmt.Errorf("append to %s: %w", l.path, err)
+		l.err = fmt.Errorf("append run %s to the runs log in %s: %w", l.id, l.store.dir, err)
 	}
 	return l.err
 }
 
-// close closes the file; the log takes nothing more.
+// close ends the log; it takes nothing more.
 func (l *runLog) close() {
 	if l.err == nil {
-		l.err = fmt.Errorf("append to %s: file closed", l.path)
+		l.err = fmt.Errorf("append run %s to the runs log: closed", l.id)
 	}
-	l.f.Close()
 }
 
 // end writes the last lines of run id (its terminal event and record),
-// durably, and lets the journal forget the run. It returns the first
-// error the log met.
+// durably. It returns the first error the log met.
 func (s *runStore) end(id string, l *runLog, lines []byte) error {
 	defer countWait(time.Now())
-	if err := l.write(lines, true); err != nil {
-		return err
-	}
-	s.journal.forget(id)
-	return nil
+	return l.write(lines, true)
 }
 
-// A runFile is what a run's file holds, as read back.
+// A runFile is what the log holds of a run, as read back.
 type runFile struct {
 	events   []runEvent
 	messages [][]byte // each transcript line's JSON
@@ -281,7 +240,7 @@ type runFile struct {
 	whole    int      // the length up to the last newline: a torn last line is cut back to it
 }
 
-// parseRunFile decodes the complete lines of a run file. Each event's
+// parseRunFile decodes the complete lines of a run. Each event's
 // data is kept as the raw JSON it was written as.
 func parseRunFile(b []byte) runFile {
 	var f runFile
@@ -323,10 +282,10 @@ func parseEventLine(line []byte) (runEvent, bool) {
 	return out, true
 }
 
-// read returns what run id's file holds. The error wraps fs.ErrNotExist
-// when the run is not on disk.
+// read returns what the log holds of run id. The error wraps
+// fs.ErrNotExist when the run is not on disk.
 func (s *runStore) read(id string) (runFile, error) {
-	b, err := os.ReadFile(s.runPath(id))
+	b, err := s.log.read(id)
 	if err != nil {
 		return runFile{}, err
 	}
@@ -339,159 +298,117 @@ func (s *runStore) readEvents(id string) ([]runEvent, error) {
 	return f.events, err
 }
 
-// readRecord returns the record of ended run id: the last line of its
-// file, read from the end. The error wraps fs.ErrNotExist when the run is
-// not on disk.
+// readRecord returns the record of ended run id: its last line. The
+// error wraps fs.ErrNotExist when the run is not on disk.
 func (s *runStore) readRecord(id string) (runView, error) {
 	var v runView
-	line, err := lastLine(s.runPath(id))
+	line, err := s.log.lastLine(id)
 	if err != nil {
 		return v, err
 	}
 	inner, ok := unwrapLine(line, recordLinePrefix)
 	if !ok {
-		return v, fmt.Errorf("run %s: %s does not end with the run's record", id, s.runPath(id))
+		return v, fmt.Errorf("run %s: its last line in the runs log in %s is not the run's record", id, s.dir)
 	}
 	if err := json.Unmarshal(inner, &v); err != nil {
-		return v, fmt.Errorf("run %s: record in %s: %w", id, s.runPath(id), err)
+		return v, fmt.Errorf("run %s: record in the runs log in %s: %w", id, s.dir, err)
 	}
 	return v, nil
 }
 
-// lastLine returns the last line of the file at path without its
-// newline, reading back from the end; nil when the file does not end with
-// a newline (it is empty, or its last line is torn).
-func lastLine(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	size := fi.Size()
-	for chunk := int64(4 << 10); ; chunk *= 4 {
-		n := min(chunk, size)
-		b := make([]byte, n)
-		if _, err := f.ReadAt(b, size-n); err != nil {
-			return nil, err
-		}
-		if n == 0 || b[n-1] != '\n' {
-			return nil, nil
-		}
-		if i := bytes.LastIndexByte(b[:n-1], '\n'); i >= 0 || n == size {
-			return b[i+1 : n-1], nil
-		}
-	}
-}
-
 // A storedRun is one run found on disk at start-up: its record (ended,
-// whatever state the crash left it in) and the bytes its file takes.
+// whatever state the crash left it in) and the bytes its lines take.
 type storedRun struct {
 	view  runView
 	bytes int64
 }
 
-// load reads every run on disk, oldest first, ending each run a crash
+// load reads every run in the log, oldest first, ending each run a crash
 // left active (see the top of this file), and removing webhook
 // deliveries without a run. Runs whose record cannot be read are logged
-// and left alone. Then the journal keeps only the runs of this process
-// not yet ended.
+// and left alone.
 func (s *runStore) load(now time.Time) ([]storedRun, error) {
-	journaled, err := s.journal.records()
-	if err != nil {
-		return nil, fmt.Errorf("read the journal of %s: %w", s.dir, err)
-	}
-	entries, err := os.ReadDir(s.dir)
-	if err != nil {
-		return nil, fmt.Errorf("read runs directory %s: %w", s.dir, err)
-	}
 	var runs []storedRun
-	for _, e := range entries {
-		// A delivery without a run is of a run never accepted: the crash
-		// came between the delivery and the run's file.
-		if id, ok := strings.CutSuffix(e.Name(), runWebhookExt); ok {
-			if _, err := os.Stat(s.runPath(id)); errors.Is(err, fs.ErrNotExist) {
-				os.Remove(filepath.Join(s.dir, e.Name()))
-			}
-			continue
-		}
-		id, ok := strings.CutSuffix(e.Name(), runFileExt)
-		if !ok || e.IsDir() || s.pool.holds(id) {
-			continue
-		}
-		v, err := s.loadRun(id, journaled[id], now)
+	interrupted := 0
+	for _, id := range s.log.ids() {
+		v, err := s.loadRun(id, now, &interrupted)
 		if err != nil {
-			s.logger.Warn("skipping a run whose file cannot be read", "run", id, "err", err)
+			s.logger.Warn("skipping a run whose lines in the runs log cannot be read", "run", id, "err", err)
 			continue
 		}
 		if v != nil {
-			runs = append(runs, storedRun{view: *v, bytes: s.size(id)})
+			runs = append(runs, storedRun{view: *v, bytes: s.log.size(id)})
 		}
 	}
+	if interrupted > 0 {
+		if err := s.log.syncAll(); err != nil {
+			return nil, fmt.Errorf("end the runs a crash interrupted in %s: %w", s.dir, err)
+		}
+	}
+	s.removeOrphanDeliveries()
 	slices.SortStableFunc(runs, func(a, b storedRun) int { return a.view.CreatedAt.Compare(b.view.CreatedAt) })
-	if err := s.journal.compact(); err != nil {
-		s.logger.Warn("rewriting the runs journal failed; it is rewritten when it next grows", "err", err)
+	if err := s.log.compact(nil); err != nil {
+		s.logger.Warn("compacting the runs log failed; it is tried again when runs are next removed", "err", err)
 	}
 	return runs, nil
 }
 
+// removeOrphanDeliveries removes the webhook deliveries without a run: a
+// crash came between the delivery and the run's first record.
+func (s *runStore) removeOrphanDeliveries() {
+	paths, _ := filepath.Glob(filepath.Join(s.dir, "*"+runWebhookExt))
+	for _, p := range paths {
+		if id := strings.TrimSuffix(filepath.Base(p), runWebhookExt); !s.log.holds(id) {
+			os.Remove(p)
+		}
+	}
+}
+
 // loadRun returns the record of run id, ending the run if a crash left
-// it active (journaled is its record in the journal, nil for none); nil
-// for a run never accepted, whose file it removes.
-func (s *runStore) loadRun(id string, journaled []byte, now time.Time) (*runView, error) {
-	if line, err := lastLine(s.runPath(id)); err == nil {
+// it active (and counting it in interrupted); nil for a run without a
+// record, which it removes.
+func (s *runStore) loadRun(id string, now time.Time, interrupted *int) (*runView, error) {
+	if line, err := s.log.lastLine(id); err == nil {
 		if inner, ok := unwrapLine(line, recordLinePrefix); ok {
 			var v runView
 			if json.Unmarshal(inner, &v) == nil && isTerminal(v.Status) {
 				if v.ID != id {
-					return nil, fmt.Errorf("the record in %s is of run %q", s.runPath(id), v.ID)
+					return nil, fmt.Errorf("its record is of run %q", v.ID)
 				}
 				return &v, nil
 			}
 		}
 	}
-	return s.recover(id, journaled, now)
-}
-
-// size returns the bytes run id's file takes.
-func (s *runStore) size(id string) int64 {
-	if fi, err := os.Stat(s.runPath(id)); err == nil {
-		return fi.Size()
+	v, err := s.recover(id, now)
+	if v != nil {
+		*interrupted++
 	}
-	return 0
+	return v, err
 }
 
-// recover ends run id, found active: it takes the record from the file
-// or else journaled, completes it from the events (steps, tool calls, and
-// the outcome when the terminal event made it to disk) or appends
-// run.failed with interruptedError (after a result for each tool call
-// left open in the transcript), then appends the record, durably. It
-// returns the ended record, also on a write error; nil, removing the
-// file, when there is no record (the run was never accepted).
-func (s *runStore) recover(id string, journaled []byte, now time.Time) (*runView, error) {
-	path := s.runPath(id)
-	b, err := os.ReadFile(path)
+// recover ends run id, found active: it takes the record from its lines,
+// completes it from the events (steps, tool calls, and the outcome when
+// the terminal event made it to disk) or appends run.failed with
+// interruptedError (after a result for each tool call left open in the
+// transcript), then appends the record (made durable by load, with every
+// other). It returns the ended record, also on a write error; nil,
+// removing the run, when there is no record (the run was never
+// accepted).
+func (s *runStore) recover(id string, now time.Time) (*runView, error) {
+	f, err := s.read(id)
 	if err != nil {
 		return nil, err
 	}
-	f := parseRunFile(b)
-	base := f.record
-	if base == nil {
-		base = journaled
-	}
-	if base == nil {
-		return nil, os.Remove(path)
+	if f.record == nil {
+		return nil, s.log.removeRuns([]string{id}, false)
 	}
 	var v runView
-	if err := json.Unmarshal(base, &v); err != nil || v.ID != id {
+	if err := json.Unmarshal(f.record, &v); err != nil || v.ID != id {
 		return nil, fmt.Errorf("the record of run %s does not decode or names another run (%v)", id, err)
 	}
 	if isTerminal(v.Status) {
 		// Ended: only a later record (the servers' last statuses) was torn.
-		return &v, truncateTo(path, f.whole, len(b))
+		return &v, nil
 	}
 	v = replayEvents(v, f.events)
 	var lines []byte
@@ -507,7 +424,8 @@ func (s *runStore) recover(id string, journaled []byte, now time.Time) (*runView
 		lines = append(append(lines, enc...), '\n')
 	}
 	lines = append(lines, recordLine(v, nil)...)
-	return &v, s.appendAfterCrash(path, f.whole, lines)
+	_, _, err = s.log.appendLines(id, lines)
+	return &v, err
 }
 
 // replayEvents returns v completed from its run's events: when it
@@ -546,30 +464,4 @@ func markInterrupted(v runView, now time.Time) runView {
 	t := now.UTC()
 	v.Status, v.Error, v.EndedAt = runFailed, interruptedError, &t
 	return v
-}
-
-// appendAfterCrash cuts a torn last line off the file at path (whole is
-// its length up to the last newline) and appends lines, durably.
-func (s *runStore) appendAfterCrash(path string, whole int, lines []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Truncate(int64(whole)); err != nil {
-		return err
-	}
-	n, err := f.WriteAt(lines, int64(whole))
-	if countWrite(n); err != nil {
-		return err
-	}
-	return syncFile(f)
-}
-
-// truncateTo cuts the file at path, size bytes long, back to whole.
-func truncateTo(path string, whole, size int) error {
-	if whole == size {
-		return nil
-	}
-	return os.Truncate(path, int64(whole))
 }

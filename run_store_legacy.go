@@ -11,70 +11,129 @@ import (
 	"strings"
 )
 
-// This file converts the runs an older harnessd kept as three files, each
-// fsynced on its own: <id>.json (the record, replaced whole), <id>.events
-// (the event log) and <id>.messages (the transcript). Each becomes one run
-// file (run_store.go), written through a temporary file; once every one
-// is written and the directory fsynced, the old files are removed. A crash
-// midway leaves each run converted or not, and the next start goes on: a
-// run whose file exists already only loses its old files.
+// This file moves into the log (run_store_log.go) the runs an older
+// harnessd kept in files of their own: one file each, <id>.run (the same
+// lines the log holds), with the records of the runs not yet ended in
+// the journal; or, older still, three files each, fsynced on their own:
+// <id>.json (the record, replaced whole), <id>.events (the event log) and
+// <id>.messages (the transcript). Each run's lines go to the log after a
+// moved line, so that a run moved twice (a crash came before its files
+// were removed) is kept once; once every run is in the log, durably, the
+// old files are removed. A run file without a record anywhere is of a run
+// never accepted, and is removed.
 
-// The files of a run kept by an older harnessd.
+// The files of runs kept by older harnessd.
 const (
+	legacyRunExt      = ".run"
+	legacyJournalName = "journal"
 	legacyRecordExt   = ".json"
 	legacyEventsExt   = ".events"
 	legacyMessagesExt = ".messages"
 )
 
-// convertLegacy converts every run kept in the three files of an older
-// harnessd, and removes event logs and transcripts left without a record
-// (of runs never accepted). A record that cannot be read is logged and
-// left as it is.
+// convertLegacy moves into the log every run kept in files of its own,
+// and removes event logs and transcripts left without a record (of runs
+// never accepted). A run that cannot be read is logged and left as it
+// is.
 func (s *runStore) convertLegacy() error {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
 		return fmt.Errorf("read the runs directory: %w", err)
 	}
-	var done []string
+	journal, err := readLegacyJournal(filepath.Join(s.dir, legacyJournalName))
+	if err != nil {
+		return err
+	}
+	var done []string // the files to remove
+	failed := false
 	for _, e := range entries {
 		name := e.Name()
+		if e.IsDir() {
+			continue
+		}
 		if id, ok := cutSuffixes(name, legacyEventsExt, legacyMessagesExt); ok {
 			if _, err := os.Stat(filepath.Join(s.dir, id+legacyRecordExt)); errors.Is(err, fs.ErrNotExist) {
 				os.Remove(filepath.Join(s.dir, name))
 			}
 			continue
 		}
-		id, ok := strings.CutSuffix(name, legacyRecordExt)
-		if !ok || e.IsDir() {
+		var lines []byte
+		var files []string
+		id, ok := strings.CutSuffix(name, legacyRunExt)
+		switch {
+		case ok:
+			lines, err = readLegacyRun(filepath.Join(s.dir, name), journal[id])
+			files = []string{name}
+		case strings.HasSuffix(name, legacyRecordExt):
+			id = strings.TrimSuffix(name, legacyRecordExt)
+			lines, err = s.legacyRunFile(id)
+			files = []string{id + legacyEventsExt, id + legacyMessagesExt, name}
+		default:
 			continue
 		}
-		if _, err := os.Stat(s.runPath(id)); err == nil {
-			done = append(done, id)
-			continue
-		}
-		b, err := s.legacyRunFile(id)
-		if err == nil {
-			err = writeTemp(s.runPath(id), b)
+		if err == nil && lines != nil {
+			err = s.log.put(id, lines)
 		}
 		if err != nil {
-			s.logger.Warn("a run kept by an older harnessd could not be converted; it is left as it is", "run", id, "err", err)
+			s.logger.Warn("a run kept by an older harnessd could not be moved into the runs log; it is left as it is", "file", name, "err", err)
+			failed = true
 			continue
 		}
-		done = append(done, id)
+		done = append(done, files...)
 	}
-	if len(done) == 0 {
+	if len(done) == 0 && journal == nil {
 		return nil
 	}
-	if err := syncDir(s.dir); err != nil {
-		return fmt.Errorf("convert the runs kept by an older harnessd: %w", err)
+	if err := s.log.syncAll(); err != nil {
+		return fmt.Errorf("move the runs kept by an older harnessd into the runs log: %w", err)
 	}
-	for _, id := range done {
-		for _, ext := range []string{legacyEventsExt, legacyMessagesExt, legacyRecordExt} {
-			os.Remove(filepath.Join(s.dir, id+ext))
+	if !failed {
+		// The journal may hold the record of a run left behind.
+		done = append(done, legacyJournalName)
+	}
+	for _, name := range done {
+		os.Remove(filepath.Join(s.dir, name))
+	}
+	s.logger.Info("moved the runs kept by an older harnessd into the runs log", "files", len(done), "dir", s.dir)
+	return syncDir(s.dir)
+}
+
+// readLegacyJournal returns the records the journal of an older harnessd
+// holds, the last of each run's, by run id; nil when there is no journal.
+// A line that does not decode (torn by a crash) is skipped.
+func readLegacyJournal(path string) (map[string][]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the journal of an older harnessd: %w", err)
+	}
+	out := map[string][]byte{}
+	for line := range bytes.Lines(b) {
+		inner, ok := unwrapLine(bytes.TrimSuffix(line, []byte("\n")), recordLinePrefix)
+		var rec struct {
+			ID string `json:"id"`
+		}
+		if ok && json.Unmarshal(inner, &rec) == nil && rec.ID != "" {
+			out[rec.ID] = inner
 		}
 	}
-	s.logger.Info("converted the runs kept by an older harnessd", "runs", len(done), "dir", s.dir)
-	return nil
+	return out, nil
+}
+
+// readLegacyRun returns the whole lines of the run file at path, with
+// journaled (the run's record in the journal, nil for none) before them
+// when they hold no record; nil for a run with no record anywhere.
+func readLegacyRun(path string, journaled []byte) ([]byte, error) {
+	b, err := readWholeLines(path)
+	if err != nil || parseRunFile(b).record != nil {
+		return b, err
+	}
+	if journaled == nil {
+		return nil, nil
+	}
+	return append(wrapLine(nil, recordLinePrefix, journaled), b...), nil
 }
 
 // cutSuffixes returns name without the first of suffixes it ends with.
@@ -87,7 +146,7 @@ func cutSuffixes(name string, suffixes ...string) (string, bool) {
 	return "", false
 }
 
-// legacyRunFile returns the run file of run id kept in three files: its
+// legacyRunFile returns the lines of run id kept in three files: its
 // events and its messages (their whole lines), with the record after
 // them when the run had ended, before them when it had not (the record of
 // a run a crash interrupted, which load then ends).

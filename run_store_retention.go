@@ -126,33 +126,38 @@ func (s keptRunsSettings) retention() (retention, error) {
 	return k, errors.Join(errs...)
 }
 
-// remove deletes run id's file and its webhook delivery, or the record of
-// conversation id (a missing file is no error), and drops the run's
-// record from what the journal keeps when it is next rewritten.
+// remove deletes run id from the log, with its webhook delivery, or the
+// record of conversation id (a missing file is no error).
 func (s *runStore) remove(id string) error {
-	s.journal.forget(id)
-	var errs []error
-	for _, p := range []string{s.webhookPath(id), s.runPath(id), s.conversationPath(id)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
+	return s.removeFiles([]string{id}, false)
+}
+
+// removeAll deletes the runs ids, logging what it cannot; the log is
+// compacted when that leaves it with little live.
+func (s *runStore) removeAll(ids []string) {
+	if err := s.removeFiles(ids, false); err != nil {
+		s.logger.Warn("removing expired runs failed", "runs", len(ids), "err", err)
+	}
+}
+
+// purge removes the runs ids as removeAll does and compacts at once every
+// segment of the log that holds any of their lines: nothing of them is
+// left on disk (a deleted conversation).
+func (s *runStore) purge(ids []string) error {
+	return s.removeFiles(ids, true)
+}
+
+// removeFiles removes the runs ids from the log (see removeRuns for
+// purge), with their webhook deliveries, and the records of the
+// conversations among ids.
+func (s *runStore) removeFiles(ids []string, purge bool) error {
+	errs := []error{s.log.removeRuns(ids, purge)}
+	for _, id := range ids {
+		for _, p := range []string{s.webhookPath(id), s.conversationPath(id)} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// removeAll deletes the files of the runs ids, logging what it cannot.
-func (s *runStore) removeAll(ids []string) {
-	for _, id := range ids {
-		if err := s.remove(id); err != nil {
-			s.logger.Warn("removing an expired run failed", "run", id, "err", err)
-		}
-	}
-}
-
-// purge removes the runs ids as removeAll does and rewrites the journal at
-// once, which may still hold the records they were accepted with: nothing
-// of them is left on disk (a deleted conversation).
-func (s *runStore) purge(ids []string) error {
-	s.removeAll(ids)
-	return s.journal.compact()
 }

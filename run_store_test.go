@@ -106,6 +106,39 @@ func decoded(t *testing.T, events []runEvent) []runEvent {
 	return parseRunFile(b).events
 }
 
+// logOnDisk returns the segments of the runs log in dir, oldest first,
+// concatenated.
+func logOnDisk(t testing.TB, dir string) []byte {
+	t.Helper()
+	nums, err := segmentNumbers(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, num := range nums {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%s%08d", logFilePrefix, num)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+// runLinesOnDisk returns the lines of run id in the runs log in dir,
+// without its id, the log's own lines left out.
+func runLinesOnDisk(t testing.TB, dir, id string) []byte {
+	t.Helper()
+	var out []byte
+	for line := range bytes.Lines(logOnDisk(t, dir)) {
+		rest, ok := bytes.CutPrefix(line, []byte(id+" "))
+		if ok && !bytes.HasPrefix(rest, removedMarker) && !bytes.HasPrefix(rest, movedMarker) {
+			out = append(out, rest...)
+		}
+	}
+	return out
+}
+
 func TestRunStoreFilesArePrivate(t *testing.T) {
 	s := newTestRunStore(t)
 	l, err := s.create(testRunView("run_a", time.Now()), nil)
@@ -113,7 +146,7 @@ func TestRunStoreFilesArePrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.close()
-	for path, want := range map[string]os.FileMode{s.dir: 0o700, s.runPath("run_a"): 0o600, s.journal.path: 0o600} {
+	for path, want := range map[string]os.FileMode{s.dir: 0o700, s.log.current().path: 0o600} {
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
@@ -121,9 +154,6 @@ func TestRunStoreFilesArePrivate(t *testing.T) {
 		if got := fi.Mode().Perm(); got != want {
 			t.Errorf("mode of %s = %v, want %v", path, got, want)
 		}
-	}
-	if _, err := s.create(testRunView("run_a", time.Now()), nil); err == nil {
-		t.Errorf("create(run_a) twice = nil error, want one: a run's file is never reused")
 	}
 }
 
@@ -137,14 +167,17 @@ func TestRunStoreTornLastLine(t *testing.T) {
 	events := lifecycle(start, runCompleted, "done", "")
 	writeEvents(t, l, events[:3]...)
 	l.close()
+	seg := s.log.current().path
+	s.close()
 	// A crash in the middle of the fourth line.
-	f, err := os.OpenFile(s.runPath("run_torn"), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString(`{"seq":4,"type":"model.resp`)
+	f.WriteString(`run_torn {"seq":4,"type":"model.resp`)
 	f.Close()
 
+	s = reopenRunStore(t, s)
 	got, err := s.readEvents("run_torn")
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +189,7 @@ func TestRunStoreTornLastLine(t *testing.T) {
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("load = %d runs, %v; want 1", len(runs), err)
 	}
+	s = reopenRunStore(t, s)
 	got, _ = s.readEvents("run_torn")
 	var types []string
 	for i, ev := range got {
@@ -169,18 +203,19 @@ func TestRunStoreTornLastLine(t *testing.T) {
 		t.Errorf("events after recovery = %v, want %v (the torn line cut off, the end appended)", types, want)
 	}
 	if rec, err := s.readRecord("run_torn"); err != nil || rec.Status != runFailed || rec.Error != interruptedError {
-		t.Errorf("record after recovery = %+v, %v; want the run failed as interrupted, last in its file", rec, err)
+		t.Errorf("record after recovery = %+v, %v; want the run failed as interrupted, last of its lines", rec, err)
 	}
 }
 
-// TestRunStoreCrashAtEveryByte cuts a run's file at every length the
-// write of its end passes through in its terminal event (the end's write
-// holds the event and then the record), at the record's ends and middle,
-// and at each other line's ends and middle (a crash at that
-// instant: nothing after the cut was written), with the journal as the
-// run left it, and checks what start-up makes of it: a finished run
-// before it is intact, the run itself is readable and ended, completed
-// when its terminal event made it to disk whole.
+// TestRunStoreCrashAtEveryByte cuts the runs log at every length the
+// write of a run's end passes through in its terminal event (the end's
+// write holds the event and then the record), at the record's ends and
+// middle, and at each other line of the run's ends and middle (a crash at
+// that instant: nothing after the cut was written), and checks what
+// start-up makes of it: a finished run before it is intact, the run
+// itself is readable and ended, completed when its terminal event made it
+// to disk whole; when the cut is in its first record, the crash came
+// before the run was accepted, and it is not there.
 func TestRunStoreCrashAtEveryByte(t *testing.T) {
 	base := newTestRunStore(t)
 	start := time.Now().Add(-time.Minute)
@@ -198,35 +233,30 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 	}
 	events = lifecycle(start.Add(time.Second), runCompleted, "the answer", "")
 	endRun(t, base, l, ended(crashed, decoded(t, events)), events...)
-	full, err := os.ReadFile(base.runPath("run_crashed"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	endWrite := bytes.LastIndex(full, mustJSON(t, events[len(events)-1]))
-	endEvent := endWrite + len(mustJSON(t, events[len(events)-1])) + 1
+	base.close()
+	full := logOnDisk(t, base.dir)
+	first := bytes.Index(full, []byte("run_crashed "))
+	accepted := first + bytes.IndexByte(full[first:], '\n') + 1
+	terminal := append([]byte("run_crashed "), mustJSON(t, events[len(events)-1])...)
+	endWrite := bytes.LastIndex(full, terminal)
+	endEvent := endWrite + len(terminal) + 1
 
-	// Every byte of the terminal event's line, the record's ends and
-	// middle (a torn record reads alike wherever it is cut), and each
-	// other line's ends and middle.
 	var cuts []int
 	for i := endWrite; i <= endEvent; i++ {
 		cuts = append(cuts, i)
 	}
 	cuts = append(cuts, endEvent+1, (endEvent+len(full))/2, len(full)-1, len(full))
-	lineStart := 0
-	for i, c := range full[:endWrite] {
-		if c == '\n' {
+	lineStart := first
+	for i := first; i < endWrite; i++ {
+		if full[i] == '\n' {
 			cuts = append(cuts, lineStart, (lineStart+i)/2, i, i+1)
 			lineStart = i + 1
 		}
 	}
-	base.close()
 	for _, cut := range cuts {
 		dir := filepath.Join(t.TempDir(), "runs")
 		os.MkdirAll(dir, 0o700)
-		copyFile(t, base.journal.path, filepath.Join(dir, journalName))
-		copyFile(t, base.runPath("run_earlier"), filepath.Join(dir, "run_earlier"+runFileExt))
-		if err := os.WriteFile(filepath.Join(dir, "run_crashed"+runFileExt), full[:cut], 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, logFilePrefix+"00000001"), full[:cut], 0o600); err != nil {
 			t.Fatal(err)
 		}
 		s, err := openRunStore(dir, slog.New(slog.DiscardHandler))
@@ -234,11 +264,19 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 			t.Fatal(err)
 		}
 		runs, err := s.load(time.Now())
-		if err != nil || len(runs) != 2 {
-			t.Fatalf("cut %d: load = %d runs, %v; want 2", cut, len(runs), err)
+		want := 2
+		if cut < accepted {
+			want = 1
+		}
+		if err != nil || len(runs) != want {
+			t.Fatalf("cut %d: load = %d runs, %v; want %d", cut, len(runs), err, want)
 		}
 		if got := runs[0].view; got.ID != "run_earlier" || got.Status != runCompleted || got.Output != "earlier answer" {
 			t.Fatalf("cut %d: earlier run = %+v, want it completed with its answer", cut, got)
+		}
+		if want == 1 {
+			s.close()
+			continue
 		}
 		got := runs[1].view
 		wantStatus, wantOutput, wantError := runFailed, "", interruptedError
@@ -266,7 +304,7 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 			t.Fatalf("cut %d: second load = %+v, %v", cut, again, err)
 		}
 		if evs2, _ := s.readEvents("run_crashed"); len(evs2) != len(evs) || storeBytes.Load() != written {
-			t.Fatalf("cut %d: second load changed the file: %d events, then %d", cut, len(evs), len(evs2))
+			t.Fatalf("cut %d: second load changed the log: %d events, then %d", cut, len(evs), len(evs2))
 		}
 		s.close()
 	}
@@ -282,23 +320,10 @@ func mustJSON(t testing.TB, v any) []byte {
 	return b
 }
 
-// copyFile copies src to dst (0600).
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestRunStoreAcceptedRunSurvives stops a store with a run accepted and
-// nothing more: the journal holds its record, and the next start ends it
-// as interrupted with its prompt. A file no record speaks for (the crash
-// came before the commit) is of a run never accepted, and a record whose
-// file is gone is of a run removed: neither is loaded.
+// nothing more: its first record is durable, and the next start ends it
+// as interrupted with its prompt. A run removed is not loaded, and a
+// temporary file an interrupted write left is removed.
 func TestRunStoreAcceptedRunSurvives(t *testing.T) {
 	s := newTestRunStore(t)
 	v := testRunView("run_rec", time.Now())
@@ -312,26 +337,25 @@ func TestRunStoreAcceptedRunSurvives(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.close()
-	os.Remove(s.runPath("run_gone"))
-	os.WriteFile(s.runPath("run_never"), mustJSON(t, lifecycle(time.Now(), runCompleted, "", "")[0]), 0o600)
-	// A rewrite of the journal cut short leaves its temporary file.
-	os.WriteFile(s.journal.path+runTempExt, []byte(`{"record":{"id":"run_rec","status":"compl`), 0o600)
+	if err := s.remove("run_gone"); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(s.dir, "conv_x"+conversationExt+runTempExt)
+	os.WriteFile(tmp, []byte(`{"id":"conv_x","owner":`), 0o600)
 	if _, err := openRunStore(s.dir, s.logger); err == nil || !strings.Contains(err.Error(), "in use by another harnessd") {
 		t.Fatalf("openRunStore of a directory in use = %v, want it refused", err)
 	}
 	s2 := reopenRunStore(t, s)
-	if _, err := os.Stat(s.journal.path + runTempExt); !os.IsNotExist(err) {
-		t.Errorf("the journal's temporary file is still there after openRunStore (stat: %v)", err)
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("the temporary file is still there after openRunStore (stat: %v)", err)
 	}
 	runs, err := s2.load(time.Now())
 	if err != nil || len(runs) != 1 || runs[0].view.Prompt != v.Prompt || runs[0].view.Error != interruptedError {
 		t.Fatalf("load = %+v, %v; want the accepted run alone, interrupted, with its prompt", runs, err)
 	}
-	if _, err := os.Stat(s.runPath("run_never")); !os.IsNotExist(err) {
-		t.Errorf("the file of a run never accepted is still there after load (stat: %v)", err)
-	}
-	if recs, err := s2.journal.records(); err != nil || len(recs) != 0 {
-		t.Errorf("journal after load = %d records, %v; want none: every run on disk has ended", len(recs), err)
+	s3 := reopenRunStore(t, s2)
+	if runs, err := s3.load(time.Now()); err != nil || len(runs) != 1 || runs[0].view.Error != interruptedError {
+		t.Fatalf("load after a second start = %+v, %v; want the run as the first start ended it", runs, err)
 	}
 }
 
@@ -452,8 +476,8 @@ func TestRunStoreLoadOrderAndRemove(t *testing.T) {
 	var ids []string
 	for _, r := range runs {
 		ids = append(ids, r.view.ID)
-		if want := s.size(r.view.ID); r.bytes != want || want == 0 {
-			t.Errorf("run %s: bytes = %d, want %d (its file)", r.view.ID, r.bytes, want)
+		if want := s.log.size(r.view.ID); r.bytes != want || want == 0 {
+			t.Errorf("run %s: bytes = %d, want %d (its lines)", r.view.ID, r.bytes, want)
 		}
 	}
 	if want := []string{"run_1", "run_2", "run_3"}; !slices.Equal(ids, want) {
@@ -463,8 +487,9 @@ func TestRunStoreLoadOrderAndRemove(t *testing.T) {
 	if runs, _ := s.load(time.Now()); len(runs) != 2 {
 		t.Errorf("after remove: %d runs, want 2", len(runs))
 	}
-	if _, err := os.Stat(s.runPath("run_1")); !os.IsNotExist(err) {
-		t.Errorf("the file of a removed run is still there (stat: %v)", err)
+	s = reopenRunStore(t, s)
+	if runs, _ := s.load(time.Now()); len(runs) != 2 || s.log.holds("run_1") {
+		t.Errorf("after remove and a restart: %d runs (run_1 there: %v), want 2 without it", len(runs), s.log.holds("run_1"))
 	}
 }
 
@@ -512,10 +537,9 @@ F: max_kept_run_age: "a month" is not a duration; give one like 720h (30 days), 
 }
 
 // BenchmarkRunStoreLifecycle measures what the disk adds to one run: its
-// id and file from the pool, its first record committed, ten events, and
-// its end (the terminal event and the record, fsynced), with 1 run at a
-// time and with 8 concurrent ones, whose first records share the
-// journal's commits.
+// first record committed, ten events, and its end (the terminal event and
+// the record, fsynced), with 1 run at a time and with 8 concurrent ones,
+// which share the log's syncs.
 func BenchmarkRunStoreLifecycle(b *testing.B) {
 	for _, concurrent := range []int{1, 8} {
 		b.Run(fmt.Sprintf("runs=%d", concurrent), func(b *testing.B) { benchRunStoreLifecycle(b, concurrent) })
@@ -539,7 +563,7 @@ func benchRunStoreLifecycle(b *testing.B, concurrent int) {
 	for range concurrent {
 		wg.Go(func() {
 			for left.Add(-1) >= 0 {
-				id := s.newRunID()
+				id := newID("run_")
 				v := testRunView(id, start)
 				l, err := s.create(v, nil)
 				if err != nil {

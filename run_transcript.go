@@ -144,7 +144,7 @@ func (r *run) messages() ([]json.RawMessage, bool, error) {
 }
 
 // transcriptMessages returns the messages of a transcript's lines as read
-// from its run's file and whether they end with the cut marker. A line
+// from its run's lines on disk and whether they end with the cut marker. A line
 // that is not JSON, which only outside damage makes, is skipped.
 func transcriptMessages(lines [][]byte) ([]json.RawMessage, bool) {
 	out := []json.RawMessage{}

@@ -5,14 +5,14 @@ import (
 	"sync"
 )
 
-// This file holds the writer of a run's file: one goroutine per run kept
-// on disk writes its events and transcript lines in the order they were
-// handed over, so that the run's mu is never held across a write(2) or an
-// fsync, and followers and status reads never wait on the disk. The end
-// (what is still queued, then the terminal event and the record, in one
-// write, fsynced) is written by the goroutine ending the run, which waits
-// for it anyway: handing it to the writer would add two wake-ups to the
-// wait.
+// This file holds the writer of a run's lines in the store's log: one
+// goroutine per run kept on disk writes its events and transcript lines
+// in the order they were handed over, so that the run's mu is never held
+// across a write(2) or an fsync, and followers and status reads never
+// wait on the disk. The end (what is still queued, then the terminal
+// event and the record, in one write, made durable) is written by the
+// goroutine ending the run, which waits for it anyway: handing it to the
+// writer would add two wake-ups to the wait.
 
 // A diskItem is one thing for the writer: an event or a transcript line.
 type diskItem struct {
@@ -33,7 +33,7 @@ func (it diskItem) appendTo(b []byte) []byte {
 type diskQueue struct {
 	wake chan struct{} // 1-buffered: items are waiting, or the queue stopped
 
-	// writing is held by whoever writes to the run's file and takes
+	// writing is held by whoever writes the run's lines and takes
 	// items to write: the writer, then the end. Taken before mu.
 	writing sync.Mutex
 
@@ -139,7 +139,7 @@ func (d *runDisk) writeEnd(r *run, ev runEvent, v runView) {
 	d.write(r, append(buf, record...), true)
 }
 
-// write writes lines to the run's file, and at the end (the terminal
+// write writes lines to the store's log, and at the end (the terminal
 // event) makes it durable. A failed write is logged once; the run goes on
 // in memory.
 func (d *runDisk) write(r *run, lines []byte, end bool) {

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// This file holds the run store's log: the files every run's lines go
+// to, $HARNESS_HOME/runs/log-<n> (the segments, numbered in the order
+// they were begun). Each line is a run's id, a space, and one line of the
+// run (run_store.go). Lines are appended to the last segment, whatever
+// the run, each write(2) whole lines of one run; a segment past
+// segmentBytes is fsynced and the next begun. No run has a file of its
+// own, so a run creates none: on a filesystem whose inode allocator is
+// slow after many deletions (ext4 without a journal), creating a file was
+// most of what the store cost.
+//
+// Appends are not durable by themselves. A run that needs its lines on
+// disk (its first record, its end) waits for a sync of the segment (group
+// commit): the first to wait leads, fsyncing everything written up to
+// then, and those who wrote meanwhile wait for the next sync, which the
+// first of them leads. Nothing waits for a batch to fill: a lone run pays
+// one fsync, and a run waits at most for the sync under way and its own.
+//
+// The log keeps in memory where each run's lines are (its extents: one
+// per write). Two kinds of line are the log's own. A removed line
+// (removedMarker) says the run's earlier lines are gone: retention and
+// deletion write one. A moved line (movedMarker) says the run's earlier
+// lines are superseded by the copy that follows: compaction writes one
+// before copying a run whose lines are in a segment it empties. A segment
+// with no live lines left is removed; one whose live lines are less than
+// half of it, or that is small, is emptied by moving its runs to the last
+// segment, fsynced before the segment is removed. At start-up the
+// segments are read in order, a torn last line of each ignored (and cut
+// off the last, which is appended to again).
+
+const (
+	logFilePrefix = "log-"
+	// segmentBytes is the size past which the log begins a new segment.
+	segmentBytes = 8 << 20
+)
+
+// The log's own lines, after the run's id and a space.
+var (
+	removedMarker = []byte(`{"removed":true}`)
+	movedMarker   = []byte(`{"moved":true}`)
+)
+
+// A segment is one file of the log.
+type segment struct {
+	num  int
+	path string
+	f    *os.File
+	size int64 // bytes of whole lines
+	live int64 // bytes of lines of runs not removed
+	// refs counts readers and syncs using f outside the log's mu; a
+	// segment dropped (its file removed) is closed when the last is done.
+	refs    int
+	dropped bool
+}
+
+// An extent is where one write of a run's lines is: the bytes [off,
+// off+n) of seg, whole lines, each with the run's id.
+type extent struct {
+	seg *segment
+	off int64
+	n   int64
+}
+
+// A loggedRun is where a run's lines are, in order, and the segments
+// that may hold copies of them a move left behind.
+type loggedRun struct {
+	extents []extent
+	stale   []*segment
+	bytes   int64
+}
+
+// A runsLog is the run store's log. Safe for concurrent use.
+type runsLog struct {
+	dir string
+	// segBytes is segmentBytes (tests lower it).
+	segBytes int64
+	// onSync, when set, is called by each sync's leader before it
+	// fsyncs (tests pace the syncs with it).
+	onSync func()
+
+	mu sync.Mutex
+	// guards what follows, and the segments' fields
+	segs    []*segment // oldest first; the last is appended to
+	runs    map[string]*loggedRun
+	tombs   map[string]tombstone // removed runs whose lines may be on disk
+	written int64                // writes so far: the sequence number of the last
+	broken  error                // set when a failed write could not be undone
+	buf     []byte
+
+	cmu sync.Mutex // held by compaction
+
+	smu     sync.Mutex
+	scond   *sync.Cond
+	synced  int64 // the sequence number up to which writes are durable
+	syncing bool
+	waiting int   // syncs waiting for the one under way (tests)
+	syncErr error // a failed fsync: what was written may be lost
+}
+
+// openRunsLog reads the segments of dir, oldest first, and indexes the
+// runs they hold, and opens the last (or a new one) for appending.
+func openRunsLog(dir string) (*runsLog, error) {
+	g := &runsLog{dir: dir, segBytes: segmentBytes, runs: map[string]*loggedRun{}, tombs: map[string]tombstone{}}
+	g.scond = sync.NewCond(&g.smu)
+	nums, err := segmentNumbers(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, num := range nums {
+		if err := g.scan(num); err != nil {
+			g.closeFiles()
+			return nil, err
+		}
+	}
+	if len(g.segs) == 0 {
+		if err := g.begin(1); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// segmentNumbers returns the numbers of the segments in dir, in order.
+func segmentNumbers(dir string) ([]int, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var nums []int
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), logFilePrefix)
+		if num, err := strconv.Atoi(rest); ok && err == nil && num > 0 && !e.IsDir() {
+			nums = append(nums, num)
+		}
+	}
+	slices.Sort(nums)
+	return nums, nil
+}
+
+func (g *runsLog) segmentPath(num int) string {
+	return filepath.Join(g.dir, fmt.Sprintf("%s%08d", logFilePrefix, num))
+}
+
+// scan reads segment num and indexes its lines. A torn last line is cut
+// off (the segment may be appended to); a line without a run's id, which
+// only outside damage makes, is skipped.
+func (g *runsLog) scan(num int) error {
+	path := g.segmentPath(num)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	b, err := os.ReadFile(path)
+	whole := bytes.LastIndexByte(b, '\n') + 1
+	if err == nil && whole < len(b) {
+		err = f.Truncate(int64(whole))
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	seg := &segment{num: num, path: path, f: f, size: int64(whole)}
+	g.segs = append(g.segs, seg)
+	var off int64
+	for line := range bytes.Lines(b[:whole]) {
+		if id, rest, ok := bytes.Cut(line, []byte(" ")); ok && validRunID(id) {
+			g.index(string(id), rest, extent{seg, off, int64(len(line))})
+		}
+		off += int64(len(line))
+	}
+	return nil
+}
+
+// validRunID reports whether id can be a run's id in the log.
+func validRunID(id []byte) bool {
+	return len(id) > 0 && len(id) <= 64 && !bytes.ContainsAny(id, " \n\"{")
+}
+
+// index takes one line of run id as read back (rest is what follows the
+// id, with the newline).
+func (g *runsLog) index(id string, rest []byte, e extent) {
+	rest = bytes.TrimSuffix(rest, []byte("\n"))
+	switch {
+	case bytes.Equal(rest, removedMarker):
+		if r := g.forget(id); r != nil {
+			g.tombs[id] = tombstone{marker: e.seg, segs: segsOf(r)}
+		} else if t, ok := g.tombs[id]; ok {
+			t.marker = e.seg
+			g.tombs[id] = t
+		}
+	case bytes.Equal(rest, movedMarker):
+		var stale []*segment
+		if r := g.forget(id); r != nil {
+			stale = segsOf(r)
+		}
+		g.runs[id] = &loggedRun{stale: stale}
+	default:
+		r := g.runs[id]
+		if r == nil {
+			r = &loggedRun{}
+			g.runs[id] = r
+		}
+		r.add(e)
+	}
+}
+
+// add appends e to r's extents, joining it to the last when it follows.
+func (r *loggedRun) add(e extent) {
+	e.seg.live += e.n
+	r.bytes += e.n
+	if n := len(r.extents); n > 0 {
+		if last := &r.extents[n-1]; last.seg == e.seg && last.off+last.n == e.off {
+			last.n += e.n
+			return
+		}
+	}
+	r.extents = append(r.extents, e)
+}
+
+// forget drops run id's lines from the index, and their bytes from the
+// live bytes of their segments. Called with mu held.
+func (g *runsLog) forget(id string) *loggedRun {
+	r := g.runs[id]
+	if r == nil {
+		return nil
+	}
+	for _, e := range r.extents {
+		e.seg.live -= e.n
+	}
+	delete(g.runs, id)
+	return r
+}
+
+// begin creates segment num, durably, and appends to it from then on.
+// Called with mu held, or before the log is shared.
+func (g *runsLog) begin(num int) error {
+	path := g.segmentPath(num)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := syncDir(g.dir); err != nil {
+		f.Close()
+		os.Remove(path)
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	g.segs = append(g.segs, &segment{num: num, path: path, f: f})
+	return nil
+}
+
+func (g *runsLog) current() *segment { return g.segs[len(g.segs)-1] }
+
+// rotate fsyncs the last segment and begins the next. Called with mu
+// held.
+func (g *runsLog) rotate() error {
+	if err := syncFile(g.current().f); err != nil {
+		return err
+	}
+	return g.begin(g.current().num + 1)
+}
+
+// ids returns the ids of the runs the log holds.
+func (g *runsLog) ids() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]string, 0, len(g.runs))
+	for id := range g.runs {
+		out = append(out, id)
+	}
+	return out
+}
+
+// holds reports whether the log holds lines of run id.
+func (g *runsLog) holds(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.runs[id] != nil
+}
+
+// size returns the bytes run id's lines take in the log.
+func (g *runsLog) size(id string) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if r := g.runs[id]; r != nil {
+		return r.bytes
+	}
+	return 0
+}
+
+// closeFiles closes every segment.
+func (g *runsLog) closeFiles() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, seg := range g.segs {
+		seg.f.Close()
+	}
+	if g.broken == nil {
+		g.broken = errStoreClosed
+	}
+}
+
+// errStoreClosed is the error of a write after the store was closed.
+var errStoreClosed = errors.New("the runs store is closed")
+
+// errNoRun is the error of reading a run the log does not hold.
+var errNoRun = fs.ErrNotExist

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// This file holds the tests of the run store's log: its shared syncs,
+// its compaction, and what removal and deletion leave on disk.
+
+// TestRunsLogSyncsWhatQueues holds the first sync's leader while seven more
+// runs ask to be accepted: their records are made durable together, by
+// one more sync led by one of them, each told its outcome.
+func TestRunsLogSyncsWhatQueues(t *testing.T) {
+	s := newTestRunStore(t)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	leaders := 0
+	s.log.onSync = func() {
+		mu.Lock()
+		leaders++
+		first := leaders == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	create := func() {
+		l, err := s.create(testRunView(newID("run_"), time.Now()), nil)
+		if err == nil {
+			l.close()
+		}
+		errs <- err
+	}
+	wg.Go(create)
+	waitUntil(t, "the first sync leads", func() bool { mu.Lock(); defer mu.Unlock(); return leaders == 1 })
+	for range 7 {
+		wg.Go(create)
+	}
+	waitUntil(t, "seven syncs wait behind it", func() bool {
+		s.log.smu.Lock()
+		defer s.log.smu.Unlock()
+		return s.log.waiting == 7
+	})
+	syncs := storeSyncs.Load()
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("create: %v", err)
+		}
+	}
+	if got := storeSyncs.Load() - syncs; got != 2 {
+		t.Errorf("%d fsyncs for the 8 records, want 2: the one held and one for all that waited", got)
+	}
+	if leaders != 2 {
+		t.Errorf("%d syncs led, want 2", leaders)
+	}
+	if ids := reopenRunStore(t, s).log.ids(); len(ids) != 8 {
+		t.Errorf("the log holds %d runs after a restart, want the 8 accepted", len(ids))
+	}
+}
+
+// storeEndedRuns writes n ended runs, run_<name><i>, each with a line
+// that names it (secret-<id>), and returns their ids, oldest first.
+func storeEndedRuns(t *testing.T, s *runStore, name string, n int) []string {
+	t.Helper()
+	var ids []string
+	start := time.Now().Add(-time.Hour)
+	for i := range n {
+		v := testRunView(fmt.Sprintf("run_%s%03d", name, i), start.Add(time.Duration(i)*time.Second))
+		v.Prompt = "secret-" + v.ID + " " + strings.Repeat("x", 300)
+		l, err := s.create(v, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := lifecycle(v.CreatedAt, runCompleted, "out", "")
+		endRun(t, s, l, ended(v, decoded(t, events)), events...)
+		ids = append(ids, v.ID)
+	}
+	return ids
+}
+
+// checkRuns checks that s holds exactly ids, each readable and ended.
+func checkRuns(t *testing.T, s *runStore, ids []string) {
+	t.Helper()
+	got := s.log.ids()
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(ids)); !slices.Equal(got, want) {
+		t.Fatalf("the log holds %v, want %v", got, want)
+	}
+	for _, id := range ids {
+		rec, err := s.readRecord(id)
+		evs, _ := s.readEvents(id)
+		if err != nil || rec.ID != id || rec.Status != runCompleted || len(evs) != 5 {
+			t.Errorf("run %s = %+v with %d events, %v; want it whole", id, rec, len(evs), err)
+		}
+	}
+}
+
+// TestRunsLogCompaction lowers the segment size so that runs span several
+// segments, removes most of them (retention) and checks that the log's
+// segments with little live left are emptied and removed, and that the
+// runs kept read the same, before and after a restart.
+func TestRunsLogCompaction(t *testing.T) {
+	s := newTestRunStore(t)
+	s.log.segBytes = 4 << 10
+	ids := storeEndedRuns(t, s, "a", 40)
+	before := len(s.log.segs)
+	if before < 4 {
+		t.Fatalf("%d segments for 40 runs, want several", before)
+	}
+	var kept, removed []string
+	for i, id := range ids {
+		if i%5 == 0 {
+			kept = append(kept, id)
+		} else {
+			removed = append(removed, id)
+		}
+	}
+	s.removeAll(removed)
+	checkRuns(t, s, kept)
+	if after := len(s.log.segs); after >= before {
+		t.Errorf("%d segments after removing 32 of 40 runs, want fewer than %d", after, before)
+	}
+	for _, seg := range s.log.segs[:len(s.log.segs)-1] {
+		if seg.live*2 < seg.size {
+			t.Errorf("segment %d is kept with %d live bytes of %d", seg.num, seg.live, seg.size)
+		}
+	}
+	s = reopenRunStore(t, s)
+	checkRuns(t, s, kept)
+	if runs, err := s.load(time.Now()); err != nil || len(runs) != len(kept) {
+		t.Fatalf("load = %d runs, %v; want %d", len(runs), err, len(kept))
+	}
+}
+
+// TestRunsLogRemovedLineOutlivesSegment removes a run whose segment stays
+// (the rest of it is live), then empties the segment its removed line went
+// to: the line is written again, and the run does not come back at the
+// next start.
+func TestRunsLogRemovedLineOutlivesSegment(t *testing.T) {
+	s := newTestRunStore(t)
+	s.log.segBytes = 4 << 10
+	ids := storeEndedRuns(t, s, "a", 8)
+	gone := ids[1]
+	s.removeAll([]string{gone})
+	marker := s.log.current().num
+	if s.log.segs[0].num == marker {
+		t.Fatalf("the removed line went to the run's own segment %d; want a later one", marker)
+	}
+	fill := storeEndedRuns(t, s, "fill", 6)
+	s.removeAll(fill)
+	if slices.ContainsFunc(s.log.segs, func(seg *segment) bool { return seg.num == marker }) {
+		t.Fatalf("segment %d, which holds the removed line, is kept; want it emptied", marker)
+	}
+	if !bytes.Contains(logOnDisk(t, s.dir), []byte("secret-"+gone)) {
+		t.Fatalf("the lines of %s are gone from disk; want them left in their segment", gone)
+	}
+	s = reopenRunStore(t, s)
+	checkRuns(t, s, slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == gone }))
+}
+
+// TestRunsLogPurge deletes runs the way a deleted conversation does: nothing
+// of them is left in any segment, moved copies included, while the other
+// runs are whole before and after a restart.
+func TestRunsLogPurge(t *testing.T) {
+	s := newTestRunStore(t)
+	s.log.segBytes = 4 << 10
+	ids := storeEndedRuns(t, s, "a", 24)
+	// A compaction first, so that some runs have copies left behind.
+	s.removeAll(ids[1:12])
+	purged := []string{ids[0], ids[13], ids[23]}
+	if err := s.purge(purged); err != nil {
+		t.Fatal(err)
+	}
+	kept := slices.DeleteFunc(slices.Clone(ids[12:]), func(id string) bool { return slices.Contains(purged, id) })
+	for _, id := range purged {
+		if bytes.Contains(logOnDisk(t, s.dir), []byte("secret-"+id)) || len(runLinesOnDisk(t, s.dir, id)) > 0 {
+			t.Errorf("run %s is still on disk after its purge", id)
+		}
+	}
+	checkRuns(t, s, kept)
+	s = reopenRunStore(t, s)
+	checkRuns(t, s, kept)
+}
+
+// TestRunsLogLegacyRunFiles moves runs kept one file each, with the journal
+// an older harnessd kept, into the log: an ended run, a run accepted
+// whose record is only in the journal, and a file with no record
+// anywhere (a run never accepted), which goes. A second start finds
+// nothing more to move.
+func TestRunsLogLegacyRunFiles(t *testing.T) {
+	s := newTestRunStore(t)
+	dir := s.dir
+	s.close()
+	start := time.Now().Add(-time.Hour)
+	done := testRunView("run_done", start)
+	events := lifecycle(start, runCompleted, "out", "")
+	var file []byte
+	for _, ev := range events {
+		file = append(append(file, mustJSON(t, ev)...), '\n')
+	}
+	file = append(file, recordLine(ended(done, decoded(t, events)), nil)...)
+	open := testRunView("run_open", start.Add(time.Second))
+	files := map[string][]byte{
+		"run_done" + legacyRunExt:  file,
+		"run_open" + legacyRunExt:  append(mustJSON(t, events[0]), '\n'),
+		"run_never" + legacyRunExt: nil,
+		legacyJournalName:          recordLine(open, nil),
+	}
+	for name, b := range files {
+		if err := os.WriteFile(dir+"/"+name, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := openRunStore(dir, s.logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.close)
+	runs, err := s.load(time.Now())
+	if err != nil || len(runs) != 2 || runs[0].view.Status != runCompleted || runs[1].view.Error != interruptedError || runs[1].view.Prompt != open.Prompt {
+		t.Fatalf("load = %+v, %v; want run_done completed and run_open interrupted", runs, err)
+	}
+	for name := range files {
+		if _, err := os.Stat(dir + "/" + name); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after the move (stat: %v)", name, err)
+		}
+	}
+	written := storeBytes.Load()
+	s = reopenRunStore(t, s)
+	if runs, err := s.load(time.Now()); err != nil || len(runs) != 2 || storeBytes.Load() != written {
+		t.Errorf("second start: %d runs, %v, %d bytes written; want the 2, nothing written", len(runs), err, storeBytes.Load()-written)
+	}
+}

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+)
+
+// This file holds how the run store's log (run_store_log.go) is written
+// and made durable, and how a run's lines are read back.
+
+// appendLines appends lines (whole lines of run id) to the log in one
+// write(2), each after the run's id, and returns the bytes written and
+// the write's sequence number, which sync takes. A write that fails is
+// undone, so that no torn line is left before the next; when it cannot
+// be, the log takes nothing more.
+func (g *runsLog) appendLines(id string, lines []byte) (int64, int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	buf := g.buf[:0]
+	for line := range bytes.Lines(lines) {
+		buf = append(append(append(buf, id...), ' '), line...)
+	}
+	g.buf = buf
+	e, err := g.writeLocked(buf)
+	if err != nil {
+		return 0, 0, err
+	}
+	r := g.runs[id]
+	if r == nil {
+		r = &loggedRun{}
+		g.runs[id] = r
+	}
+	r.add(e)
+	return e.n, g.written, nil
+}
+
+// writeLocked writes buf at the end of the last segment and returns
+// where it went, then begins a new segment when the last is full. The
+// bytes are not counted live: the caller adds them to a run. Called with
+// mu held.
+func (g *runsLog) writeLocked(buf []byte) (extent, error) {
+	if g.broken != nil {
+		return extent{}, g.broken
+	}
+	seg := g.current()
+	n, err := seg.f.Write(buf)
+	countWrite(n)
+	if err != nil {
+		if terr := seg.f.Truncate(seg.size); terr != nil {
+			g.broken = fmt.Errorf("%s could not be repaired after a failed write (%v); restart harnessd", seg.path, terr)
+		}
+		return extent{}, fmt.Errorf("write %s: %w", seg.path, err)
+	}
+	e := extent{seg, seg.size, int64(n)}
+	seg.size += int64(n)
+	g.written++
+	if seg.size >= g.segBytes {
+		if err := g.rotate(); err != nil {
+			g.broken = fmt.Errorf("begin a new segment after %s: %w; restart harnessd", seg.path, err)
+		}
+	}
+	return e, nil
+}
+
+// sync returns once the write with sequence number seq, and every write
+// before it, is durable. The first caller to find no sync under way leads
+// one, for everything written up to then; the others wait for it, and
+// lead the next if it did not cover them. After a failed fsync nothing is
+// durable any more: what was written may be lost.
+func (g *runsLog) sync(seq int64) error {
+	g.smu.Lock()
+	for g.syncing && g.synced < seq && g.syncErr == nil {
+		g.waiting++
+		g.scond.Wait()
+		g.waiting--
+	}
+	if g.synced >= seq || g.syncErr != nil {
+		err := g.syncErr
+		g.smu.Unlock()
+		return err
+	}
+	g.syncing = true
+	g.smu.Unlock()
+
+	g.mu.Lock()
+	target, seg := g.written, g.current()
+	seg.refs++
+	g.mu.Unlock()
+	if g.onSync != nil {
+		g.onSync()
+	}
+	err := syncFile(seg.f)
+	g.release(seg)
+
+	g.smu.Lock()
+	g.syncing = false
+	if err != nil {
+		g.syncErr = fmt.Errorf("fsync %s: %w; restart harnessd", seg.path, err)
+		err = g.syncErr
+	} else {
+		g.synced = max(g.synced, target)
+	}
+	g.scond.Broadcast()
+	g.smu.Unlock()
+	return err
+}
+
+// syncAll makes every write so far durable.
+func (g *runsLog) syncAll() error {
+	g.mu.Lock()
+	seq := g.written
+	g.mu.Unlock()
+	return g.sync(seq)
+}
+
+// release lets go of seg, taken with refs under mu, closing it when it
+// was dropped meanwhile.
+func (g *runsLog) release(seg *segment) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	seg.refs--
+	if seg.dropped && seg.refs == 0 {
+		seg.f.Close()
+	}
+}
+
+// read returns run id's lines, without its id, in order. The error wraps
+// fs.ErrNotExist when the log does not hold the run.
+func (g *runsLog) read(id string) ([]byte, error) {
+	g.mu.Lock()
+	r := g.runs[id]
+	if r == nil {
+		g.mu.Unlock()
+		return nil, fmt.Errorf("run %s: %w", id, errNoRun)
+	}
+	extents := slices.Clone(r.extents)
+	for _, e := range extents {
+		e.seg.refs++
+	}
+	g.mu.Unlock()
+	var out []byte
+	var err error
+	for _, e := range extents {
+		if err == nil {
+			out, err = readExtent(out, e, id)
+		}
+		g.release(e.seg)
+	}
+	return out, err
+}
+
+// readExtent appends the lines of e, without run id's, to out.
+func readExtent(out []byte, e extent, id string) ([]byte, error) {
+	b := make([]byte, e.n)
+	if _, err := e.seg.f.ReadAt(b, e.off); err != nil {
+		return out, fmt.Errorf("read run %s from %s: %w", id, e.seg.path, err)
+	}
+	for line := range bytes.Lines(b) {
+		if rest, ok := bytes.CutPrefix(line, []byte(id)); ok && len(rest) > 0 && rest[0] == ' ' {
+			out = append(out, rest[1:]...)
+		}
+	}
+	return out, nil
+}
+
+// lastLine returns run id's last line without its id and newline.
+func (g *runsLog) lastLine(id string) ([]byte, error) {
+	g.mu.Lock()
+	r := g.runs[id]
+	if r == nil || len(r.extents) == 0 {
+		g.mu.Unlock()
+		return nil, fmt.Errorf("run %s: %w", id, errNoRun)
+	}
+	e := r.extents[len(r.extents)-1]
+	e.seg.refs++
+	g.mu.Unlock()
+	defer g.release(e.seg)
+	b, err := readExtent(nil, e, id)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	return b[bytes.LastIndexByte(b, '\n')+1:], nil
+}
+
+// put writes lines (whole lines of run id) after a moved line, so that
+// they replace whatever the log held of the run.
+func (g *runsLog) put(id string, lines []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	buf := markerLine(g.buf[:0], id, movedMarker)
+	head := len(buf)
+	for line := range bytes.Lines(lines) {
+		buf = append(append(append(buf, id...), ' '), line...)
+	}
+	g.buf = buf
+	return g.replaceLocked(id, buf, head)
+}
+
+// replaceLocked writes buf, a moved line of run id head bytes long and
+// then the run's lines, each with its id, and makes them the run's only
+// lines; those it had before are stale. Called with mu held.
+func (g *runsLog) replaceLocked(id string, buf []byte, head int) error {
+	e, err := g.writeLocked(buf)
+	if err != nil {
+		return err
+	}
+	var stale []*segment
+	if r := g.forget(id); r != nil {
+		stale = segsOf(r)
+	}
+	r := &loggedRun{stale: stale}
+	r.add(extent{e.seg, e.off + int64(head), e.n - int64(head)})
+	g.runs[id] = r
+	return nil
+}
