@@ -163,7 +163,7 @@ func reportStoreCost(b *testing.B, dir string, syncs, written, wait int64) {
 		_, line, _ = bytes.Cut(line, []byte(" "))
 		if inner, ok := unwrapLine(bytes.TrimSuffix(line, []byte("\n")), messageLinePrefix); ok {
 			logs += int64(len(inner)) + 1
-		} else if !bytes.HasPrefix(line, recordLinePrefix) && !bytes.HasPrefix(line, removedMarker) && !bytes.HasPrefix(line, movedMarker) {
+		} else if !bytes.HasPrefix(line, recordLinePrefix) && !bytes.HasPrefix(line, removedMarker) && !bytes.HasPrefix(line, movedPrefix) {
 			logs += int64(len(line))
 		}
 	}

@@ -143,16 +143,14 @@ func (g *runsLog) move(id string, victims map[*segment]bool) error {
 	if r == nil || !slices.ContainsFunc(r.extents, func(e extent) bool { return victims[e.seg] }) {
 		return nil
 	}
-	buf := markerLine(g.buf[:0], id, movedMarker)
-	head := len(buf)
+	var copied []byte
 	for _, e := range r.extents {
-		buf = slices.Grow(buf, int(e.n))[:len(buf)+int(e.n)]
-		if _, err := e.seg.f.ReadAt(buf[len(buf)-int(e.n):], e.off); err != nil {
+		copied = slices.Grow(copied, int(e.n))[:len(copied)+int(e.n)]
+		if _, err := e.seg.f.ReadAt(copied[len(copied)-int(e.n):], e.off); err != nil {
 			return fmt.Errorf("compact the runs log: read run %s from %s: %w", id, e.seg.path, err)
 		}
 	}
-	g.buf = buf
-	if err := g.replaceLocked(id, buf, head); err != nil {
+	if err := g.moveLocked(id, copied); err != nil {
 		return fmt.Errorf("compact the runs log: %w", err)
 	}
 	return nil

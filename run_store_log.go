@@ -33,9 +33,12 @@ import (
 // The log keeps in memory where each run's lines are (its extents: one
 // per write). Two kinds of line are the log's own. A removed line
 // (removedMarker) says the run's earlier lines are gone: retention and
-// deletion write one. A moved line (movedMarker) says the run's earlier
-// lines are superseded by the copy that follows: compaction writes one
-// before copying a run whose lines are in a segment it empties. A segment
+// deletion write one. A moved line says the run's earlier lines are
+// superseded by the copy that follows, whose length it gives: compaction
+// writes one before copying a run whose lines are in a segment it
+// empties, in the same write(2). A move cut short by a crash is ignored,
+// and the run's lines are where they were: the segment they are in is
+// removed only once the copy is durable. A segment
 // with no live lines left is removed; one whose live lines are less than
 // half of it, or that is small, is emptied by moving its runs to the last
 // segment, fsynced before the segment is removed. At start-up the
@@ -48,11 +51,34 @@ const (
 	segmentBytes = 8 << 20
 )
 
-// The log's own lines, after the run's id and a space.
+// The log's own lines, after the run's id and a space: removedMarker,
+// and movedPrefix followed by the length of the copy and a }.
 var (
 	removedMarker = []byte(`{"removed":true}`)
-	movedMarker   = []byte(`{"moved":true}`)
+	movedPrefix   = []byte(`{"moved":`)
 )
+
+// movedLine returns the moved line announcing a copy n bytes long.
+func movedLine(n int) []byte {
+	return fmt.Appendf(slices.Clip(movedPrefix), "%d}", n)
+}
+
+// movedSize returns the length of the copy a moved line (rest, after the
+// id) announces.
+func movedSize(rest []byte) (int, bool) {
+	digits, ok := bytes.CutPrefix(rest, movedPrefix)
+	if digits, ok = bytes.CutSuffix(digits, []byte("}")); !ok || len(digits) == 0 || len(digits) > 12 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
 
 // A segment is one file of the log.
 type segment struct {
@@ -155,9 +181,9 @@ func (g *runsLog) segmentPath(num int) string {
 	return filepath.Join(g.dir, fmt.Sprintf("%s%08d", logFilePrefix, num))
 }
 
-// scan reads segment num and indexes its lines. A torn last line is cut
-// off (the segment may be appended to); a line without a run's id, which
-// only outside damage makes, is skipped.
+// scan reads segment num and indexes its lines. A torn last line, or a
+// move cut short, is cut off (the segment may be appended to); a line
+// without a run's id, which only outside damage makes, is skipped.
 func (g *runsLog) scan(num int) error {
 	path := g.segmentPath(num)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o600)
@@ -165,35 +191,68 @@ func (g *runsLog) scan(num int) error {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	b, err := os.ReadFile(path)
-	whole := bytes.LastIndexByte(b, '\n') + 1
-	if err == nil && whole < len(b) {
-		err = f.Truncate(int64(whole))
-	}
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("read %s: %w", path, err)
 	}
-	seg := &segment{num: num, path: path, f: f, size: int64(whole)}
+	seg := &segment{num: num, path: path, f: f}
 	g.segs = append(g.segs, seg)
-	var off int64
-	for line := range bytes.Lines(b[:whole]) {
-		if id, rest, ok := bytes.Cut(line, []byte(" ")); ok && validRunID(id) {
-			g.index(string(id), rest, extent{seg, off, int64(len(line))})
+	whole := g.indexLines(seg, b)
+	seg.size = int64(whole)
+	if whole < len(b) {
+		if err := f.Truncate(int64(whole)); err != nil {
+			return fmt.Errorf("cut the torn end off %s: %w", path, err)
 		}
-		off += int64(len(line))
 	}
 	return nil
 }
 
-// validRunID reports whether id can be a run's id in the log.
-func validRunID(id []byte) bool {
-	return len(id) > 0 && len(id) <= 64 && !bytes.ContainsAny(id, " \n\"{")
+// indexLines indexes b, the lines of seg, and returns the length of what
+// is whole of it: up to its last newline, or to the start of a move cut
+// short (the copy it announces does not follow whole).
+func (g *runsLog) indexLines(seg *segment, b []byte) int {
+	whole := bytes.LastIndexByte(b, '\n') + 1
+	for off := 0; off < whole; {
+		n := bytes.IndexByte(b[off:whole], '\n') + 1
+		id, rest, ok := bytes.Cut(b[off:off+n], []byte(" "))
+		if !ok || !validRunID(id) {
+			off += n
+			continue
+		}
+		rest = bytes.TrimSuffix(rest, []byte("\n"))
+		if size, ok := movedSize(rest); ok {
+			end := off + n + size
+			if end > whole || (size > 0 && b[end-1] != '\n') {
+				return off
+			}
+			g.replaceRun(string(id), extent{seg, int64(off + n), int64(size)})
+			off = end
+			continue
+		}
+		g.index(string(id), rest, extent{seg, int64(off), int64(n)})
+		off += n
+	}
+	return whole
 }
 
-// index takes one line of run id as read back (rest is what follows the
-// id, with the newline).
+// validRunID reports whether id can be a run's id in the log: letters,
+// digits, _ and -, as newID makes them. A line torn or zeroed by a power
+// cut does not pass for a run's.
+func validRunID(id []byte) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// index takes one line of run id as read back, not a moved line (rest is
+// what follows the id, without the newline).
 func (g *runsLog) index(id string, rest []byte, e extent) {
-	rest = bytes.TrimSuffix(rest, []byte("\n"))
 	switch {
 	case bytes.Equal(rest, removedMarker):
 		if r := g.forget(id); r != nil {
@@ -202,12 +261,6 @@ func (g *runsLog) index(id string, rest []byte, e extent) {
 			t.marker = e.seg
 			g.tombs[id] = t
 		}
-	case bytes.Equal(rest, movedMarker):
-		var stale []*segment
-		if r := g.forget(id); r != nil {
-			stale = segsOf(r)
-		}
-		g.runs[id] = &loggedRun{stale: stale}
 	default:
 		r := g.runs[id]
 		if r == nil {

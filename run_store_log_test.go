@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -242,4 +243,101 @@ func TestRunsLogLegacyRunFiles(t *testing.T) {
 	if runs, err := s.load(time.Now()); err != nil || len(runs) != 2 || storeBytes.Load() != written {
 		t.Errorf("second start: %d runs, %v, %d bytes written; want the 2, nothing written", len(runs), err, storeBytes.Load()-written)
 	}
+}
+
+// TestRunsLogCrashDuringCompaction takes the runs directory as it is
+// when compaction syncs what it moved, before it removes the emptied
+// segments, and cuts the last segment at every line's start, middle and
+// end since the removal began (a crash at that instant: nothing after the
+// cut was written). Every run kept must be whole at the next start, once;
+// a removed run may come back only whole (its removed line was cut off),
+// to be removed again.
+func TestRunsLogCrashDuringCompaction(t *testing.T) {
+	s := newTestRunStore(t)
+	s.log.segBytes = 4 << 10
+	ids := storeEndedRuns(t, s, "a", 30)
+	var kept, removed []string
+	for i, id := range ids {
+		if i%4 == 0 {
+			kept = append(kept, id)
+		} else {
+			removed = append(removed, id)
+		}
+	}
+	// Room for every move in the last segment: the cuts below are in it.
+	s.log.segBytes = 1 << 20
+	last := s.log.current()
+	from := last.size
+	var snapshot map[string][]byte
+	s.log.onSync = func() {
+		if snapshot == nil {
+			snapshot = readRunsDir(t, s.dir)
+		}
+	}
+	s.removeAll(removed)
+	if snapshot == nil || len(s.log.segs) != 1 {
+		t.Fatalf("compaction left %d segments (synced: %v), want the last alone", len(s.log.segs), snapshot != nil)
+	}
+	full := snapshot[filepath.Base(last.path)]
+	var cuts []int
+	lineStart := int(from)
+	for i := int(from); i < len(full); i++ {
+		if full[i] == '\n' {
+			cuts = append(cuts, lineStart, (lineStart+i)/2, i, i+1)
+			lineStart = i + 1
+		}
+	}
+	for _, cut := range cuts {
+		dir := filepath.Join(t.TempDir(), "runs")
+		os.MkdirAll(dir, 0o700)
+		for name, b := range snapshot {
+			if name == filepath.Base(last.path) {
+				b = b[:cut]
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s2, err := openRunStore(dir, s.logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s2.log.ids()
+		for _, id := range kept {
+			if !slices.Contains(got, id) {
+				t.Fatalf("cut %d: kept run %s is gone", cut, id)
+			}
+		}
+		for _, id := range got {
+			rec, err := s2.readRecord(id)
+			evs, _ := s2.readEvents(id)
+			if !slices.Contains(ids, id) || err != nil || rec.Status != runCompleted || len(evs) != 5 {
+				t.Fatalf("cut %d: run %s = %+v with %d events, %v; want one of the runs, whole", cut, id, rec, len(evs), err)
+			}
+		}
+		s2.close()
+	}
+	s = reopenRunStore(t, s)
+	checkRuns(t, s, kept)
+}
+
+// readRunsDir returns the files of dir by name, the lock left out.
+func readRunsDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, e := range entries {
+		if e.Name() == "lock" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = b
+	}
+	return out
 }

@@ -184,34 +184,44 @@ func (g *runsLog) lastLine(id string) ([]byte, error) {
 	return b[bytes.LastIndexByte(b, '\n')+1:], nil
 }
 
-// put writes lines (whole lines of run id) after a moved line, so that
+// put writes lines (whole lines of run id) as a moved copy, so that
 // they replace whatever the log held of the run.
 func (g *runsLog) put(id string, lines []byte) error {
+	var copied []byte
+	for line := range bytes.Lines(lines) {
+		copied = append(append(append(copied, id...), ' '), line...)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	buf := markerLine(g.buf[:0], id, movedMarker)
-	head := len(buf)
-	for line := range bytes.Lines(lines) {
-		buf = append(append(append(buf, id...), ' '), line...)
-	}
-	g.buf = buf
-	return g.replaceLocked(id, buf, head)
+	return g.moveLocked(id, copied)
 }
 
-// replaceLocked writes buf, a moved line of run id head bytes long and
-// then the run's lines, each with its id, and makes them the run's only
-// lines; those it had before are stale. Called with mu held.
-func (g *runsLog) replaceLocked(id string, buf []byte, head int) error {
+// moveLocked writes copied (lines of run id, each with its id) after a
+// moved line announcing them, in one write(2), and makes them the run's
+// only lines. Called with mu held.
+func (g *runsLog) moveLocked(id string, copied []byte) error {
+	buf := markerLine(g.buf[:0], id, movedLine(len(copied)))
+	head := len(buf)
+	buf = append(buf, copied...)
+	g.buf = buf
 	e, err := g.writeLocked(buf)
 	if err != nil {
 		return err
 	}
+	g.replaceRun(id, extent{e.seg, e.off + int64(head), e.n - int64(head)})
+	return nil
+}
+
+// replaceRun makes e the only lines of run id; those it had before are
+// stale. Called with mu held, or before the log is shared.
+func (g *runsLog) replaceRun(id string, e extent) {
 	var stale []*segment
 	if r := g.forget(id); r != nil {
 		stale = segsOf(r)
 	}
 	r := &loggedRun{stale: stale}
-	r.add(extent{e.seg, e.off + int64(head), e.n - int64(head)})
+	if e.n > 0 {
+		r.add(e)
+	}
 	g.runs[id] = r
-	return nil
 }

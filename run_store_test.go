@@ -132,7 +132,7 @@ func runLinesOnDisk(t testing.TB, dir, id string) []byte {
 	var out []byte
 	for line := range bytes.Lines(logOnDisk(t, dir)) {
 		rest, ok := bytes.CutPrefix(line, []byte(id+" "))
-		if ok && !bytes.HasPrefix(rest, removedMarker) && !bytes.HasPrefix(rest, movedMarker) {
+		if ok && !bytes.HasPrefix(rest, removedMarker) && !bytes.HasPrefix(rest, movedPrefix) {
 			out = append(out, rest...)
 		}
 	}
