@@ -193,7 +193,7 @@ func (g *runsLog) keepTombstones(victims map[*segment]bool) error {
 }
 
 // drop removes the files of victims, closing each once no reader holds
-// it.
+// it, and forgets them as places of the runs' stale copies.
 func (g *runsLog) drop(victims map[*segment]bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -203,6 +203,11 @@ func (g *runsLog) drop(victims map[*segment]bool) {
 		os.Remove(s.path)
 		if s.refs == 0 {
 			s.f.Close()
+		}
+	}
+	for _, r := range g.runs {
+		if len(r.stale) > 0 {
+			r.stale = slices.DeleteFunc(r.stale, func(s *segment) bool { return s.dropped })
 		}
 	}
 }
