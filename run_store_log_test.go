@@ -341,3 +341,17 @@ func readRunsDir(t *testing.T, dir string) map[string][]byte {
 	}
 	return out
 }
+
+func TestWithID(t *testing.T) {
+	tests := []struct{ lines, want string }{
+		{"", ""},
+		{"{}\n", "run_a {}\n"},
+		{"{\"a\":1}\n{\"b\":2}\n", "run_a {\"a\":1}\nrun_a {\"b\":2}\n"},
+		{"{}\n{}", "run_a {}\nrun_a {}\n"}, // the last line is given its newline
+	}
+	for _, tt := range tests {
+		if got := string(withID(nil, "run_a", []byte(tt.lines))); got != tt.want {
+			t.Errorf("withID(%q) = %q, want %q", tt.lines, got, tt.want)
+		}
+	}
+}

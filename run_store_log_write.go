@@ -17,10 +17,7 @@ import (
 func (g *runsLog) appendLines(id string, lines []byte) (int64, int64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	buf := g.buf[:0]
-	for line := range bytes.Lines(lines) {
-		buf = append(append(append(buf, id...), ' '), line...)
-	}
+	buf := withID(g.buf[:0], id, lines)
 	g.buf = buf
 	e, err := g.writeLocked(buf)
 	if err != nil {
@@ -33,6 +30,18 @@ func (g *runsLog) appendLines(id string, lines []byte) (int64, int64, error) {
 	}
 	r.add(e)
 	return e.n, g.written, nil
+}
+
+// withID appends lines to b, each after run id and a space, and each
+// ending with a newline.
+func withID(b []byte, id string, lines []byte) []byte {
+	for line := range bytes.Lines(lines) {
+		b = append(append(append(b, id...), ' '), line...)
+		if line[len(line)-1] != '\n' {
+			b = append(b, '\n')
+		}
+	}
+	return b
 }
 
 // writeLocked writes buf at the end of the last segment and returns
@@ -55,6 +64,9 @@ func (g *runsLog) writeLocked(buf []byte) (extent, error) {
 	e := extent{seg, seg.size, int64(n)}
 	seg.size += int64(n)
 	g.written++
+	if cap(g.buf) > 1<<20 {
+		g.buf = nil // a large write's buffer is not kept
+	}
 	if seg.size >= g.segBytes {
 		if err := g.rotate(); err != nil {
 			g.broken = fmt.Errorf("begin a new segment after %s: %w; restart harnessd", seg.path, err)
@@ -187,10 +199,7 @@ func (g *runsLog) lastLine(id string) ([]byte, error) {
 // put writes lines (whole lines of run id) as a moved copy, so that
 // they replace whatever the log held of the run.
 func (g *runsLog) put(id string, lines []byte) error {
-	var copied []byte
-	for line := range bytes.Lines(lines) {
-		copied = append(append(append(copied, id...), ' '), line...)
-	}
+	copied := withID(nil, id, lines)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.moveLocked(id, copied)
