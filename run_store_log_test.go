@@ -279,15 +279,7 @@ func TestRunsLogCrashDuringCompaction(t *testing.T) {
 		t.Fatalf("compaction left %d segments (synced: %v), want the last alone", len(s.log.segs), snapshot != nil)
 	}
 	full := snapshot[filepath.Base(last.path)]
-	var cuts []int
-	lineStart := int(from)
-	for i := int(from); i < len(full); i++ {
-		if full[i] == '\n' {
-			cuts = append(cuts, lineStart, (lineStart+i)/2, i, i+1)
-			lineStart = i + 1
-		}
-	}
-	for _, cut := range cuts {
+	for _, cut := range lineCuts(full, int(from), len(full)) {
 		dir := filepath.Join(t.TempDir(), "runs")
 		os.MkdirAll(dir, 0o700)
 		for name, b := range snapshot {

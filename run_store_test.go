@@ -246,13 +246,7 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 		cuts = append(cuts, i)
 	}
 	cuts = append(cuts, endEvent+1, (endEvent+len(full))/2, len(full)-1, len(full))
-	lineStart := first
-	for i := first; i < endWrite; i++ {
-		if full[i] == '\n' {
-			cuts = append(cuts, lineStart, (lineStart+i)/2, i, i+1)
-			lineStart = i + 1
-		}
-	}
+	cuts = append(cuts, lineCuts(full, first, endWrite)...)
 	for _, cut := range cuts {
 		dir := filepath.Join(t.TempDir(), "runs")
 		os.MkdirAll(dir, 0o700)
@@ -308,6 +302,21 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 		}
 		s.close()
 	}
+}
+
+// lineCuts returns, for each line of b that starts in [from, to), the
+// lengths b cut there has at its start, its middle, before its newline
+// and after it.
+func lineCuts(b []byte, from, to int) []int {
+	var cuts []int
+	start := from
+	for i := from; i < to; i++ {
+		if b[i] == '\n' {
+			cuts = append(cuts, start, (start+i)/2, i, i+1)
+			start = i + 1
+		}
+	}
+	return cuts
 }
 
 // mustJSON encodes v.
