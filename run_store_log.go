@@ -67,6 +67,9 @@ func movedLine(n int) []byte {
 // id) announces.
 func movedSize(rest []byte) (int, bool) {
 	digits, ok := bytes.CutPrefix(rest, movedPrefix)
+	if !ok {
+		return 0, false
+	}
 	if digits, ok = bytes.CutSuffix(digits, []byte("}")); !ok || len(digits) == 0 || len(digits) > 12 {
 		return 0, false
 	}

@@ -347,3 +347,25 @@ func TestWithID(t *testing.T) {
 		}
 	}
 }
+
+func TestMovedSize(t *testing.T) {
+	tests := []struct {
+		rest string
+		n    int
+		ok   bool
+	}{
+		{string(movedLine(0)), 0, true},
+		{string(movedLine(1234)), 1234, true},
+		{`{"moved":}`, 0, false},
+		{`{"moved":12x}`, 0, false},
+		{`{"moved":12`, 0, false},
+		{`5}`, 0, false},
+		{`{"removed":true}`, 0, false},
+		{`{"moved":1234567890123}`, 0, false},
+	}
+	for _, tt := range tests {
+		if n, ok := movedSize([]byte(tt.rest)); n != tt.n || ok != tt.ok {
+			t.Errorf("movedSize(%s) = %d, %v; want %d, %v", tt.rest, n, ok, tt.n, tt.ok)
+		}
+	}
+}
