@@ -97,7 +97,7 @@ func lifecycle(start time.Time, status, output, errMsg string) []runEvent {
 }
 
 // decoded returns events as read back from a file: their data raw JSON.
-func decoded(t *testing.T, events []runEvent) []runEvent {
+func decoded(t testing.TB, events []runEvent) []runEvent {
 	t.Helper()
 	var b []byte
 	for _, ev := range events {
