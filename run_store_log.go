@@ -132,6 +132,8 @@ type runsLog struct {
 
 	cmu sync.Mutex // held by compaction
 
+	// smu is never held while mu is taken (writeLocked takes smu under
+	// mu).
 	smu     sync.Mutex
 	scond   *sync.Cond
 	synced  int64 // the sequence number up to which writes are durable

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -70,6 +71,11 @@ func (g *runsLog) writeLocked(buf []byte) (extent, error) {
 	if seg.size >= g.segBytes {
 		if err := g.rotate(); err != nil {
 			g.broken = fmt.Errorf("begin a new segment after %s: %w; restart harnessd", seg.path, err)
+			// The fsync of the full segment may have failed: what it
+			// held may be lost, and no later sync can say otherwise.
+			g.smu.Lock()
+			g.syncErr = cmp.Or(g.syncErr, g.broken)
+			g.smu.Unlock()
 		}
 	}
 	return e, nil
