@@ -181,10 +181,11 @@ func syncDir(dir string) error {
 // concurrent use: its run's writer (run_writer.go) writes it, then the
 // goroutine ending the run.
 type runLog struct {
-	store *runStore
-	id    string
-	size  int64 // the bytes of the run's lines in the log
-	err   error // the first write error; later writes are dropped
+	store  *runStore
+	id     string
+	size   int64 // the bytes of the run's lines in the log
+	err    error // the first write error; later writes are dropped
+	closed bool
 }
 
 // create commits the first record of a new run to the log: it is durable
@@ -193,7 +194,9 @@ type runLog struct {
 func (s *runStore) create(v runView, rd *redactor) (*runLog, error) {
 	defer countWait(time.Now())
 	l := &runLog{store: s, id: v.ID}
+	s.log.open.Add(1)
 	if err := l.write(recordLine(v, rd), true); err != nil {
+		l.close()
 		return nil, fmt.Errorf("run %s: write its record: %w; check the free space and permissions of %s", v.ID, err, s.dir)
 	}
 	return l, nil
@@ -218,8 +221,12 @@ func (l *runLog) write(lines []byte, sync bool) error {
 	return l.err
 }
 
-// close ends the log; it takes nothing more.
+// close ends the log; it takes nothing more. Closing again does nothing.
 func (l *runLog) close() {
+	if !l.closed {
+		l.closed = true
+		l.store.log.open.Add(-1)
+	}
 	if l.err == nil {
 		l.err = fmt.Errorf("append run %s to the runs log: closed", l.id)
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // This file holds the run store's log: the files every run's lines go
@@ -27,8 +29,13 @@ import (
 // disk (its first record, its end) waits for a sync of the segment (group
 // commit): the first to wait leads, fsyncing everything written up to
 // then, and those who wrote meanwhile wait for the next sync, which the
-// first of them leads. Nothing waits for a batch to fill: a lone run pays
-// one fsync, and a run waits at most for the sync under way and its own.
+// first of them leads. While other runs are being written, the leader
+// first waits for their syncs, until every one of them waits or
+// syncWindow has passed: a commit then waits at most for the sync under
+// way and its own, each held up to syncWindow. A lone run waits for
+// nothing but its fsync. (On an ext4 with a journal, where an fsync
+// commits the filesystem's journal, the wait raised the runs per second
+// at 8 clients by a fifth; without a journal it changed nothing.)
 //
 // The log keeps in memory where each run's lines are (its extents: one
 // per write). Two kinds of line are the log's own. A removed line
@@ -49,6 +56,9 @@ const (
 	logFilePrefix = "log-"
 	// segmentBytes is the size past which the log begins a new segment.
 	segmentBytes = 8 << 20
+	// syncWindow bounds how long a sync's leader waits for the syncs of
+	// other runs being written before it fsyncs.
+	syncWindow = time.Millisecond
 )
 
 // The log's own lines, after the run's id and a space: removedMarker,
@@ -120,6 +130,11 @@ type runsLog struct {
 	// onSync, when set, is called by each sync's leader before it
 	// fsyncs (tests pace the syncs with it).
 	onSync func()
+	// window is syncWindow (tests raise it).
+	window time.Duration
+	// open counts the runs being written (create to close): the runs
+	// that may ask for a sync soon.
+	open atomic.Int64
 
 	mu sync.Mutex
 	// guards what follows, and the segments' fields
@@ -138,14 +153,18 @@ type runsLog struct {
 	scond   *sync.Cond
 	synced  int64 // the sequence number up to which writes are durable
 	syncing bool
-	waiting int   // syncs waiting for the one under way (tests)
+	waiting int   // syncs waiting for the one under way
 	syncErr error // a failed fsync: what was written may be lost
+	// gathering, while a leader waits for more syncs, is closed by the
+	// waiter that makes them want.
+	gathering chan struct{}
+	want      int
 }
 
 // openRunsLog reads the segments of dir, oldest first, and indexes the
 // runs they hold, and opens the last (or a new one) for appending.
 func openRunsLog(dir string) (*runsLog, error) {
-	g := &runsLog{dir: dir, segBytes: segmentBytes, runs: map[string]*loggedRun{}, tombs: map[string]tombstone{}}
+	g := &runsLog{dir: dir, segBytes: segmentBytes, window: syncWindow, runs: map[string]*loggedRun{}, tombs: map[string]tombstone{}}
 	g.scond = sync.NewCond(&g.smu)
 	nums, err := segmentNumbers(dir)
 	if err != nil {

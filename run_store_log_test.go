@@ -71,6 +71,45 @@ func TestRunsLogSyncsWhatQueues(t *testing.T) {
 	}
 }
 
+// TestRunsLogGathersOpenRuns opens two runs and makes the window long:
+// the first end to ask for a sync waits for the other run's, and one
+// fsync makes both durable. A run alone waits for nothing.
+func TestRunsLogGathersOpenRuns(t *testing.T) {
+	s := newTestRunStore(t)
+	a, err := s.create(testRunView("run_a", time.Now()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.create(testRunView("run_b", time.Now()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.log.window = time.Hour
+	line := append(mustJSON(t, lifecycle(time.Now(), runCompleted, "", "")[0]), '\n')
+	syncs := storeSyncs.Load()
+	var wg sync.WaitGroup
+	for _, l := range []*runLog{a, b} {
+		wg.Go(func() {
+			if err := l.write(line, true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := storeSyncs.Load() - syncs; got != 1 {
+		t.Errorf("%d fsyncs for the two runs' ends, want 1", got)
+	}
+	b.close()
+	b.close() // closing again does not count twice
+	if got := s.log.open.Load(); got != 1 {
+		t.Fatalf("%d runs open, want 1", got)
+	}
+	if err := a.write(line, true); err != nil { // alone: no wait
+		t.Fatal(err)
+	}
+	a.close()
+}
+
 // storeEndedRuns writes n ended runs, run_<name><i>, each with a line
 // that names it (secret-<id>), and returns their ids, oldest first.
 func storeEndedRuns(t *testing.T, s *runStore, name string, n int) []string {

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // This file holds how the run store's log (run_store_log.go) is written
@@ -90,6 +91,10 @@ func (g *runsLog) sync(seq int64) error {
 	g.smu.Lock()
 	for g.syncing && g.synced < seq && g.syncErr == nil {
 		g.waiting++
+		if g.gathering != nil && g.waiting >= g.want {
+			close(g.gathering)
+			g.gathering = nil
+		}
 		g.scond.Wait()
 		g.waiting--
 	}
@@ -100,6 +105,7 @@ func (g *runsLog) sync(seq int64) error {
 	}
 	g.syncing = true
 	g.smu.Unlock()
+	g.gather()
 
 	g.mu.Lock()
 	target, seg := g.written, g.current()
@@ -122,6 +128,32 @@ func (g *runsLog) sync(seq int64) error {
 	g.scond.Broadcast()
 	g.smu.Unlock()
 	return err
+}
+
+// gather holds the leader of a sync while other runs are being written,
+// until all of them wait for the sync or the window has passed.
+func (g *runsLog) gather() {
+	others := int(g.open.Load()) - 1
+	if others <= 0 || g.window <= 0 {
+		return
+	}
+	g.smu.Lock()
+	if g.waiting >= others {
+		g.smu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	g.gathering, g.want = done, others
+	g.smu.Unlock()
+	timer := time.NewTimer(g.window)
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+	timer.Stop()
+	g.smu.Lock()
+	g.gathering = nil
+	g.smu.Unlock()
 }
 
 // syncAll makes every write so far durable.
