@@ -119,7 +119,6 @@ type extent struct {
 type loggedRun struct {
 	extents []extent
 	stale   []*segment
-	bytes   int64
 }
 
 // A runsLog is the run store's log. Safe for concurrent use.
@@ -298,7 +297,6 @@ func (g *runsLog) index(id string, rest []byte, e extent) {
 // add appends e to r's extents, joining it to the last when it follows.
 func (r *loggedRun) add(e extent) {
 	e.seg.live += e.n
-	r.bytes += e.n
 	if n := len(r.extents); n > 0 {
 		if last := &r.extents[n-1]; last.seg == e.seg && last.off+last.n == e.off {
 			last.n += e.n
@@ -372,10 +370,13 @@ func (g *runsLog) holds(id string) bool {
 func (g *runsLog) size(id string) int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	var n int64
 	if r := g.runs[id]; r != nil {
-		return r.bytes
+		for _, e := range r.extents {
+			n += e.n
+		}
 	}
-	return 0
+	return n
 }
 
 // closeFiles closes every segment.
