@@ -57,19 +57,21 @@ func (s *runStore) convertLegacy() error {
 			}
 			continue
 		}
+		id, oneFile := strings.CutSuffix(name, legacyRunExt)
+		threeFiles := false
+		if !oneFile {
+			id, threeFiles = strings.CutSuffix(name, legacyRecordExt)
+		}
+		if !oneFile && !threeFiles || !validRunID([]byte(id)) {
+			continue // not a run's file
+		}
 		var lines []byte
-		var files []string
-		id, ok := strings.CutSuffix(name, legacyRunExt)
-		switch {
-		case ok:
+		files := []string{name}
+		if oneFile {
 			lines, err = readLegacyRun(filepath.Join(s.dir, name), journal[id])
-			files = []string{name}
-		case strings.HasSuffix(name, legacyRecordExt):
-			id = strings.TrimSuffix(name, legacyRecordExt)
+		} else {
 			lines, err = s.legacyRunFile(id)
-			files = []string{id + legacyEventsExt, id + legacyMessagesExt, name}
-		default:
-			continue
+			files = append(files, id+legacyEventsExt, id+legacyMessagesExt)
 		}
 		if err == nil && lines != nil {
 			err = s.log.put(id, lines)
