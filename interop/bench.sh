@@ -2,7 +2,8 @@
 # bench.sh compares harnessd's MCP client with the official Go SDK client and
 # with the floor client (interop/floor: one goroutine, a fixed request, no
 # decoding beyond the id) on the same server, and reports harnessd's other
-# performance figures against their targets. The floor runs twice: with its
+# performance figures against their targets, the run store's among them.
+# The floor runs twice: with its
 # fixed request, and making the same protocol requests as harnessd
 # (floor-same: harnessd's capabilities, a progress token on every call, the
 # stream harnessd holds open), so that harnessd/floor-same is the client's
@@ -55,6 +56,24 @@ while [ "$i" -lt "$count" ]; do
 done
 echo "harnessd's other benchmarks" >&2
 (cd "$root" && "$work/harnessd.test" -test.run '^$' -test.bench "$others" -test.count "$count") >"$work/other.txt"
+
+# Runs through the API at 8 clients, in alternating rounds of 1000 runs:
+# store off, store on (the runs log, in a fresh directory under TMPDIR, so
+# on TMPDIR's filesystem) and the store's floor (two group-committed
+# commits per run and nothing else), at once and with a 1 ms window.
+runbench() { # runbench PATTERN: one round of the benchmarks PATTERN names
+	(cd "$root" && "$work/harnessd.test" -test.run '^$' -test.bench "$1" -test.benchtime 1000x -test.count 1) | grep '^Benchmark'
+}
+i=0
+while [ "$i" -lt "$count" ]; do
+	i=$((i + 1))
+	echo "round $i of $count: runs through the API" >&2
+	runbench '^BenchmarkRunsThroughAPI$/^clients=8$' | sed 's|^BenchmarkRunsThroughAPI/clients=8|BenchmarkRunsOff|' >>"$work/runs.txt"
+	runbench '^BenchmarkRunsThroughAPIStore$' | sed 's|^BenchmarkRunsThroughAPIStore/clients=8|BenchmarkRunsStore|' >>"$work/runs.txt"
+	runbench '^BenchmarkRunsThroughAPIStoreFloor$/^clients=8$/^commits=serial$' |
+		sed -e 's|^BenchmarkRunsThroughAPIStoreFloor/clients=8/commits=serial/window=0s|BenchmarkRunsFloor|' \
+			-e 's|^BenchmarkRunsThroughAPIStoreFloor/clients=8/commits=serial/window=1ms|BenchmarkRunsFloorWindow|' >>"$work/runs.txt"
+done
 
 # median FILE NAME UNIT prints the median of the UNIT figures of benchmark
 # NAME (without its -GOMAXPROCS suffix) in FILE, or NaN if there are none.
@@ -143,6 +162,39 @@ first200=$(median "$work/other.txt" BenchmarkOffered first-request-bytes-200)
 first10k=$(median "$work/other.txt" BenchmarkOffered first-request-bytes-10000)
 rss=$(median "$work/other.txt" BenchmarkIdleRSS rss-bytes)
 size=$(median "$work/other.txt" BenchmarkBinarySize bytes)
+
+# perround FILE A B prints the median over the rounds of A's runs/s over
+# B's (the i-th figure of each, rounds alternating), or NaN.
+perround() {
+	awk -v a="$2" -v b="$3" '{
+		n = $1; sub(/-[0-9]+$/, "", n)
+		for (i = 3; i <= NF; i++) if ($i == "runs/s") {
+			if (n == a) va[++na] = $(i - 1)
+			if (n == b) vb[++nb] = $(i - 1)
+		}
+	} END {
+		m = (na < nb) ? na : nb
+		for (i = 1; i <= m; i++) if (vb[i] > 0) print va[i] / vb[i]
+	}' "$1" | sort -g | awk '
+		{ v[NR] = $1 }
+		END {
+			if (NR == 0) { print "NaN"; exit }
+			if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2
+		}'
+}
+
+echo
+echo "== runs through the API, 8 clients (store on: TMPDIR's filesystem) =="
+"$benchstat" "$work/runs.txt"
+store=$(perround "$work/runs.txt" BenchmarkRunsStore BenchmarkRunsOff)
+floorat=$(perround "$work/runs.txt" BenchmarkRunsFloor BenchmarkRunsOff)
+floorwin=$(perround "$work/runs.txt" BenchmarkRunsFloorWindow BenchmarkRunsOff)
+echo
+printf '%-52s %s\n' \
+	"store on, runs/s of store off (per-round median)" "$(awk -v a="$store" 'BEGIN { printf "%.0f%%", a * 100 }'), >= 90%: $(verdict "$store" '>=' 0.9)" \
+	"  floor, at once / with a 1 ms window" "$(awk -v a="$floorat" -v b="$floorwin" 'BEGIN { printf "%.0f%% / %.0f%%", a * 100, b * 100 }')" \
+	"  store on, of the floor with the window" "$(awk -v a="$store" -v b="$floorwin" 'BEGIN { printf "%.0f%%", a / b * 100 }')" \
+	"  fsyncs per run (<= 2), written/json (<= 2)" "$(median "$work/runs.txt" BenchmarkRunsStore fsyncs/run), $(median "$work/runs.txt" BenchmarkRunsStore written/json)"
 
 echo
 echo "== targets (medians) =="
