@@ -57,8 +57,8 @@ type runStore struct {
 
 // openRunStore creates (0700) or opens dir, locks it, removes the
 // temporary files an interrupted write left, opens the log and moves
-// into it the runs an older harnessd kept. It fails when another process (or
-// another store of this one) holds dir.
+// into it the runs an older harnessd kept. It fails when another process
+// (or another store of this one) holds dir.
 func openRunStore(dir string, logger *slog.Logger) (*runStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("runs directory %s: %w; check that $HARNESS_HOME is writable", dir, err)
@@ -232,9 +232,9 @@ func (l *runLog) close() {
 	}
 }
 
-// end writes the last lines of run id (its terminal event and record),
+// end writes the last lines of l's run (its terminal event and record),
 // durably. It returns the first error the log met.
-func (s *runStore) end(id string, l *runLog, lines []byte) error {
+func (s *runStore) end(l *runLog, lines []byte) error {
 	defer countWait(time.Now())
 	return l.write(lines, true)
 }
@@ -244,15 +244,13 @@ type runFile struct {
 	events   []runEvent
 	messages [][]byte // each transcript line's JSON
 	record   []byte   // the last record's JSON; nil when there is none
-	whole    int      // the length up to the last newline: a torn last line is cut back to it
 }
 
 // parseRunFile decodes the complete lines of a run. Each event's
 // data is kept as the raw JSON it was written as.
 func parseRunFile(b []byte) runFile {
 	var f runFile
-	f.whole = bytes.LastIndexByte(b, '\n') + 1
-	for line := range bytes.Lines(b[:f.whole]) {
+	for line := range bytes.Lines(b[:bytes.LastIndexByte(b, '\n')+1]) {
 		line = bytes.TrimSuffix(line, []byte("\n"))
 		if inner, ok := unwrapLine(line, recordLinePrefix); ok {
 			if json.Valid(inner) {

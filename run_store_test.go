@@ -65,7 +65,7 @@ func endRun(t *testing.T, s *runStore, l *runLog, v runView, events ...runEvent)
 	t.Helper()
 	writeEvents(t, l, events[:len(events)-1]...)
 	last := events[len(events)-1]
-	if err := s.end(v.ID, l, append(append(mustJSON(t, last), '\n'), recordLine(v, nil)...)); err != nil {
+	if err := s.end(l, append(append(mustJSON(t, last), '\n'), recordLine(v, nil)...)); err != nil {
 		t.Fatalf("end %s: %v", v.ID, err)
 	}
 	l.close()
@@ -583,7 +583,7 @@ func benchRunStoreLifecycle(b *testing.B, concurrent int) {
 					l.write(ev, false)
 				}
 				v.Status = runCompleted
-				if err := s.end(id, l, append(slices.Clip(end), recordLine(v, nil)...)); err != nil {
+				if err := s.end(l, append(slices.Clip(end), recordLine(v, nil)...)); err != nil {
 					b.Error(err)
 				}
 				l.close()

@@ -146,7 +146,7 @@ func (d *runDisk) write(r *run, lines []byte, end bool) {
 	first := d.log.err == nil
 	var err error
 	if end {
-		err = d.store.end(r.id, d.log, lines)
+		err = d.store.end(d.log, lines)
 	} else {
 		err = d.log.write(lines, false)
 	}
