@@ -45,12 +45,11 @@ import (
 // writes one before copying a run whose lines are in a segment it
 // empties, in the same write(2). A move cut short by a crash is ignored,
 // and the run's lines are where they were: the segment they are in is
-// removed only once the copy is durable. A segment
-// with no live lines left is removed; one whose live lines are less than
-// half of it, or that is small, is emptied by moving its runs to the last
-// segment, fsynced before the segment is removed. At start-up the
-// segments are read in order, a torn last line of each ignored (and cut
-// off the last, which is appended to again).
+// removed only once the copy is durable. A segment other than the last
+// whose live lines are less than half of it (none at all, say), or that
+// is small, is emptied by moving its runs to the last segment, and
+// removed once that is fsynced. At start-up the segments are read in
+// order; a torn last line, or a move cut short, is cut off.
 
 const (
 	logFilePrefix = "log-"
