@@ -128,6 +128,9 @@ type runsLog struct {
 	// onSync, when set, is called by each sync's leader before it
 	// fsyncs (tests pace the syncs with it).
 	onSync func()
+	// onRead, when set, is called by each read once it holds the
+	// segments it reads, before it reads them (tests).
+	onRead func()
 	// window is syncWindow (tests raise it).
 	window time.Duration
 	// open counts the runs being written (create to close): the runs

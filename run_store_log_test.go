@@ -474,3 +474,53 @@ func FuzzRunsLogScan(f *testing.F) {
 		}
 	})
 }
+
+// TestRunsLogReadsDuringCompaction holds a read of a run between taking
+// its segment and reading it, and meanwhile removes every other run of
+// that segment, so that compaction moves the run and removes the segment:
+// the read still reads the segment it took, whole.
+func TestRunsLogReadsDuringCompaction(t *testing.T) {
+	s := newTestRunStore(t)
+	s.log.segBytes = 4 << 10
+	storeEndedRuns(t, s, "a", 12)
+	first := s.log.segs[0]
+	var inFirst []string
+	for id, r := range s.log.runs {
+		if r.extents[0].seg == first {
+			inFirst = append(inFirst, id)
+		}
+	}
+	slices.Sort(inFirst)
+	if len(inFirst) < 2 {
+		t.Fatalf("%d runs in the first segment, want several", len(inFirst))
+	}
+	kept := inFirst[0]
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	s.log.onRead = func() {
+		once.Do(func() {
+			close(entered)
+			<-proceed
+		})
+	}
+	read := make(chan error)
+	go func() {
+		evs, err := s.readEvents(kept)
+		if err == nil && len(evs) != 5 {
+			err = fmt.Errorf("%d events, want 5", len(evs))
+		}
+		read <- err
+	}()
+	<-entered
+	s.removeAll(inFirst[1:])
+	if slices.Contains(s.log.segs, first) || !first.dropped {
+		t.Fatalf("the first segment is kept after its other runs were removed; want it compacted away")
+	}
+	close(proceed)
+	if err := <-read; err != nil {
+		t.Fatalf("read of %s that took its segment before the compaction: %v", kept, err)
+	}
+	if evs, err := s.readEvents(kept); err != nil || len(evs) != 5 {
+		t.Fatalf("read of %s after the compaction = %d events, %v", kept, len(evs), err)
+	}
+}

@@ -189,6 +189,9 @@ func (g *runsLog) read(id string) ([]byte, error) {
 		e.seg.refs++
 	}
 	g.mu.Unlock()
+	if g.onRead != nil {
+		g.onRead()
+	}
 	var out []byte
 	var err error
 	for _, e := range extents {
