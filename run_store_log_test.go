@@ -72,8 +72,8 @@ func TestRunsLogSyncsWhatQueues(t *testing.T) {
 }
 
 // TestRunsLogGathersOpenRuns opens two runs and makes the window long:
-// the first end to ask for a sync waits for the other run's, and one
-// fsync makes both durable. A run alone waits for nothing.
+// the first run's end waits for the other run's before its fsync, and
+// one fsync makes both durable. A run alone waits for nothing.
 func TestRunsLogGathersOpenRuns(t *testing.T) {
 	s := newTestRunStore(t)
 	a, err := s.create(testRunView("run_a", time.Now()), nil)
@@ -88,13 +88,20 @@ func TestRunsLogGathersOpenRuns(t *testing.T) {
 	line := append(mustJSON(t, lifecycle(time.Now(), runCompleted, "", "")[0]), '\n')
 	syncs := storeSyncs.Load()
 	var wg sync.WaitGroup
-	for _, l := range []*runLog{a, b} {
+	write := func(l *runLog) {
 		wg.Go(func() {
 			if err := l.write(line, true); err != nil {
 				t.Error(err)
 			}
 		})
 	}
+	write(a)
+	waitUntil(t, "the first end's sync waits for the other run", func() bool {
+		s.log.smu.Lock()
+		defer s.log.smu.Unlock()
+		return s.log.gathering != nil
+	})
+	write(b)
 	wg.Wait()
 	if got := storeSyncs.Load() - syncs; got != 1 {
 		t.Errorf("%d fsyncs for the two runs' ends, want 1", got)
