@@ -114,7 +114,7 @@ func (d *runDisk) archive(r *run, v runView) *runView {
 		}
 		d.recordSum = sum
 	}
-	d.bytes = d.log.size
+	d.bytes = d.store.log.size(r.id)
 	if len(v.Prompt) > bodyInMemory || len(v.Output) > bodyInMemory {
 		v.Prompt, v.Output = "", ""
 	}

@@ -183,7 +183,6 @@ func syncDir(dir string) error {
 type runLog struct {
 	store  *runStore
 	id     string
-	size   int64 // the bytes of the run's lines in the log
 	err    error // the first write error; later writes are dropped
 	closed bool
 }
@@ -204,14 +203,13 @@ func (s *runStore) create(v runView, rd *redactor) (*runLog, error) {
 
 // write appends lines (whole lines) in one write(2), so that a crash
 // tears at most the last, and makes them durable when sync is set. After
-// a failed write the log takes nothing more: a partial line must stay the
-// last. It returns the first error the log met.
+// a failed write the run's log takes nothing more: its lines on disk stop
+// where they were whole. It returns the first error the log met.
 func (l *runLog) write(lines []byte, sync bool) error {
 	if l.err != nil {
 		return l.err
 	}
-	n, seq, err := l.store.log.appendLines(l.id, lines)
-	l.size += n
+	seq, err := l.store.log.appendLines(l.id, lines)
 	if err == nil && sync {
 		err = l.store.log.sync(seq)
 	}
@@ -334,9 +332,8 @@ type storedRun struct {
 // and left alone.
 func (s *runStore) load(now time.Time) ([]storedRun, error) {
 	var runs []storedRun
-	interrupted := 0
 	for _, id := range s.log.ids() {
-		v, err := s.loadRun(id, now, &interrupted)
+		v, err := s.loadRun(id, now)
 		if err != nil {
 			s.logger.Warn("skipping a run whose lines in the runs log cannot be read", "run", id, "err", err)
 			continue
@@ -345,10 +342,10 @@ func (s *runStore) load(now time.Time) ([]storedRun, error) {
 			runs = append(runs, storedRun{view: *v, bytes: s.log.size(id)})
 		}
 	}
-	if interrupted > 0 {
-		if err := s.log.syncAll(); err != nil {
-			return nil, fmt.Errorf("end the runs a crash interrupted in %s: %w", s.dir, err)
-		}
+	// What ending the interrupted runs wrote (a sync without anything new
+	// to make durable does nothing).
+	if err := s.log.syncAll(); err != nil {
+		return nil, fmt.Errorf("end the runs a crash interrupted in %s: %w", s.dir, err)
 	}
 	s.removeOrphanDeliveries()
 	slices.SortStableFunc(runs, func(a, b storedRun) int { return a.view.CreatedAt.Compare(b.view.CreatedAt) })
@@ -370,9 +367,9 @@ func (s *runStore) removeOrphanDeliveries() {
 }
 
 // loadRun returns the record of run id, ending the run if a crash left
-// it active (and counting it in interrupted); nil for a run without a
+// it active (durably once load syncs the log); nil for a run without a
 // record, which it removes.
-func (s *runStore) loadRun(id string, now time.Time, interrupted *int) (*runView, error) {
+func (s *runStore) loadRun(id string, now time.Time) (*runView, error) {
 	if line, err := s.log.lastLine(id); err == nil {
 		if inner, ok := unwrapLine(line, recordLinePrefix); ok {
 			var v runView
@@ -384,11 +381,7 @@ func (s *runStore) loadRun(id string, now time.Time, interrupted *int) (*runView
 			}
 		}
 	}
-	v, err := s.recover(id, now)
-	if v != nil {
-		*interrupted++
-	}
-	return v, err
+	return s.recover(id, now)
 }
 
 // recover ends run id, found active: it takes the record from its lines,
@@ -429,7 +422,7 @@ func (s *runStore) recover(id string, now time.Time) (*runView, error) {
 		lines = append(append(lines, enc...), '\n')
 	}
 	lines = append(lines, recordLine(v, nil)...)
-	_, _, err = s.log.appendLines(id, lines)
+	_, err = s.log.appendLines(id, lines)
 	return &v, err
 }
 

@@ -39,11 +39,6 @@ func segsOf(r *loggedRun) []*segment {
 	return slices.Compact(out)
 }
 
-// markerLine appends the line of run id holding marker to b.
-func markerLine(b []byte, id string, marker []byte) []byte {
-	return append(append(append(append(b, id...), ' '), marker...), '\n')
-}
-
 // removeRuns drops runs ids from the log, writing a removed line for each
 // (not durably: a crash may bring a removed run back, to be removed
 // again). With purge, the segments holding any copy of them are
@@ -73,7 +68,7 @@ func (g *runsLog) removeRuns(ids []string, purge bool) error {
 	buf := g.buf[:0]
 	for _, id := range ids {
 		if r := g.forget(id); r != nil {
-			buf = markerLine(buf, id, removedMarker)
+			buf = withID(buf, id, removedMarker)
 			g.tombs[id] = tombstone{segs: segsOf(r)}
 		}
 	}
@@ -172,7 +167,7 @@ func (g *runsLog) keepTombstones(victims map[*segment]bool) error {
 		}
 		g.tombs[id] = t
 		if victims[t.marker] {
-			buf = markerLine(buf, id, removedMarker)
+			buf = withID(buf, id, removedMarker)
 			again = append(again, id)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -287,13 +286,19 @@ func (g *runsLog) index(id string, rest []byte, e extent) {
 			g.tombs[id] = t
 		}
 	default:
-		r := g.runs[id]
-		if r == nil {
-			r = &loggedRun{}
-			g.runs[id] = r
-		}
-		r.add(e)
+		g.addLines(id, e)
 	}
+}
+
+// addLines adds e to the lines of run id. Called with mu held, or before
+// the log is shared.
+func (g *runsLog) addLines(id string, e extent) {
+	r := g.runs[id]
+	if r == nil {
+		r = &loggedRun{}
+		g.runs[id] = r
+	}
+	r.add(e)
 }
 
 // add appends e to r's extents, joining it to the last when it follows.
@@ -395,6 +400,3 @@ func (g *runsLog) closeFiles() {
 
 // errStoreClosed is the error of a write after the store was closed.
 var errStoreClosed = errors.New("the runs store is closed")
-
-// errNoRun is the error of reading a run the log does not hold.
-var errNoRun = fs.ErrNotExist

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 )
@@ -12,26 +13,21 @@ import (
 // and made durable, and how a run's lines are read back.
 
 // appendLines appends lines (whole lines of run id) to the log in one
-// write(2), each after the run's id, and returns the bytes written and
-// the write's sequence number, which sync takes. A write that fails is
+// write(2), each after the run's id, and returns the write's sequence
+// number, which sync takes. A write that fails is
 // undone, so that no torn line is left before the next; when it cannot
 // be, the log takes nothing more.
-func (g *runsLog) appendLines(id string, lines []byte) (int64, int64, error) {
+func (g *runsLog) appendLines(id string, lines []byte) (int64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	buf := withID(g.buf[:0], id, lines)
 	g.buf = buf
 	e, err := g.writeLocked(buf)
 	if err != nil {
-		return 0, 0, err
+		return 0, err
 	}
-	r := g.runs[id]
-	if r == nil {
-		r = &loggedRun{}
-		g.runs[id] = r
-	}
-	r.add(e)
-	return e.n, g.written, nil
+	g.addLines(id, e)
+	return g.written, nil
 }
 
 // withID appends lines to b, each after run id and a space, and each
@@ -182,7 +178,7 @@ func (g *runsLog) read(id string) ([]byte, error) {
 	r := g.runs[id]
 	if r == nil {
 		g.mu.Unlock()
-		return nil, fmt.Errorf("run %s: %w", id, errNoRun)
+		return nil, fmt.Errorf("run %s: %w", id, fs.ErrNotExist)
 	}
 	extents := slices.Clone(r.extents)
 	for _, e := range extents {
@@ -223,7 +219,7 @@ func (g *runsLog) lastLine(id string) ([]byte, error) {
 	r := g.runs[id]
 	if r == nil || len(r.extents) == 0 {
 		g.mu.Unlock()
-		return nil, fmt.Errorf("run %s: %w", id, errNoRun)
+		return nil, fmt.Errorf("run %s: %w", id, fs.ErrNotExist)
 	}
 	e := r.extents[len(r.extents)-1]
 	e.seg.refs++
@@ -250,7 +246,7 @@ func (g *runsLog) put(id string, lines []byte) error {
 // moved line announcing them, in one write(2), and makes them the run's
 // only lines. Called with mu held.
 func (g *runsLog) moveLocked(id string, copied []byte) error {
-	buf := markerLine(g.buf[:0], id, movedLine(len(copied)))
+	buf := withID(g.buf[:0], id, movedLine(len(copied)))
 	head := len(buf)
 	buf = append(buf, copied...)
 	g.buf = buf
