@@ -276,7 +276,7 @@ func (e *busyError) Error() string {
 // *requestError for what the caller got wrong, *busyError when the queue is
 // full, *conversationNotFoundError, *conversationBusyError, or
 // errShuttingDown.
-func (m *runManager) start(req runRequest, allowCommand bool) (_ *run, err error) {
+func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	r, err := m.prepare(req, allowCommand)
 	if err != nil {
 		return nil, err
@@ -307,8 +307,7 @@ func (m *runManager) start(req runRequest, allowCommand bool) (_ *run, err error
 }
 
 // prepare validates req and returns the run it asks for, not yet kept or
-// started (whose id must be released if it is not kept). Errors are
-// *requestError.
+// started. Errors are *requestError.
 func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if strings.TrimSpace(req.Prompt) == "" {
 		return nil, badRequest("prompt", "is empty: say what the agent should do")
