@@ -28,7 +28,8 @@ type transport interface {
 	// order, to deliver, called from one goroutine at a time; once the
 	// transport has ended, ended is called once, after the last deliver,
 	// and endErr then says why. deliver runs on the goroutine that reads
-	// the server (stdio) and must not block for long. listen is called
+	// the server (over stdio the reader goroutine, or a call holding the
+	// turn: see turnTransport) and must not block for long. listen is called
 	// once, before close.
 	listen(deliver func(msg []byte), ended func())
 	// endErr returns why the transport ended (nil while it runs, or after a
@@ -36,6 +37,22 @@ type transport interface {
 	endErr() error
 	// close ends the transport. It is bounded in time and idempotent.
 	close() error
+}
+
+// A turnTransport lets a call waiting for its answer read the server's
+// messages itself (stdio): the answer then reaches it without a hand-over
+// between goroutines. wantTurn records that a call waits and returns the
+// channel that yields it the turn to read; readFor, called with the turn,
+// reads and delivers every message through listen's deliver until the
+// call's answer has arrived or ctx is done, then gives the turn back.
+type turnTransport interface {
+	wantTurn() <-chan struct{}
+	readFor(ctx context.Context, call answerWaiter)
+}
+
+// An answerWaiter is a call that can tell whether its answer has arrived.
+type answerWaiter interface {
+	answered() bool
 }
 
 // protocolVersionAware is implemented by transports that must learn the

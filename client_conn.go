@@ -345,25 +345,40 @@ func (c *conn) sendFailed(call *outgoingCall, err error) error {
 // await waits for the call's answer, its timeout or cancellation (told
 // to the server when notifyCancel), or the end of the session.
 func (c *conn) await(call *outgoingCall) (json.RawMessage, error) {
-	select {
-	case resp := <-call.pending.ch:
-		if resp.Error != nil {
-			return nil, resp.Error
+	// Over stdio the call reads its answer itself when no one else reads
+	// (turnTransport); a long-lived call leaves that to others.
+	var turn <-chan struct{}
+	tt, ok := c.t.(turnTransport)
+	if ok && !call.req.longLived {
+		turn = tt.wantTurn()
+	}
+	for {
+		select {
+		case resp := <-call.pending.ch:
+			if resp.Error != nil {
+				return nil, resp.Error
+			}
+			return resp.Result, nil
+		case <-turn:
+			tt.readFor(call.ctx, &call.pending)
+			turn = nil // the answer is in, or the call or stdout is over
+		case <-call.ctx.Done():
+			cause := context.Cause(call.ctx)
+			if call.notifyCancel {
+				c.sendCancelled(call.id, cause)
+			}
+			if errors.Is(cause, errTimeout) {
+				return nil, timeoutError(call.req, call.pending.timeout)
+			}
+			return nil, call.parent.Err()
+		case <-c.ended:
+			return nil, c.endErr()
 		}
-		return resp.Result, nil
-	case <-call.ctx.Done():
-		cause := context.Cause(call.ctx)
-		if call.notifyCancel {
-			c.sendCancelled(call.id, cause)
-		}
-		if errors.Is(cause, errTimeout) {
-			return nil, timeoutError(call.req, call.pending.timeout)
-		}
-		return nil, call.parent.Err()
-	case <-c.ended:
-		return nil, c.endErr()
 	}
 }
+
+// answered reports whether the call's answer has arrived.
+func (pc *pendingCall) answered() bool { return len(pc.ch) > 0 }
 
 // timeoutError is the error of a request the server did not answer in
 // time, naming the setting that bounds it.

@@ -581,25 +581,28 @@ func TestFaultsRestartingServerRecovers(t *testing.T) {
 	checkNoPending(t, reg)
 }
 
-// framedLine is what frameLines delivered: a line, or a rejected oversized
-// line's size.
+// framedLine is what a lineFramer returned: a line, or a rejected
+// oversized line's size.
 type framedLine struct {
 	line     string
 	rejected int
 }
 
-// frame runs frameLines over input and returns what it delivered.
-func frame(input []byte, bufSize, maxMessage int) []framedLine {
+// frameAll runs a lineFramer over input to its end and returns its frames.
+func frameAll(input []byte, bufSize, maxMessage int) []framedLine {
 	var out []framedLine
-	frameLines(bytes.NewReader(input), bufSize, maxMessage,
-		func(line []byte, owned bool) bool {
-			out = append(out, framedLine{line: string(line)})
-			return true
-		},
-		func(head, tail []byte, size int) {
-			out = append(out, framedLine{rejected: size})
-		})
-	return out
+	f := newLineFramer(bytes.NewReader(input), bufSize, maxMessage)
+	for {
+		fr, err := f.next()
+		if err != nil {
+			return out
+		}
+		if fr.rejected {
+			out = append(out, framedLine{rejected: fr.size})
+		} else {
+			out = append(out, framedLine{line: string(fr.line)})
+		}
+	}
 }
 
 // referenceFrames splits input the simple way: lines with their newline,
@@ -640,10 +643,10 @@ func TestFrameLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := frame([]byte(tt.input), 16, tt.max)
+			got := frameAll([]byte(tt.input), 16, tt.max)
 			want := referenceFrames([]byte(tt.input), tt.max)
 			if !slices.Equal(got, want) {
-				t.Errorf("frameLines(%q, max %d) = %v, want %v", tt.input, tt.max, got, want)
+				t.Errorf("frames of %q, max %d = %v, want %v", tt.input, tt.max, got, want)
 			}
 		})
 	}
@@ -656,15 +659,22 @@ func FuzzStdioFramer(f *testing.F) {
 	f.Add([]byte("\r\n\x00\xff\n"), uint8(0))
 	f.Fuzz(func(t *testing.T, input []byte, limit uint8) {
 		maxMessage := int(limit) + 1
-		got := frame(input, 16, maxMessage)
+		got := frameAll(input, 16, maxMessage)
 		if want := referenceFrames(input, maxMessage); !slices.Equal(got, want) {
-			t.Fatalf("frameLines(%q, max %d) = %v, want %v", input, maxMessage, got, want)
+			t.Fatalf("frames of %q, max %d = %v, want %v", input, maxMessage, got, want)
 		}
 		// The transport's own handling of each line must not panic either.
 		var delivered [][]byte
 		tr := &stdioTransport{name: "fuzz", logger: slog.New(slog.DiscardHandler), maxMessage: maxMessage,
 			onMessage: func(m []byte) { delivered = append(delivered, m) }, quit: make(chan struct{})}
-		frameLines(bytes.NewReader(input), 16, maxMessage, tr.deliver, tr.rejectOversized)
+		f := newLineFramer(bytes.NewReader(input), 16, maxMessage)
+		for {
+			fr, err := f.next()
+			if err != nil {
+				break
+			}
+			tr.handle(fr)
+		}
 		for _, m := range delivered {
 			// A line is passed on when it looks like an object; a batch is
 			// split into its (valid) elements.

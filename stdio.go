@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,11 +59,32 @@ type stdioTransport struct {
 	// rather than at every send.
 	writeLine func(fd uintptr) bool
 
-	// onMessage and onEnd are listen's deliver and ended, called by the
-	// stdout reader.
+	// onMessage and onEnd are listen's deliver and ended: onMessage is
+	// called by whoever holds the turn to read stdout, onEnd by the reader
+	// goroutine (stdio_read.go).
 	onMessage func([]byte)
 	onEnd     func()
-	quit      chan struct{} // closed by close: the stdout reader stops delivering
+	// turn holds the turn to read stdout while no one reads; framer is
+	// its holder's.
+	turn   chan struct{}
+	framer *lineFramer
+	// wants counts the calls that have wanted the turn: the reader
+	// goroutine gives it back once this moves.
+	wants atomic.Uint64
+	// interrupt ends a read in progress with a past deadline; callsRead
+	// says whether stdout takes one, so that calls may read.
+	interrupt func()
+	callsRead bool
+	// idleDelay is idleReadDelay, unless a test keeps the reader
+	// goroutine from reading.
+	idleDelay time.Duration
+	// stdoutDone is closed, and readErr set, once stdout has ended (or
+	// close has begun) for whoever read last.
+	stdoutDone     chan struct{}
+	stdoutDoneOnce sync.Once
+	readErr        error
+
+	quit      chan struct{} // closed by close: whoever reads stdout stops delivering
 	exited    chan struct{} // closed by the waiter once the process is reaped
 	stderrEOF chan struct{} // closed by the stderr reader when it ends
 	readers   sync.WaitGroup
@@ -151,6 +171,7 @@ func startStdio(cfg serverConfig, env []string, groups *procGroups, grace time.D
 		exited:     make(chan struct{}),
 		stderrEOF:  make(chan struct{}),
 		tail:       newTailBuffer(stderrTailBytes),
+		idleDelay:  idleReadDelay,
 	}
 	t.stdinRaw, _ = stdinW.SyscallConn() // fails only for a nil file
 	t.writeLine = t.writeLineNow
@@ -192,17 +213,6 @@ func (t *stdioTransport) killGroup(sig syscall.Signal) {
 	if err := syscall.Kill(-t.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		t.logger.Debug("signal process group failed", "signal", sig.String(), "err", err)
 	}
-}
-
-// listen starts the stdout reader, which frames the server's messages
-// and passes each to deliver itself, then calls ended when stdout ends or
-// close runs (see transport). It is called once, before close.
-func (t *stdioTransport) listen(deliver func([]byte), ended func()) {
-	t.onMessage, t.onEnd = deliver, ended
-	t.readers.Add(1)
-	// Owned by the transport; exits at stdout EOF (the process and its
-	// group are gone, or close closed the pipe).
-	go t.readStdout()
 }
 
 // send writes msg and a newline to the server's stdin. A write the server
@@ -282,156 +292,6 @@ func (t *stdioTransport) writeLineNow(fd uintptr) bool {
 		}
 	}
 	return true
-}
-
-// idPattern finds a JSON-RPC id in the head or tail of an oversized line.
-var idPattern = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")`)
-
-// readStdout frames stdout into messages and ends the transport at EOF.
-func (t *stdioTransport) readStdout() {
-	defer t.readers.Done()
-	defer t.onEnd()
-	if frameLines(t.stdout, 64<<10, t.maxMessage, t.deliver, t.rejectOversized) {
-		t.recordEnd()
-	}
-}
-
-// frameLines splits r into newline-delimited lines of at most maxMessage
-// bytes (plus the newline) and hands each to deliver, whose owned argument
-// says whether the line may be kept as is (a reader's buffer must be
-// copied). A longer line is discarded without being buffered whole: reject
-// gets its first and last bytes (for its id) and its size. bufSize is the
-// read buffer's size. frameLines returns false as soon as deliver does, and
-// true at the end of r.
-func frameLines(r io.Reader, bufSize, maxMessage int, deliver func(line []byte, owned bool) bool, reject func(head, tail []byte, size int)) bool {
-	br := bufio.NewReaderSize(r, bufSize)
-	var (
-		long      []byte // a line longer than the reader's buffer
-		oversized bool   // discarding the rest of the current line
-		head      []byte // of a discarded line, for its id
-		tail      []byte
-		dropped   int
-	)
-	for {
-		chunk, err := br.ReadSlice('\n')
-		complete := err == nil
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			if len(chunk) == 0 && len(long) == 0 && !oversized {
-				return true
-			}
-			complete = true // the last line without a newline
-		}
-		switch {
-		case oversized:
-			dropped += len(chunk)
-			tail = keepTail(tail, chunk, 512)
-		case len(long)+len(chunk) > maxMessage+1:
-			oversized = true
-			head = append(head[:0], long...)
-			if len(head) == 0 {
-				head = append(head, chunk...)
-			}
-			if len(head) > 1024 {
-				head = head[:1024]
-			}
-			dropped = len(long) + len(chunk)
-			tail = keepTail(tail[:0], append(long, chunk...), 512)
-			long = long[:0]
-		case !complete:
-			long = append(long, chunk...)
-		}
-		if complete {
-			switch {
-			case oversized:
-				reject(head, tail, dropped)
-				oversized, head, tail, dropped = false, head[:0], tail[:0], 0
-			case len(long) > 0:
-				line := append(long, chunk...)
-				long = nil
-				if !deliver(line, true) {
-					return false
-				}
-			default:
-				if !deliver(chunk, false) {
-					return false
-				}
-			}
-		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			return true
-		}
-	}
-}
-
-// keepTail appends b to tail, keeping only its last n bytes.
-func keepTail(tail, b []byte, n int) []byte {
-	if len(b) >= n {
-		return append(tail[:0], b[len(b)-n:]...)
-	}
-	tail = append(tail, b...)
-	if len(tail) > n {
-		tail = append(tail[:0], tail[len(tail)-n:]...)
-	}
-	return tail
-}
-
-// deliver passes one line on, unless it is blank or not JSON. owned says
-// whether line may be kept as is (ReadSlice's buffer must be copied).
-// It returns false when the transport is closing.
-func (t *stdioTransport) deliver(line []byte, owned bool) bool {
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 {
-		return true
-	}
-	if line[0] != '{' && line[0] != '[' {
-		t.logger.Warn("ignoring non-JSON line on server stdout", "line", t.secrets.cut(string(line), 200))
-		return true
-	}
-	if !owned {
-		line = bytes.Clone(line)
-	}
-	if line[0] != '[' {
-		return t.put(line)
-	}
-	batch, _, err := splitBatch(line)
-	if err != nil {
-		t.logger.Warn("ignoring malformed batch on server stdout", "err", err)
-		return true
-	}
-	for _, m := range batch {
-		if !t.put(m) {
-			return false
-		}
-	}
-	return true
-}
-
-// put hands one message to listen's deliver; it returns false when the
-// transport is closing.
-func (t *stdioTransport) put(msg []byte) bool {
-	select {
-	case <-t.quit:
-		return false
-	default:
-	}
-	t.onMessage(msg)
-	return true
-}
-
-// rejectOversized answers the call an oversized line was meant for with an
-// error, so it fails at once instead of timing out.
-func (t *stdioTransport) rejectOversized(head, tail []byte, size int) {
-	t.logger.Warn("discarded oversized message from server", "bytes", size, "max_message_bytes", t.maxMessage)
-	m := idPattern.FindSubmatch(head)
-	if m == nil {
-		m = idPattern.FindSubmatch(tail)
-	}
-	if m == nil {
-		return
-	}
-	msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"response too large: over %d bytes (raise the server's max_message_bytes)"}}`,
-		m[1], codeInternalError, t.maxMessage)
-	t.put([]byte(msg))
 }
 
 // readStderr drains stderr into the tail buffer and the debug log.
