@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -38,6 +37,8 @@ type conn struct {
 	mu sync.Mutex
 	// guards pending
 	pending map[int64]*pendingCall
+	// deadlines runs out the pending calls' deadlines (client_deadline.go).
+	deadlines *deadlineWatch
 
 	// answering bounds the server requests being answered at once.
 	answering chan struct{}
@@ -76,6 +77,7 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 		answering: make(chan struct{}, 16),
 		trace:     newMCPTrace(logger, opts.LogPayloads),
 	}
+	c.deadlines = newDeadlineWatch(c.runOutDeadlines)
 	c.t.listen(c.receive, c.transportEnded)
 	return c
 }
@@ -83,12 +85,16 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 // A pendingCall is a request awaiting its response.
 type pendingCall struct {
 	ch chan rpcResponse // buffered 1; receives the response once
-	// timer is the call's deadline, timeout its length (armDeadline).
-	timer   *time.Timer
-	timeout time.Duration
+	// deadline is when the call runs out (on the clock of watch, the
+	// conn's deadline watch; 0 for never), timeout its length
+	// (armDeadline); the watch runs it out with cancel.
+	watch    *deadlineWatch
+	deadline atomic.Int64
+	timeout  time.Duration
+	cancel   context.CancelCauseFunc
 	// limit is how far progress may push the deadline out (extend); zero
 	// when progress does not: the handshake, a long-lived call.
-	limit time.Time
+	limit int64
 	// held counts the server's requests for input being answered while
 	// the call waits; its deadline does not run out while held.
 	held atomic.Int32
@@ -98,20 +104,22 @@ type pendingCall struct {
 }
 
 // extends reports whether progress pushes the call's deadline out.
-func (pc *pendingCall) extends() bool { return !pc.limit.IsZero() }
+func (pc *pendingCall) extends() bool { return pc.limit != 0 }
 
 // extend pushes the call's deadline out on progress: a timeout from now,
-// up to limit. It does nothing when the call's deadline does not extend.
+// up to limit. It does nothing when the call's deadline does not extend,
+// or has run out. The deadline only moves later: the conn's watch, which
+// looks at it when the earlier one passes, needs no word of it.
 func (pc *pendingCall) extend() {
 	if !pc.extends() {
 		return
 	}
-	next := pc.timeout
-	if remaining := time.Until(pc.limit); remaining < next {
-		next = remaining
-	}
-	if next > 0 {
-		pc.timer.Reset(next)
+	next := min(monoAfter(pc.watch.now(), pc.timeout), pc.limit)
+	for {
+		d := pc.deadline.Load()
+		if d == 0 || next <= d || pc.deadline.CompareAndSwap(d, next) {
+			return
+		}
 	}
 }
 
@@ -207,10 +215,12 @@ func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) 
 		return nil, err
 	}
 	call.ctx, call.cancel = context.WithCancelCause(call.parent)
+	call.pending.cancel, call.pending.watch = call.cancel, c.deadlines
 	call.armDeadline()
 	c.mu.Lock()
 	c.pending[call.id] = &call.pending
 	c.mu.Unlock()
+	c.deadlines.watch(call.pending.deadline.Load())
 	return call, nil
 }
 
@@ -277,42 +287,30 @@ func encodeParams(req request, id int64, meta *requestMeta) ([]byte, error) {
 	return encodeRequest(id, req.method, raw)
 }
 
-// armDeadline starts the call's timer: it cancels the call with
-// errTimeout once the timeout passes, but waits again while the server
-// waits on an answer for input, and progress pushes it out, up to 10× the
-// timeout from now (not for the handshake nor a long-lived call). A
-// long-lived call gets no deadline, nor does a handshake that its
-// context (connect's startup_timeout) already bounds as tightly: a second
-// timer of the same length would race it and name the wrong setting.
+// armDeadline sets the call's deadline, which the conn's watch runs out
+// once the call is pending (expire): it cancels the call with errTimeout
+// once the timeout passes, but waits again while the server waits on an
+// answer for input, and progress pushes it out, up to 10× the timeout
+// from now (not for the handshake nor a long-lived call). A long-lived
+// call gets no deadline, nor does a handshake that its context (connect's
+// startup_timeout) already bounds as tightly: a second deadline of the
+// same length would race it and name the wrong setting.
 func (call *outgoingCall) armDeadline() {
 	pc, req := &call.pending, call.req
-	// The timer is armed only once assigned, since its callback resets it.
-	pc.timer = time.AfterFunc(math.MaxInt64, call.expire)
+	now := pc.watch.now()
 	if deadline, ok := call.parent.Deadline(); !req.longLived && !(req.handshake && ok && time.Until(deadline) <= pc.timeout) {
-		pc.timer.Reset(pc.timeout)
+		pc.deadline.Store(monoAfter(now, pc.timeout))
 	}
 	if !req.handshake && !req.longLived {
-		pc.limit = time.Now().Add(10 * pc.timeout)
+		pc.limit = monoAfter(now, 10*pc.timeout)
 	}
 }
 
-// expire runs when the call's deadline passes: it cancels the call with
-// errTimeout, unless the server waits on an answer for input, and so
-// does the call.
-func (call *outgoingCall) expire() {
-	if pc := &call.pending; pc.held.Load() > 0 {
-		pc.timer.Reset(pc.timeout)
-		return
-	}
-	call.cancel(errTimeout)
-}
-
-// end forgets the pending call and stops its timer.
+// end forgets the pending call: its deadline goes with it.
 func (call *outgoingCall) end() {
 	call.c.mu.Lock()
 	delete(call.c.pending, call.id)
 	call.c.mu.Unlock()
-	call.pending.timer.Stop()
 	call.cancel(nil)
 }
 
@@ -459,6 +457,7 @@ func (c *conn) transportEnded() {
 	if c.endCause != nil && !c.closing.Load() {
 		c.logger.Warn("server connection lost", "err", c.endCause)
 	}
+	c.deadlines.stop()
 	close(c.ended)
 }
 

@@ -11,14 +11,15 @@ import (
 const turnBlock = 250
 
 // BenchmarkStdioTurn measures what a call reading its own answer saves,
-// on one session with the echoserver at each revision: blocks of
+// on one session with the echoserver at each revision (negotiated:
+// 2026-07-28; 2025: pinned to 2025-11-25): blocks of
 // turnBlock sequential calls alternate between calls that read their own
 // answers and calls whose answers a goroutine holding the turn reads and
 // hands over, as the stdout reader once did for every call. Alternating
 // within one process keeps the machine's drift out of the comparison. It
 // reports the mean time per call of each and their ratio.
 func BenchmarkStdioTurn(b *testing.B) {
-	for _, rev := range []struct{ name, pin string }{{"2026-07-28", ""}, {"2025-11-25", "2025-11-25"}} {
+	for _, rev := range []struct{ name, pin string }{{"negotiated", ""}, {"2025", "2025-11-25"}} {
 		b.Run(rev.name, func(b *testing.B) {
 			cfg := benchStdioConfig(b, "bench")
 			cfg.ProtocolVersion = rev.pin
