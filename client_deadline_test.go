@@ -20,6 +20,39 @@ type deadlineSet struct {
 	looked func()
 }
 
+// newDeadlineSet returns a set for up to n deadlines and its watch,
+// stopped when the test ends.
+func newDeadlineSet(t *testing.T, n int) (*deadlineSet, *deadlineWatch) {
+	s := &deadlineSet{ran: make(chan int64, n)}
+	s.w = newDeadlineWatch(s.due)
+	t.Cleanup(s.w.stop)
+	return s, s.w
+}
+
+// waitRan returns the first n deadlines run out, in the order they ran
+// out, failing the test if that takes over 10s.
+func (s *deadlineSet) waitRan(t *testing.T, n int) []int64 {
+	t.Helper()
+	var got []int64
+	timeout := time.After(10 * time.Second)
+	for len(got) < n {
+		select {
+		case d := <-s.ran:
+			got = append(got, d)
+		case <-timeout:
+			t.Fatalf("ran out %d of %d deadlines in 10s", len(got), n)
+		}
+	}
+	return got
+}
+
+// runEarly returns the deadlines run out before their time.
+func (s *deadlineSet) runEarly() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.early)
+}
+
 func (s *deadlineSet) add(w *deadlineWatch, d int64) {
 	s.mu.Lock()
 	s.left = append(s.left, d)
@@ -60,59 +93,34 @@ func TestDeadlineWatch(t *testing.T) {
 	t.Parallel()
 	t.Run("in order", func(t *testing.T) {
 		t.Parallel()
-		s := &deadlineSet{ran: make(chan int64, 3)}
-		w := newDeadlineWatch(s.due)
-		s.w = w
-		defer w.stop()
+		s, w := newDeadlineSet(t, 3)
 		now := w.now()
 		ds := []int64{now + int64(90*time.Millisecond), now + int64(30*time.Millisecond), now + int64(60*time.Millisecond)}
 		for _, d := range ds {
 			s.add(w, d)
 		}
-		var got []int64
-		timeout := time.After(10 * time.Second)
-		for len(got) < len(ds) {
-			select {
-			case d := <-s.ran:
-				got = append(got, d)
-			case <-timeout:
-				t.Fatalf("ran out %d of %d deadlines in 10s", len(got), len(ds))
-			}
-		}
+		got := s.waitRan(t, len(ds))
 		if want := slices.Sorted(slices.Values(ds)); !slices.Equal(got, want) {
 			t.Errorf("deadlines ran out in the order %v, want %v", got, want)
 		}
-		if len(s.early) > 0 {
-			t.Errorf("deadlines run out early: %v", s.early)
+		if early := s.runEarly(); len(early) > 0 {
+			t.Errorf("deadlines run out early: %v", early)
 		}
 	})
 	t.Run("told after due looked", func(t *testing.T) {
 		t.Parallel()
-		s := &deadlineSet{ran: make(chan int64, 2)}
-		w := newDeadlineWatch(s.due)
-		s.w = w
-		defer w.stop()
+		s, w := newDeadlineSet(t, 2)
 		// The second deadline is told after the first has fired and after
 		// due has looked at what is left, as a call that becomes pending
 		// then would: the watch must fire for it too.
 		s.looked = func() { s.add(w, w.now()+int64(5*time.Millisecond)) }
 		s.add(w, w.now()+int64(time.Millisecond))
-		timeout := time.After(10 * time.Second)
-		for i := range 2 {
-			select {
-			case <-s.ran:
-			case <-timeout:
-				t.Fatalf("ran out %d of 2 deadlines in 10s", i)
-			}
-		}
+		s.waitRan(t, 2)
 	})
 	t.Run("told while firing", func(t *testing.T) {
 		t.Parallel()
 		const n = 2000
-		s := &deadlineSet{ran: make(chan int64, n)}
-		w := newDeadlineWatch(s.due)
-		s.w = w
-		defer w.stop()
+		s, w := newDeadlineSet(t, n)
 		var wg sync.WaitGroup
 		for g := range 8 {
 			wg.Go(func() {
@@ -126,16 +134,9 @@ func TestDeadlineWatch(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		timeout := time.After(10 * time.Second)
-		for i := range n {
-			select {
-			case <-s.ran:
-			case <-timeout:
-				t.Fatalf("ran out %d of %d deadlines in 10s", i, n)
-			}
-		}
-		if len(s.early) > 0 {
-			t.Errorf("%d deadlines run out early", len(s.early))
+		s.waitRan(t, n)
+		if early := s.runEarly(); len(early) > 0 {
+			t.Errorf("%d deadlines run out early", len(early))
 		}
 	})
 }
