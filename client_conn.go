@@ -85,10 +85,9 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 // A pendingCall is a request awaiting its response.
 type pendingCall struct {
 	ch chan rpcResponse // buffered 1; receives the response once
-	// deadline is when the call runs out (on the clock of watch, the
-	// conn's deadline watch; 0 for never), timeout its length
-	// (armDeadline); the watch runs it out with cancel.
-	watch    *deadlineWatch
+	// deadline is when the call runs out (on the clock of the conn's
+	// deadline watch; 0 for never), timeout its length (armDeadline); the
+	// watch runs it out with cancel.
 	deadline atomic.Int64
 	timeout  time.Duration
 	cancel   context.CancelCauseFunc
@@ -106,15 +105,15 @@ type pendingCall struct {
 // extends reports whether progress pushes the call's deadline out.
 func (pc *pendingCall) extends() bool { return pc.limit != 0 }
 
-// extend pushes the call's deadline out on progress: a timeout from now,
-// up to limit. It does nothing when the call's deadline does not extend,
+// extend pushes the call's deadline out on progress: a timeout from now
+// (the conn's deadline watch's time), up to limit. It does nothing when the call's deadline does not extend,
 // or has run out. The deadline only moves later: the conn's watch, which
 // looks at it when the earlier one passes, needs no word of it.
-func (pc *pendingCall) extend() {
+func (pc *pendingCall) extend(now int64) {
 	if !pc.extends() {
 		return
 	}
-	next := min(monoAfter(pc.watch.now(), pc.timeout), pc.limit)
+	next := min(monoAfter(now, pc.timeout), pc.limit)
 	for {
 		d := pc.deadline.Load()
 		if d == 0 || next <= d || pc.deadline.CompareAndSwap(d, next) {
@@ -215,8 +214,8 @@ func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) 
 		return nil, err
 	}
 	call.ctx, call.cancel = context.WithCancelCause(call.parent)
-	call.pending.cancel, call.pending.watch = call.cancel, c.deadlines
-	call.armDeadline()
+	call.pending.cancel = call.cancel
+	call.armDeadline(c.deadlines.now())
 	c.mu.Lock()
 	c.pending[call.id] = &call.pending
 	c.mu.Unlock()
@@ -287,17 +286,17 @@ func encodeParams(req request, id int64, meta *requestMeta) ([]byte, error) {
 	return encodeRequest(id, req.method, raw)
 }
 
-// armDeadline sets the call's deadline, which the conn's watch runs out
-// once the call is pending (expire): it cancels the call with errTimeout
-// once the timeout passes, but waits again while the server waits on an
-// answer for input, and progress pushes it out, up to 10× the timeout
-// from now (not for the handshake nor a long-lived call). A long-lived
+// armDeadline sets the call's deadline from now (the conn's deadline
+// watch's time), which the watch runs out once the call is pending
+// (expire): it cancels the call with errTimeout once the timeout passes,
+// but waits again while the server waits on an answer for input, and
+// progress pushes it out, up to 10× the timeout from now (not for the
+// handshake nor a long-lived call). A long-lived
 // call gets no deadline, nor does a handshake that its context (connect's
 // startup_timeout) already bounds as tightly: a second deadline of the
 // same length would race it and name the wrong setting.
-func (call *outgoingCall) armDeadline() {
+func (call *outgoingCall) armDeadline(now int64) {
 	pc, req := &call.pending, call.req
-	now := pc.watch.now()
 	if deadline, ok := call.parent.Deadline(); !req.longLived && !(req.handshake && ok && time.Until(deadline) <= pc.timeout) {
 		pc.deadline.Store(monoAfter(now, pc.timeout))
 	}

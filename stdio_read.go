@@ -160,11 +160,12 @@ func (t *stdioTransport) readFor(ctx context.Context, call answerWaiter) {
 //
 // Whoever wants a reader to stop makes its condition false, then sets a
 // past read deadline (interrupt); a reader clears the deadline before it
-// checks its condition, so neither order loses the wake-up. A deadline
-// meant for an earlier reader only makes this one check again.
+// first checks its condition and after each interrupted read, so neither
+// order loses the wake-up. A deadline meant for an earlier reader only
+// makes this one check again.
 func (t *stdioTransport) read(ctx context.Context, call answerWaiter, since uint64) error {
+	t.stdout.SetReadDeadline(time.Time{})
 	for {
-		t.stdout.SetReadDeadline(time.Time{})
 		select {
 		case <-t.quit:
 			return errTransportClosed
@@ -183,6 +184,7 @@ func (t *stdioTransport) read(ctx context.Context, call answerWaiter, since uint
 		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			return err
 		}
+		t.stdout.SetReadDeadline(time.Time{})
 	}
 }
 
