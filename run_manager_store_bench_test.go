@@ -61,13 +61,15 @@ type storeMode struct {
 // end is told. Here both go to one shared file, group-committed as the
 // run store's log is (the oldest waiting commit writes everything
 // queued and fsyncs once, for all), with the bytes the store writes for a
-// run: no files of its own, no encoding, no recovery.
+// run: no files of its own, no encoding, no recovery. The file has its
+// space given ahead, as the log's segments have.
 type storeFloorCommits struct {
 	f          *os.File
 	window     time.Duration // how long a batch waits for more, from its first commit
 	overlapped bool          // the run goes on while its first commit is made
 
 	mu      sync.Mutex
+	off     int64 // where the next batch is written (by the batch's leader)
 	queued  []byte
 	waiting []chan error
 	leading bool
@@ -85,11 +87,13 @@ func newStoreFloorCommits(b *testing.B, dir string, mode storeMode) *storeFloorC
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "floor"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, "floor"), os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
+	// Written into space given ahead, as the log's segments are.
+	preallocate(f, segmentBytes)
 	return &storeFloorCommits{f: f, window: mode.window, overlapped: mode.overlapped}
 }
 
@@ -138,7 +142,8 @@ func (c *storeFloorCommits) commit(n int) error {
 		batch, waiting := c.queued, c.waiting
 		c.queued, c.waiting = nil, nil
 		c.mu.Unlock()
-		_, err := c.f.Write(batch)
+		_, err := c.f.WriteAt(batch, c.off)
+		c.off += int64(len(batch))
 		if err == nil {
 			err = c.f.Sync()
 		}

@@ -49,6 +49,13 @@ import (
 // is small, is emptied by moving its runs to the last segment, and
 // removed once that is fsynced. At start-up the segments are read in
 // order; a torn last line, or a move cut short, is cut off.
+//
+// A segment is given segmentBytes of disk space when it is begun
+// (preallocate), reading as zeros. Lines are written into that space at
+// the end of the last whole line, not appended to the file: a write then
+// changes neither the file's size nor its blocks, and the fsync that
+// makes it durable has only the data to write. A segment's lines end
+// where its zeros begin; cutting off a torn end zeroes it.
 
 const (
 	logFilePrefix = "log-"
@@ -180,6 +187,9 @@ func openRunsLog(dir string) (*runsLog, error) {
 		if err := g.begin(1); err != nil {
 			return nil, err
 		}
+	} else {
+		// A segment an older harnessd began has no space given ahead.
+		preallocate(g.current().f, g.segBytes)
 	}
 	return g, nil
 }
@@ -210,7 +220,7 @@ func (g *runsLog) segmentPath(num int) string {
 // without a run's id, which only outside damage makes, is skipped.
 func (g *runsLog) scan(num int) error {
 	path := g.segmentPath(num)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR, 0o600)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
@@ -221,12 +231,44 @@ func (g *runsLog) scan(num int) error {
 	}
 	seg := &segment{num: num, path: path, f: f}
 	g.segs = append(g.segs, seg)
-	whole := g.indexLines(seg, b)
+	written := b[:writtenLen(b)]
+	whole := g.indexLines(seg, written)
 	seg.size = int64(whole)
-	if whole < len(b) {
-		if err := f.Truncate(int64(whole)); err != nil {
-			return fmt.Errorf("cut the torn end off %s: %w", path, err)
+	// What follows the whole lines is zeros (space given ahead), a torn
+	// line, or both: the torn line is zeroed, so that no later write
+	// shorter than it leaves a piece of it after its own lines.
+	if err := zeroRange(f, seg.size, int64(len(written)-whole)); err != nil {
+		return fmt.Errorf("cut the torn end off %s: %w", path, err)
+	}
+	return nil
+}
+
+// writtenLen returns the length of b without the zeros it ends with: a
+// segment's space given ahead and not yet written (the whole segment,
+// when it was just begun).
+func writtenLen(b []byte) int {
+	n := len(b)
+	for n >= len(zeros) && bytes.Equal(b[n-len(zeros):n], zeros) {
+		n -= len(zeros)
+	}
+	for n > 0 && b[n-1] == 0 {
+		n--
+	}
+	return n
+}
+
+// zeros is what zeroRange writes, a piece at a time.
+var zeros = make([]byte, 64<<10)
+
+// zeroRange writes n zero bytes to f at off.
+func zeroRange(f *os.File, off, n int64) error {
+	for n > 0 {
+		k, err := f.WriteAt(zeros[:min(n, int64(len(zeros)))], off)
+		countWrite(k)
+		if err != nil {
+			return err
 		}
+		off, n = off+int64(k), n-int64(k)
 	}
 	return nil
 }
@@ -327,14 +369,20 @@ func (g *runsLog) forget(id string) *loggedRun {
 	return r
 }
 
-// begin creates segment num, durably, and appends to it from then on.
-// Called with mu held, or before the log is shared.
+// begin creates segment num, durably, with its space given ahead, and
+// writes to it from then on. Called with mu held, or before the log is
+// shared.
 func (g *runsLog) begin(num int) error {
 	path := g.segmentPath(num)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
+	// The space given ahead only makes writes cheaper: where none can be
+	// given (no fallocate, or a disk too full for a whole segment), the
+	// segment grows as it is written, and a write that finds no room
+	// fails as it would have.
+	preallocate(f, g.segBytes)
 	if err := syncDir(g.dir); err != nil {
 		f.Close()
 		os.Remove(path)

@@ -325,12 +325,17 @@ func TestRunsLogCrashDuringCompaction(t *testing.T) {
 		t.Fatalf("compaction left %d segments (synced: %v), want the last alone", len(s.log.segs), snapshot != nil)
 	}
 	full := snapshot[filepath.Base(last.path)]
-	for _, cut := range lineCuts(full, int(from), len(full)) {
+	for i, cut := range lineCuts(full, int(from), len(full)) {
 		dir := filepath.Join(t.TempDir(), "runs")
 		os.MkdirAll(dir, 0o700)
 		for name, b := range snapshot {
 			if name == filepath.Base(last.path) {
+				// Followed by the space given ahead, or by nothing,
+				// in turn.
 				b = b[:cut]
+				if i%2 == 0 {
+					b = append(slices.Clip(b), make([]byte, 4096)...)
+				}
 			}
 			if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 				t.Fatal(err)
@@ -359,7 +364,8 @@ func TestRunsLogCrashDuringCompaction(t *testing.T) {
 	checkRuns(t, s, kept)
 }
 
-// readRunsDir returns the files of dir by name, the lock left out.
+// readRunsDir returns the files of dir by name, the lock left out, each
+// without the zeros of its space given ahead.
 func readRunsDir(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -375,7 +381,7 @@ func readRunsDir(t *testing.T, dir string) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out[e.Name()] = b
+		out[e.Name()] = b[:writtenLen(b)]
 	}
 	return out
 }

@@ -15,8 +15,8 @@ import (
 // appendLines appends lines (whole lines of run id) to the log in one
 // write(2), each after the run's id, and returns the write's sequence
 // number, which sync takes. A write that fails is
-// undone, so that no torn line is left before the next; when it cannot
-// be, the log takes nothing more.
+// undone (zeroed), so that no torn line is left before the next; when it
+// cannot be, the log takes nothing more.
 func (g *runsLog) appendLines(id string, lines []byte) (int64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -42,20 +42,20 @@ func withID(b []byte, id string, lines []byte) []byte {
 	return b
 }
 
-// writeLocked writes buf at the end of the last segment and returns
-// where it went, then begins a new segment when the last is full. The
-// bytes are not counted live: the caller adds them to a run. Called with
-// mu held.
+// writeLocked writes buf after the last whole line of the last segment
+// and returns where it went, then begins a new segment when the last is
+// full. The bytes are not counted live: the caller adds them to a run.
+// Called with mu held.
 func (g *runsLog) writeLocked(buf []byte) (extent, error) {
 	if g.broken != nil {
 		return extent{}, g.broken
 	}
 	seg := g.current()
-	n, err := seg.f.Write(buf)
+	n, err := seg.f.WriteAt(buf, seg.size)
 	countWrite(n)
 	if err != nil {
-		if terr := seg.f.Truncate(seg.size); terr != nil {
-			g.broken = fmt.Errorf("%s could not be repaired after a failed write (%v); restart harnessd", seg.path, terr)
+		if zerr := zeroRange(seg.f, seg.size, int64(n)); zerr != nil {
+			g.broken = fmt.Errorf("%s could not be repaired after a failed write (%v); restart harnessd", seg.path, zerr)
 		}
 		return extent{}, fmt.Errorf("write %s: %w", seg.path, err)
 	}

@@ -107,7 +107,7 @@ func decoded(t testing.TB, events []runEvent) []runEvent {
 }
 
 // logOnDisk returns the segments of the runs log in dir, oldest first,
-// concatenated.
+// concatenated, each without the zeros of its space given ahead.
 func logOnDisk(t testing.TB, dir string) []byte {
 	t.Helper()
 	nums, err := segmentNumbers(dir)
@@ -120,7 +120,7 @@ func logOnDisk(t testing.TB, dir string) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, b...)
+		out = append(out, b[:writtenLen(b)]...)
 	}
 	return out
 }
@@ -158,6 +158,12 @@ func TestRunStoreFilesArePrivate(t *testing.T) {
 }
 
 func TestRunStoreTornLastLine(t *testing.T) {
+	for _, preallocated := range []bool{true, false} {
+		t.Run(fmt.Sprintf("preallocated=%v", preallocated), func(t *testing.T) { testRunStoreTornLastLine(t, preallocated) })
+	}
+}
+
+func testRunStoreTornLastLine(t *testing.T, preallocated bool) {
 	s := newTestRunStore(t)
 	start := time.Now()
 	l, err := s.create(testRunView("run_torn", start), nil)
@@ -167,14 +173,18 @@ func TestRunStoreTornLastLine(t *testing.T) {
 	events := lifecycle(start, runCompleted, "done", "")
 	writeEvents(t, l, events[:3]...)
 	l.close()
-	seg := s.log.current().path
+	seg, size := s.log.current().path, s.log.current().size
 	s.close()
-	// A crash in the middle of the fourth line.
-	f, err := os.OpenFile(seg, os.O_WRONLY|os.O_APPEND, 0)
+	// A crash in the middle of the fourth line, written into the space
+	// given ahead; or, for a segment given none, appended.
+	f, err := os.OpenFile(seg, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString(`run_torn {"seq":4,"type":"model.resp`)
+	if !preallocated {
+		f.Truncate(size)
+	}
+	f.WriteAt([]byte(`run_torn {"seq":4,"type":"model.resp`), size)
 	f.Close()
 
 	s = reopenRunStore(t, s)
@@ -247,10 +257,17 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 	}
 	cuts = append(cuts, endEvent+1, (endEvent+len(full))/2, len(full)-1, len(full))
 	cuts = append(cuts, lineCuts(full, first, endWrite)...)
-	for _, cut := range cuts {
+	for i, cut := range cuts {
+		// What follows the cut was never written: the space given ahead
+		// (zeros), or nothing where a segment grows as it is written.
+		// Each cut is made in both forms, in turn.
+		content := full[:cut]
+		if i%2 == 0 {
+			content = append(slices.Clip(content), make([]byte, 4096)...)
+		}
 		dir := filepath.Join(t.TempDir(), "runs")
 		os.MkdirAll(dir, 0o700)
-		if err := os.WriteFile(filepath.Join(dir, logFilePrefix+"00000001"), full[:cut], 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, logFilePrefix+"00000001"), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		s, err := openRunStore(dir, slog.New(slog.DiscardHandler))
