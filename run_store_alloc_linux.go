@@ -1,8 +1,15 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"syscall"
+)
+
+// lseek(2)'s whence values that find data and holes.
+const (
+	seekData = 3
+	seekHole = 4
 )
 
 // This file holds how a segment of the runs log (run_store_log.go) is
@@ -25,4 +32,28 @@ func preallocate(f *os.File, n int64) error {
 		return err
 	}
 	return ferr
+}
+
+// writtenEnd returns where the last of f's data ends (f being size bytes
+// long): past it, f holds only space given ahead and never written,
+// which reads as zeros, so that start-up need not read it. Where the
+// filesystem does not tell (lseek with SEEK_DATA and SEEK_HOLE), it
+// returns size.
+func writtenEnd(f *os.File, size int64) int64 {
+	var end int64
+	for off := int64(0); off < size; {
+		data, err := f.Seek(off, seekData)
+		if errors.Is(err, syscall.ENXIO) {
+			return end // no data from off on
+		}
+		if err != nil {
+			return size
+		}
+		hole, err := f.Seek(data, seekHole)
+		if err != nil {
+			return size
+		}
+		end, off = hole, hole
+	}
+	return min(end, size)
 }

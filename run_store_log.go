@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -224,7 +225,7 @@ func (g *runsLog) scan(num int) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
-	b, err := os.ReadFile(path)
+	b, err := readWritten(f)
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("read %s: %w", path, err)
@@ -255,6 +256,21 @@ func writtenLen(b []byte) int {
 		n--
 	}
 	return n
+}
+
+// readWritten returns what f holds up to the end of its data: the space
+// given ahead after it, never written, reads as zeros and is left out.
+func readWritten(f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, writtenEnd(f, fi.Size()))
+	n, err := f.ReadAt(b, 0)
+	if err == io.EOF {
+		err = nil
+	}
+	return b[:n], err
 }
 
 // zeros is what zeroRange writes, a piece at a time.

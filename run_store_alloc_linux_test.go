@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -119,5 +121,39 @@ func checkSegment(t *testing.T, path, lines string) {
 	}
 	if n := writtenLen(b); n != len(lines) {
 		t.Fatalf("%s holds %q after its lines, want zeros", path, b[len(lines):n])
+	}
+}
+
+// TestWrittenEnd: start-up reads a segment up to the end of its last
+// data, never less, and nothing of the space given ahead after it where
+// the filesystem tells the two apart.
+func TestWrittenEnd(t *testing.T) {
+	dir := t.TempDir()
+	spaceAheadOrSkip(t, dir)
+	f, err := os.Create(filepath.Join(dir, "segment"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const size = 8 << 20
+	if err := preallocate(f, size); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.Seek(0, seekData)
+	tells := errors.Is(err, syscall.ENXIO) // none of it is data
+	if got := writtenEnd(f, size); tells && got != 0 || !tells && got != size {
+		t.Errorf("writtenEnd of a segment never written = %d, want %d (the filesystem tells space ahead from data: %v)", got, map[bool]int{true: 0, false: size}[tells], tells)
+	}
+	for _, off := range []int64{0, 1 << 20, size - 5} {
+		if _, err := f.WriteAt([]byte("line\n"), off); err != nil {
+			t.Fatal(err)
+		}
+		got := writtenEnd(f, size)
+		if got < off+5 || got > size {
+			t.Errorf("writtenEnd after a line at %d = %d, want from %d to %d", off, got, off+5, size)
+		}
+		if tells && off < 1<<20 && got > 1<<20 {
+			t.Errorf("writtenEnd after a line at %d = %d: it reads the space given ahead", off, got)
+		}
 	}
 }
