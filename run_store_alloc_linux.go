@@ -6,14 +6,15 @@ import (
 	"syscall"
 )
 
+// This file holds how a segment of the runs log (run_store_log.go) is
+// given its disk space ahead, and how start-up finds where its data ends,
+// on Linux.
+
 // lseek(2)'s whence values that find data and holes.
 const (
 	seekData = 3
 	seekHole = 4
 )
-
-// This file holds how a segment of the runs log (run_store_log.go) is
-// given its disk space ahead, on Linux.
 
 // preallocate gives f disk space for its first n bytes, reading as zeros
 // where nothing was written (fallocate(2), which writes no data). A write
@@ -50,7 +51,7 @@ func writtenEnd(f *os.File, size int64) int64 {
 			return size
 		}
 		hole, err := f.Seek(data, seekHole)
-		if err != nil {
+		if err != nil || hole <= off {
 			return size
 		}
 		end, off = hole, hole

@@ -449,6 +449,10 @@ func FuzzRunsLogScan(f *testing.F) {
 	s.close()
 	f.Add(seed)
 	f.Add(seed[:len(seed)/2])
+	// The space given ahead after a cut, and a crash that wrote a later
+	// piece of a write but not the piece before it.
+	f.Add(append(slices.Clip(seed[:len(seed)/2]), make([]byte, 300)...))
+	f.Add(slices.Concat(seed[:len(seed)/3], make([]byte, len(seed)/3), seed[2*len(seed)/3:], make([]byte, 300)))
 	f.Add([]byte("run_x {\"moved\":10}\nrun_x {}\n"))
 	f.Add([]byte("run_x {\"record\":{\"id\":\"run_x\",\"status\":\"running\"}}\nrun_x {\"removed\":true}\nrun_x {\"seq\":1}\n"))
 	f.Fuzz(func(t *testing.T, segment []byte) {
