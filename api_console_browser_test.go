@@ -86,6 +86,10 @@ func consoleScript(payload string, gate <-chan struct{}) []fakeTurn {
 			}
 			return fakeTurn{Text: "Sums: " + strings.Join(results, " | ")}
 		}},
+		// A run whose head changes while its prompt is clicked: the first
+		// sum is approved, and the run is cancelled at the second.
+		{Check: prompted("Add while the prompt is clicked"), ToolCalls: []toolCall{call("mcp_everything_get_sum", `{"a":1,"b":2}`)}},
+		{ToolCalls: []toolCall{call("mcp_everything_get_sum", `{"a":3,"b":4}`)}},
 		// A conversation of two runs, the second continued from its page.
 		{Check: prompted("Remember the word kiwi"), Text: "Noted: kiwi."},
 		{Check: func(req fakeRequest) error {

@@ -63,13 +63,19 @@ function renderHead(head, run, can, signal, refresh) {
         refresh();
       } }, 'Cancel run')
     : null;
-  // The head is drawn anew at each change of the run: the prompt stays
-  // open if the reader opened it.
-  const promptOpen = head.querySelector('details.prompt')?.open;
-  clear(head,
+  // The head is drawn anew at each change of the run, all but the prompt,
+  // which does not change: its element stays in place, so that it stays
+  // open once the reader opened it, and a click on it is never lost (a
+  // browser drops a click whose element left the page between the press
+  // and the release, even for a moment).
+  let state = head.querySelector(':scope > .run-state');
+  if (!state) {
+    state = h('div', { class: 'run-state' });
+    clear(head, state, h('details', { class: 'prompt' }, h('summary', {}, 'Prompt'), cutText(run.prompt || '', 4000)));
+  }
+  clear(state,
     h('div', { class: 'row' }, h('h1', { class: 'grow' }, 'Run ', h('code', {}, run.id)), cancel),
-    h('dl', { class: 'grid' }, items.map(([k, v]) => h('div', {}, h('dt', { class: 'meta' }, k), h('dd', {}, v)))),
-    h('details', { class: 'prompt', open: promptOpen }, h('summary', {}, 'Prompt'), cutText(run.prompt || '', 4000)));
+    h('dl', { class: 'grid' }, items.map(([k, v]) => h('div', {}, h('dt', { class: 'meta' }, k), h('dd', {}, v)))));
 }
 
 function renderFinal(final, run) {

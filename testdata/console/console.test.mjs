@@ -188,6 +188,27 @@ scenario('a call waiting for approval is approved, the next denied with a reason
   await page.getByText(/Denied by writer/).waitFor();
 });
 
+scenario('a click on the prompt is kept while the run changes under it', async (page) => {
+  // The run's head is redrawn when the run changes: here between the press
+  // on the prompt's summary and its release, which the redraw must not
+  // turn into a lost click.
+  await signIn(page, keys.write);
+  const id = await startRun(page, 'Add while the prompt is clicked');
+  await page.locator('.card.question').filter({ hasText: 'Approval needed' }).waitFor();
+  const toolCalls = page.locator('dt', { hasText: 'Tool calls' }).locator('xpath=following-sibling::dd');
+  await toolCalls.filter({ hasText: /^0$/ }).waitFor();
+  const summary = page.getByText('Prompt', { exact: true });
+  const box = await summary.boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.down();
+  const approved = await api('POST', `/v1/runs/${id}/approvals/approval_1`, keys.write, { decision: 'approve' });
+  assert.equal(approved.status, 200, JSON.stringify(approved.body));
+  await toolCalls.filter({ hasText: /^1$/ }).waitFor(); // the head was redrawn
+  await page.mouse.up();
+  await page.locator('details.prompt pre').filter({ hasText: 'Add while the prompt is clicked' }).waitFor();
+  await api('POST', `/v1/runs/${id}/cancel`, keys.write, {});
+});
+
 scenario('a conversation is continued from its page', async (page) => {
   await signIn(page, keys.write);
   await startRun(page, 'Remember the word kiwi');
