@@ -34,6 +34,32 @@ export function clear(el, ...children) {
   return el;
 }
 
+// A press of the pointer (mouse, pen or touch) is under way from its
+// pointerdown to its release. Redraws wait for the release (afterPress):
+// a browser drops a click whose element left the page between the press
+// and the release, even for a moment.
+let pressed = false;
+let released = [];
+function release() {
+  if (!pressed) return;
+  pressed = false;
+  const waiting = released;
+  released = [];
+  // After this event's task, in which the click is dispatched.
+  setTimeout(() => waiting.forEach((resolve) => resolve()), 0);
+}
+addEventListener('pointerdown', () => { pressed = true; }, { capture: true });
+addEventListener('pointerup', release, { capture: true });
+addEventListener('pointercancel', release, { capture: true });
+addEventListener('blur', release); // the window's own (an element's does not bubble)
+
+// afterPress resolves at once, or once the press under way was released
+// and its click dispatched: a redraw awaits it before it replaces what
+// may be pressed.
+export function afterPress() {
+  return pressed ? new Promise((resolve) => released.push(resolve)) : Promise.resolve();
+}
+
 // statusBadge shows a run's or a server's status.
 export function statusBadge(status) {
   return h('span', { class: 'status status-' + String(status).replace(/[^a-z_]/g, '') }, status || 'unknown');

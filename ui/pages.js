@@ -1,7 +1,7 @@
 // The console's list pages: runs (with the form that starts one),
 // conversations, servers and schedules. Each page function renders into
 // main and returns nothing; signal aborts its timers and streams.
-import { h, clear, api, statusBadge, cutText, pretty, fmtAge, fmtSpan, fmtTime, safeURL } from './dom.js';
+import { h, clear, api, afterPress, statusBadge, cutText, pretty, fmtAge, fmtSpan, fmtTime, safeURL } from './dom.js';
 import { runView } from './run.js';
 
 const runStatuses = ['queued', 'running', 'waiting_input', 'waiting_approval', 'completed', 'failed', 'cancelled'];
@@ -27,6 +27,7 @@ export function runsPage(main, can, signal, params) {
     const q = filter.value ? '?status=' + encodeURIComponent(filter.value) : '';
     try {
       const data = await api('GET', '/v1/runs' + q, undefined, signal);
+      await afterPress();
       clear(note);
       clear(body, (data.runs || []).map(runRow));
       if (!data.runs || !data.runs.length) body.append(h('tr', {}, h('td', { colspan: 9, class: 'meta' }, 'No runs yet.')));
@@ -105,6 +106,7 @@ export function conversationsPage(main, can, signal) {
   every(5000, async () => {
     try {
       const data = await api('GET', '/v1/conversations', undefined, signal);
+      await afterPress();
       const items = data.conversations || [];
       clear(list, items.length ? h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, h('tr', {}, ['Conversation', 'Status', 'Owner', 'Runs', 'Updated'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, items.map((c) => h('tr', {},
@@ -122,6 +124,7 @@ export function conversationPage(main, can, signal, id) {
   const load = async () => {
     try {
       const c = await api('GET', `/v1/conversations/${encodeURIComponent(id)}`, undefined, signal);
+      await afterPress();
       clear(chat, h('p', { class: 'meta' }, `Owner ${c.owner || '—'} · ${c.runs.length} runs · updated ${fmtTime(c.updated_at)}`),
         (c.messages || []).map(bubble));
       const ended = ['completed', 'failed', 'cancelled'].includes(c.status);
@@ -157,6 +160,7 @@ export function serversPage(main, can, signal) {
   every(5000, async () => {
     try {
       const data = await api('GET', '/v1/mcp/servers', undefined, signal);
+      await afterPress();
       const text = JSON.stringify(data);
       if (text === state.last) return; // unchanged: keep what the reader opened
       state.last = text;
@@ -234,6 +238,7 @@ export function schedulesPage(main, can, signal) {
   every(5000, async () => {
     try {
       const data = await api('GET', '/v1/schedules', undefined, signal);
+      await afterPress();
       const items = data.schedules || [];
       clear(list, items.length ? h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, h('tr', {}, ['Name', 'When', 'Next run', 'Last run', ''].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, items.map((s) => h('tr', {},

@@ -2,7 +2,7 @@
 // model's text as it streams, each tool call with its arguments and
 // result, progress, sampling, usage), the questions and approvals it
 // waits on, and cancel.
-import { h, clear, api, followEvents, statusBadge, cutText, pretty, safeURL, fmtTime, fmtSpan } from './dom.js';
+import { h, clear, api, afterPress, followEvents, statusBadge, cutText, pretty, safeURL, fmtTime, fmtSpan } from './dom.js';
 import { schemaForm } from './form.js';
 
 const terminal = new Set(['completed', 'failed', 'cancelled']);
@@ -22,6 +22,7 @@ export function runView(id, can, signal, onEnd) {
   const refresh = async () => {
     try {
       run = await api('GET', `/v1/runs/${encodeURIComponent(id)}`, undefined, signal);
+      await afterPress();
     } catch (err) {
       if (!signal.aborted) clear(head, h('p', { class: 'error' }, err.message));
       return;
@@ -63,11 +64,9 @@ function renderHead(head, run, can, signal, refresh) {
         refresh();
       } }, 'Cancel run')
     : null;
-  // The head is drawn anew at each change of the run, all but the prompt,
-  // which does not change: its element stays in place, so that it stays
-  // open once the reader opened it, and a click on it is never lost (a
-  // browser drops a click whose element left the page between the press
-  // and the release, even for a moment).
+  // The head is drawn anew at each change of the run (after any press,
+  // see afterPress), all but the prompt, which does not change: its
+  // element stays in place, and open once the reader opened it.
   let state = head.querySelector(':scope > .run-state');
   if (!state) {
     state = h('div', { class: 'run-state' });

@@ -189,24 +189,42 @@ scenario('a call waiting for approval is approved, the next denied with a reason
 });
 
 scenario('a click on the prompt is kept while the run changes under it', async (page) => {
-  // The run's head is redrawn when the run changes: here between the press
-  // on the prompt's summary and its release, which the redraw must not
-  // turn into a lost click.
+  // The run changes between the press on the prompt's summary and its
+  // release: the page has the changed run before the release, and draws
+  // it only after, without losing the click.
   await signIn(page, keys.write);
   const id = await startRun(page, 'Add while the prompt is clicked');
   await page.locator('.card.question').filter({ hasText: 'Approval needed' }).waitFor();
   const toolCalls = page.locator('dt', { hasText: 'Tool calls' }).locator('xpath=following-sibling::dd');
   await toolCalls.filter({ hasText: /^0$/ }).waitFor();
-  const summary = page.getByText('Prompt', { exact: true });
-  const box = await summary.boundingBox();
+  const box = await page.getByText('Prompt', { exact: true }).boundingBox();
   await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   await page.mouse.down();
+  const changed = page.waitForResponse(async (res) => new URL(res.url()).pathname === `/v1/runs/${id}` &&
+    (await res.json()).tool_calls === 1);
   const approved = await api('POST', `/v1/runs/${id}/approvals/approval_1`, keys.write, { decision: 'approve' });
   assert.equal(approved.status, 200, JSON.stringify(approved.body));
-  await toolCalls.filter({ hasText: /^1$/ }).waitFor(); // the head was redrawn
+  await (await changed).finished();
   await page.mouse.up();
   await page.locator('details.prompt pre').filter({ hasText: 'Add while the prompt is clicked' }).waitFor();
+  await toolCalls.filter({ hasText: /^1$/ }).waitFor();
   await api('POST', `/v1/runs/${id}/cancel`, keys.write, {});
+});
+
+scenario('a click on a run in the list is kept while the list refreshes under it', async (page) => {
+  // The list is fetched again every 2 s; the press on a run's link lasts
+  // over two fetches, whose answers must not redraw the link away.
+  await signIn(page, keys.write);
+  const link = page.locator('tbody a[href^="#/runs/"]').first();
+  const href = await link.getAttribute('href');
+  const box = await link.boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.down();
+  for (let i = 0; i < 2; i++) {
+    await page.waitForResponse((res) => new URL(res.url()).pathname === '/v1/runs' && res.request().method() === 'GET');
+  }
+  await page.mouse.up();
+  await page.waitForURL((url) => url.hash === href);
 });
 
 scenario('a conversation is continued from its page', async (page) => {
