@@ -75,11 +75,19 @@ while [ "$i" -lt "$count" ]; do
 			-e 's|^BenchmarkRunsThroughAPIStoreFloor/clients=8/commits=serial/window=1ms|BenchmarkRunsFloorWindow|' >>"$work/runs.txt"
 done
 
+# procs is the -GOMAXPROCS suffix of this run's benchmark names (none when
+# GOMAXPROCS is 1), read off a name known without it, so that a name ending
+# in -<digits> of its own keeps them.
+procs=$(awk '$1 ~ /^BenchmarkStdioToolCall\/seq(-[0-9]+)?$/ { n = $1; sub(/^BenchmarkStdioToolCall\/seq/, "", n); print n; exit }' "$work/harnessd.txt")
+
+# The awk function bare(n) returns benchmark name n without that suffix.
+bare='function bare(n) { return (procs != "" && substr(n, length(n) - length(procs) + 1) == procs) ? substr(n, 1, length(n) - length(procs)) : n }'
+
 # median FILE NAME UNIT prints the median of the UNIT figures of benchmark
 # NAME (without its -GOMAXPROCS suffix) in FILE, or NaN if there are none.
 median() {
-	awk -v name="$2" -v unit="$3" '{
-		n = $1; sub(/-[0-9]+$/, "", n)
+	awk -v name="$2" -v unit="$3" -v procs="$procs" "$bare"'{
+		n = bare($1)
 		if (n != name) next
 		for (i = 3; i <= NF; i++) if ($i == unit) print $(i - 1)
 	}' "$1" | sort -g | awk '
@@ -168,8 +176,8 @@ turn25=$(median "$work/other.txt" BenchmarkStdioTurn/2025 own/handed)
 # perround FILE A B prints the median over the rounds of A's runs/s over
 # B's (the i-th figure of each, rounds alternating), or NaN.
 perround() {
-	awk -v a="$2" -v b="$3" '{
-		n = $1; sub(/-[0-9]+$/, "", n)
+	awk -v a="$2" -v b="$3" -v procs="$procs" "$bare"'{
+		n = bare($1)
 		for (i = 3; i <= NF; i++) if ($i == "runs/s") {
 			if (n == a) va[++na] = $(i - 1)
 			if (n == b) vb[++nb] = $(i - 1)
