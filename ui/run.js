@@ -64,17 +64,14 @@ function renderHead(head, run, can, signal, refresh) {
         refresh();
       } }, 'Cancel run')
     : null;
-  // The head is drawn anew at each change of the run (after any press,
-  // see afterPress), all but the prompt, which does not change: its
-  // element stays in place, and open once the reader opened it.
-  let state = head.querySelector(':scope > .run-state');
-  if (!state) {
-    state = h('div', { class: 'run-state' });
-    clear(head, state, h('details', { class: 'prompt' }, h('summary', {}, 'Prompt'), cutText(run.prompt || '', 4000)));
-  }
-  clear(state,
+  // The head is drawn anew at each change of the run (once no press is
+  // under way, see afterPress): the prompt stays open if the reader
+  // opened it.
+  const promptOpen = head.querySelector('details.prompt')?.open;
+  clear(head,
     h('div', { class: 'row' }, h('h1', { class: 'grow' }, 'Run ', h('code', {}, run.id)), cancel),
-    h('dl', { class: 'grid' }, items.map(([k, v]) => h('div', {}, h('dt', { class: 'meta' }, k), h('dd', {}, v)))));
+    h('dl', { class: 'grid' }, items.map(([k, v]) => h('div', {}, h('dt', { class: 'meta' }, k), h('dd', {}, v)))),
+    h('details', { class: 'prompt', open: promptOpen }, h('summary', {}, 'Prompt'), cutText(run.prompt || '', 4000)));
 }
 
 function renderFinal(final, run) {
