@@ -28,31 +28,14 @@ type transport interface {
 	// order, to deliver, called from one goroutine at a time; once the
 	// transport has ended, ended is called once, after the last deliver,
 	// and endErr then says why. deliver runs on the goroutine that reads
-	// the server (over stdio the reader goroutine, or a call holding the
-	// turn: see turnTransport) and must not block for long. listen is called
-	// once, before close.
+	// the server and must not block for long. listen is called once, before
+	// close.
 	listen(deliver func(msg []byte), ended func())
 	// endErr returns why the transport ended (nil while it runs, or after a
 	// clean close). For stdio it includes the exit status and stderr tail.
 	endErr() error
 	// close ends the transport. It is bounded in time and idempotent.
 	close() error
-}
-
-// A turnTransport lets a call waiting for its answer read the server's
-// messages itself (stdio): the answer then reaches it without a hand-over
-// between goroutines. wantTurn records that a call waits and returns the
-// channel that yields it the turn to read; readFor, called with the turn,
-// reads and delivers every message through listen's deliver until the
-// call's answer has arrived or ctx is done, then gives the turn back.
-type turnTransport interface {
-	wantTurn() <-chan struct{}
-	readFor(ctx context.Context, call answerWaiter)
-}
-
-// An answerWaiter is a call that can tell whether its answer has arrived.
-type answerWaiter interface {
-	answered() bool
 }
 
 // protocolVersionAware is implemented by transports that must learn the
@@ -505,7 +488,7 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	call := request{method: "tools/call", name: name, header: c.toolParamHeaders(name, args), toolArgs: args, withProgress: func(token int64) any {
+	call := request{method: "tools/call", name: name, header: c.toolParamHeaders(name, args), withProgress: func(token int64) any {
 		return callParams{Name: name, Arguments: args, Meta: &callMeta{ProgressToken: token}}
 	}}
 	defer c.callers.enter(ctx)()
@@ -530,8 +513,8 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	if err != nil {
 		return nil, err
 	}
-	res, err := decodeCallResult(raw)
-	if err != nil {
+	res := callResult{Raw: raw}
+	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("tools/call: decode result: %w", err)
 	}
 	return &res, nil

@@ -294,7 +294,7 @@ func startupFloorOnce(cfg serverConfig) (*exec.Cmd, io.Closer, error) {
 	if err == nil {
 		scanner := bufio.NewScanner(stdout)
 		for scanner.Scan() {
-			if shape := scanMessage(scanner.Bytes()); string(shape.id) == "2" {
+			if _, id := jsonrpcShape(scanner.Bytes()); string(id) == "2" {
 				return cmd, stdin, nil
 			}
 		}

@@ -37,8 +37,6 @@ type conn struct {
 	mu sync.Mutex
 	// guards pending
 	pending map[int64]*pendingCall
-	// deadlines runs out the pending calls' deadlines (client_deadline.go).
-	deadlines *deadlineWatch
 
 	// answering bounds the server requests being answered at once.
 	answering chan struct{}
@@ -77,7 +75,6 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 		answering: make(chan struct{}, 16),
 		trace:     newMCPTrace(logger, opts.LogPayloads),
 	}
-	c.deadlines = newDeadlineWatch(c.runOutDeadlines)
 	c.t.listen(c.receive, c.transportEnded)
 	return c
 }
@@ -85,15 +82,18 @@ func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transp
 // A pendingCall is a request awaiting its response.
 type pendingCall struct {
 	ch chan rpcResponse // buffered 1; receives the response once
-	// deadline is when the call runs out (on the clock of the conn's
-	// deadline watch; 0 for never), timeout its length (armDeadline); the
-	// watch runs it out with cancel.
-	deadline atomic.Int64
-	timeout  time.Duration
-	cancel   context.CancelCauseFunc
+	// timeout is the call's timeout; the call's timer cancels it with
+	// errTimeout once its deadline passes (armDeadline, expire).
+	timeout time.Duration
+	cancel  context.CancelCauseFunc
+
+	mu sync.Mutex
+	// guards deadline and timer
+	deadline time.Time // zero for none
+	timer    *time.Timer
 	// limit is how far progress may push the deadline out (extend); zero
 	// when progress does not: the handshake, a long-lived call.
-	limit int64
+	limit time.Time
 	// held counts the server's requests for input being answered while
 	// the call waits; its deadline does not run out while held.
 	held atomic.Int32
@@ -102,23 +102,62 @@ type pendingCall struct {
 	progress func(progressParams)
 }
 
-// extends reports whether progress pushes the call's deadline out.
-func (pc *pendingCall) extends() bool { return pc.limit != 0 }
+// extends reports whether progress pushes the call's deadline out. limit
+// is set before the call is pending, so whoever finds it there may read it.
+func (pc *pendingCall) extends() bool { return !pc.limit.IsZero() }
 
-// extend pushes the call's deadline out on progress: a timeout from now
-// (the conn's deadline watch's time), up to limit. It does nothing when the call's deadline does not extend,
-// or has run out. The deadline only moves later: the conn's watch, which
-// looks at it when the earlier one passes, needs no word of it.
-func (pc *pendingCall) extend(now int64) {
+// extend pushes the call's deadline out on progress: a timeout from now,
+// up to limit. It does nothing when the call's deadline does not extend,
+// or has run out. The deadline only moves later, so the timer is left
+// as it is: when it fires early, expire arms it again for the rest.
+func (pc *pendingCall) extend() {
 	if !pc.extends() {
 		return
 	}
-	next := min(monoAfter(now, pc.timeout), pc.limit)
-	for {
-		d := pc.deadline.Load()
-		if d == 0 || next <= d || pc.deadline.CompareAndSwap(d, next) {
-			return
-		}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.deadline.IsZero() {
+		return
+	}
+	next := time.Now().Add(pc.timeout)
+	if next.After(pc.limit) {
+		next = pc.limit
+	}
+	if next.After(pc.deadline) {
+		pc.deadline = next
+	}
+}
+
+// expire runs when the call's timer fires: it cancels the call with
+// errTimeout once its deadline has passed, unless the server waits on an
+// answer for input, and so does the call: its deadline is then a timeout
+// from now. A deadline that progress pushed out arms the timer again.
+func (pc *pendingCall) expire() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.deadline.IsZero() {
+		return // stopped meanwhile
+	}
+	now := time.Now()
+	switch {
+	case now.Before(pc.deadline):
+		pc.timer.Reset(pc.deadline.Sub(now))
+	case pc.held.Load() > 0:
+		pc.deadline = now.Add(pc.timeout)
+		pc.timer.Reset(pc.timeout)
+	default:
+		pc.deadline = time.Time{}
+		pc.cancel(errTimeout)
+	}
+}
+
+// stopDeadline disarms the call's timer once the call is over.
+func (pc *pendingCall) stopDeadline() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.deadline = time.Time{}
+	if pc.timer != nil {
+		pc.timer.Stop()
 	}
 }
 
@@ -140,11 +179,6 @@ type request struct {
 	// _meta.progressToken, asking the server for progress notifications;
 	// roundTrip calls it with the request id and ignores params.
 	withProgress func(token int64) any
-	// toolArgs, when set, are the arguments of a tools/call of the tool
-	// name whose params withProgress builds: encode writes the request
-	// itself when it can (appendToolCall). withInputResponses, which adds
-	// to the params, clears it.
-	toolArgs json.RawMessage
 	// handshake marks initialize and server/discover: it is never
 	// cancelled (the protocol forbids it for initialize) and progress does
 	// not push its deadline out.
@@ -215,11 +249,10 @@ func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) 
 	}
 	call.ctx, call.cancel = context.WithCancelCause(call.parent)
 	call.pending.cancel = call.cancel
-	call.armDeadline(c.deadlines.now())
+	call.armDeadline()
 	c.mu.Lock()
 	c.pending[call.id] = &call.pending
 	c.mu.Unlock()
-	c.deadlines.watch(call.pending.deadline.Load())
 	return call, nil
 }
 
@@ -249,15 +282,9 @@ func (call *outgoingCall) encode(ctx context.Context) error {
 	if meta != nil && overHTTP {
 		ctx = withRequestHeader(ctx, meta.header(req))
 	}
-	msg, ok := []byte(nil), false
-	if req.toolArgs != nil {
-		msg, ok = appendToolCall(call.id, req.name, req.toolArgs, meta)
-	}
-	if !ok {
-		var err error
-		if msg, err = encodeParams(req, call.id, meta); err != nil {
-			return fmt.Errorf("encode request: %w", err)
-		}
+	msg, err := encodeParams(req, call.id, meta)
+	if err != nil {
+		return fmt.Errorf("encode request: %w", err)
 	}
 	call.parent, call.msg = ctx, msg
 	call.notifyCancel = !req.handshake && !(meta != nil && overHTTP)
@@ -286,23 +313,26 @@ func encodeParams(req request, id int64, meta *requestMeta) ([]byte, error) {
 	return encodeRequest(id, req.method, raw)
 }
 
-// armDeadline sets the call's deadline from now (the conn's deadline
-// watch's time), which the watch runs out once the call is pending
-// (expire): it cancels the call with errTimeout once the timeout passes,
-// but waits again while the server waits on an answer for input, and
-// progress pushes it out, up to 10× the timeout from now (not for the
-// handshake nor a long-lived call). A long-lived
-// call gets no deadline, nor does a handshake that its context (connect's
-// startup_timeout) already bounds as tightly: a second deadline of the
-// same length would race it and name the wrong setting.
-func (call *outgoingCall) armDeadline(now int64) {
+// armDeadline starts the call's timer, which cancels it with errTimeout
+// once the timeout passes (expire), but waits again while the server waits
+// on an answer for input; progress pushes the deadline out, up to 10× the
+// timeout from now (not for the handshake nor a long-lived call). A
+// long-lived call gets no deadline, nor does a handshake that its context
+// (connect's startup_timeout) already bounds as tightly: a second deadline
+// of the same length would race it and name the wrong setting.
+func (call *outgoingCall) armDeadline() {
 	pc, req := &call.pending, call.req
-	if deadline, ok := call.parent.Deadline(); !req.longLived && !(req.handshake && ok && time.Until(deadline) <= pc.timeout) {
-		pc.deadline.Store(monoAfter(now, pc.timeout))
+	if deadline, ok := call.parent.Deadline(); req.longLived || req.handshake && ok && time.Until(deadline) <= pc.timeout {
+		return
 	}
-	if !req.handshake && !req.longLived {
-		pc.limit = monoAfter(now, 10*pc.timeout)
+	now := time.Now()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.deadline = now.Add(pc.timeout)
+	if !req.handshake {
+		pc.limit = now.Add(10 * pc.timeout)
 	}
+	pc.timer = time.AfterFunc(pc.timeout, pc.expire)
 }
 
 // end forgets the pending call: its deadline goes with it.
@@ -310,6 +340,7 @@ func (call *outgoingCall) end() {
 	call.c.mu.Lock()
 	delete(call.c.pending, call.id)
 	call.c.mu.Unlock()
+	call.pending.stopDeadline()
 	call.cancel(nil)
 }
 
@@ -342,40 +373,25 @@ func (c *conn) sendFailed(call *outgoingCall, err error) error {
 // await waits for the call's answer, its timeout or cancellation (told
 // to the server when notifyCancel), or the end of the session.
 func (c *conn) await(call *outgoingCall) (json.RawMessage, error) {
-	// Over stdio the call reads its answer itself when no one else reads
-	// (turnTransport); a long-lived call leaves that to others.
-	var turn <-chan struct{}
-	tt, ok := c.t.(turnTransport)
-	if ok && !call.req.longLived {
-		turn = tt.wantTurn()
-	}
-	for {
-		select {
-		case resp := <-call.pending.ch:
-			if resp.Error != nil {
-				return nil, resp.Error
-			}
-			return resp.Result, nil
-		case <-turn:
-			tt.readFor(call.ctx, &call.pending)
-			turn = nil // the answer is in, or the call or stdout is over
-		case <-call.ctx.Done():
-			cause := context.Cause(call.ctx)
-			if call.notifyCancel {
-				c.sendCancelled(call.id, cause)
-			}
-			if errors.Is(cause, errTimeout) {
-				return nil, timeoutError(call.req, call.pending.timeout)
-			}
-			return nil, call.parent.Err()
-		case <-c.ended:
-			return nil, c.endErr()
+	select {
+	case resp := <-call.pending.ch:
+		if resp.Error != nil {
+			return nil, resp.Error
 		}
+		return resp.Result, nil
+	case <-call.ctx.Done():
+		cause := context.Cause(call.ctx)
+		if call.notifyCancel {
+			c.sendCancelled(call.id, cause)
+		}
+		if errors.Is(cause, errTimeout) {
+			return nil, timeoutError(call.req, call.pending.timeout)
+		}
+		return nil, call.parent.Err()
+	case <-c.ended:
+		return nil, c.endErr()
 	}
 }
-
-// answered reports whether the call's answer has arrived.
-func (pc *pendingCall) answered() bool { return len(pc.ch) > 0 }
 
 // timeoutError is the error of a request the server did not answer in
 // time, naming the setting that bounds it.
@@ -456,28 +472,12 @@ func (c *conn) transportEnded() {
 	if c.endCause != nil && !c.closing.Load() {
 		c.logger.Warn("server connection lost", "err", c.endCause)
 	}
-	c.deadlines.stop()
 	close(c.ended)
 }
 
 // dispatch routes one message: a message with a method is a server request
-// or notification, never a response, whatever its id. A well-formed
-// response is routed after a scan of its top level, its result left for
-// the waiting call to decode; anything else is decoded whole here.
+// or notification, never a response, whatever its id.
 func (c *conn) dispatch(raw []byte) {
-	if shape := scanMessage(raw); shape.complete && shape.method == nil && shape.id != nil {
-		resp := rpcResponse{Result: shape.result}
-		if len(shape.error) > 0 && string(shape.error) != "null" {
-			resp.Error = new(rpcError)
-			if json.Unmarshal(shape.error, resp.Error) == nil {
-				c.deliverResponse(shape.id, resp)
-				return
-			}
-		} else {
-			c.deliverResponse(shape.id, resp)
-			return
-		}
-	}
 	var msg wireMessage
 	if err := json.Unmarshal(raw, &msg); err != nil {
 		c.logger.Warn("ignoring malformed message from server", "err", err, "message", c.secrets.load().cut(string(raw), 200))

@@ -33,7 +33,7 @@ func (c *conn) handleNotification(msg wireMessage) {
 		pc := c.pending[id]
 		c.mu.Unlock()
 		if pc != nil {
-			pc.extend(c.deadlines.now())
+			pc.extend()
 		}
 		if pc != nil && c.opts.Input != nil && c.opts.Input.Progress != nil {
 			c.opts.Input.Progress(c.cfg.Name, p)

@@ -170,7 +170,6 @@ func withInputResponses(req request, answers map[string]json.RawMessage, state j
 		}
 		return fields
 	}
-	req.toolArgs = nil
 	if build := req.withProgress; build != nil {
 		req.withProgress = func(token int64) any { return add(build(token)) }
 		return req

@@ -73,29 +73,12 @@ type outgoingRequest struct {
 }
 
 // encodeRequest returns the wire form of a request whose params are
-// already encoded (compact JSON from marshalJSON, or nil for none): what
-// marshalJSON gives for its outgoingRequest, without encoding params twice.
+// already encoded (compact JSON from marshalJSON, or nil for none).
 func encodeRequest(id int64, method string, params json.RawMessage) ([]byte, error) {
-	if !plainJSONString(method) {
-		// Not one of ours: let the encoder escape it.
-		return marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
+	if params == nil {
+		return marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: method})
 	}
-	msg := appendRequestStart(make([]byte, 0, requestStartBytes+len(method)+len(`","params":}`)+len(params)), id, method)
-	if len(params) == 0 {
-		return append(msg, `"}`...), nil
-	}
-	msg = append(append(msg, `","params":`...), params...)
-	return append(msg, '}'), nil
-}
-
-// requestStartBytes bounds what appendRequestStart writes besides the method.
-const requestStartBytes = len(`{"jsonrpc":"2.0","id":`) + 20 + len(`,"method":"`)
-
-// appendRequestStart appends to msg the wire form of request id of method
-// up to the method's closing quote; method must be a plainJSONString.
-func appendRequestStart(msg []byte, id int64, method string) []byte {
-	msg = strconv.AppendInt(append(msg, `{"jsonrpc":"2.0","id":`...), id, 10)
-	return append(append(msg, `,"method":"`...), method...)
+	return marshalJSON(outgoingRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params})
 }
 
 // marshalJSON encodes v like json.Marshal but without escaping <, > and
@@ -152,9 +135,8 @@ func parseID(raw json.RawMessage) (int64, bool) {
 // data when it is a JSON array. isBatch is false when data is not an
 // array; err reports an array that is not valid JSON.
 func splitBatch(data []byte) (msgs []json.RawMessage, isBatch bool, err error) {
-	r := jsonReader{b: data}
-	if r.space(); r.i >= len(data) || data[r.i] != '[' {
-		return nil, false, nil // no allocation for the common case
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '[' {
+		return nil, false, nil
 	}
 	var batch []json.RawMessage
 	if err := json.Unmarshal(data, &batch); err != nil {
@@ -164,77 +146,15 @@ func splitBatch(data []byte) (msgs []json.RawMessage, isBatch bool, err error) {
 }
 
 // jsonrpcShape reports whether the JSON object msg has a top-level "method"
-// member and returns the raw text of its "id" member (nil when absent). It
-// reads only the top level: on malformed input the answer covers the
-// members read before the fault.
+// member and returns the raw text of its "id" member (nil when absent, or
+// when msg is not a JSON object).
 func jsonrpcShape(msg []byte) (hasMethod bool, id []byte) {
-	shape := scanMessage(msg)
-	return shape.method != nil, shape.id
-}
-
-// A messageShape is the raw text of the top-level members of a JSON-RPC
-// message that routing needs, each nil when absent. The slices alias the
-// scanned message.
-type messageShape struct {
-	method, id, result, error []byte
-	// complete is true when msg is one object whose members are all valid
-	// JSON, result aside (it is only delimited: the call it answers
-	// decodes it, which checks it), and whose keys hold no escapes (which
-	// encoding/json would read as the names above).
-	complete bool
-}
-
-// scanMessage reads the top-level members of the JSON object msg without
-// decoding their values, so routing a message costs one pass over it. On
-// malformed input it returns the members read before the fault, with
-// complete false.
-func scanMessage(msg []byte) (shape messageShape) {
-	r := jsonReader{b: msg}
-	if !r.open('{') {
-		return shape
+	var shape struct {
+		Method json.RawMessage `json:"method"`
+		ID     json.RawMessage `json:"id"`
 	}
-	escapedKey := false
-	for first := true; ; first = false {
-		done, ok := r.next(first, '}')
-		if !ok {
-			return shape
-		}
-		if done {
-			break
-		}
-		start := r.i
-		escaped, ok := r.stringToken()
-		if !ok {
-			return shape
-		}
-		escapedKey = escapedKey || escaped
-		key := msg[start+1 : r.i-1]
-		if r.space(); r.i >= len(msg) || msg[r.i] != ':' {
-			return shape
-		}
-		r.i++
-		r.space()
-		start = r.i
-		if string(key) == "result" {
-			if !r.delimit() {
-				return shape
-			}
-		} else if !r.skip(1) {
-			return shape
-		}
-		value := msg[start:r.i]
-		switch string(key) {
-		case "method":
-			shape.method = value
-		case "id":
-			shape.id = value
-		case "result":
-			shape.result = value
-		case "error":
-			shape.error = value
-		}
+	if json.Unmarshal(msg, &shape) != nil {
+		return false, nil
 	}
-	r.space()
-	shape.complete = r.i == len(msg) && !escapedKey
-	return shape
+	return shape.Method != nil, shape.ID
 }

@@ -90,19 +90,24 @@ func (t *mcpTrace) message(sent bool, raw []byte) {
 	if t == nil {
 		return
 	}
-	shape := scanMessage(raw)
+	var shape struct {
+		Method json.RawMessage `json:"method"`
+		ID     json.RawMessage `json:"id"`
+		Error  json.RawMessage `json:"error"`
+	}
+	json.Unmarshal(raw, &shape) // a malformed message is traced as "other"
 	direction := "recv"
 	if sent {
 		direction = "send"
 	}
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs, slog.String("direction", direction))
-	id := traceID(shape.id)
+	id := traceID(shape.ID)
 	hasID := id != "" && id != "null"
 	switch {
-	case shape.method != nil:
+	case shape.Method != nil:
 		var method string
-		json.Unmarshal(shape.method, &method)
+		json.Unmarshal(shape.Method, &method)
 		if hasID {
 			attrs = append(attrs, slog.String("kind", "request"), slog.String("method", method), slog.String("id", id))
 			t.started(traceKey{sent, id}, method)
@@ -121,7 +126,7 @@ func (t *mcpTrace) message(sent bool, raw []byte) {
 		} else {
 			attrs = append(attrs, slog.String("id", id))
 		}
-		attrs = append(attrs, outcomeAttrs(shape.error)...)
+		attrs = append(attrs, outcomeAttrs(shape.Error)...)
 	default:
 		attrs = append(attrs, slog.String("kind", "other"))
 	}

@@ -48,41 +48,16 @@ type stdioTransport struct {
 	stderr *os.File
 
 	writeMu sync.Mutex
-	// guards writes to stdin, so messages never interleave, and line and
-	// written; close does not take it: closing stdin unblocks a write
-	// stuck on a full pipe.
-	stdin    *os.File
-	line     []byte // the message being written, with its newline
-	written  int    // how much of line writeNow wrote
-	stdinRaw syscall.RawConn
-	// writeLine is the writeLineNow method as a func value, made once
-	// rather than at every send.
-	writeLine func(fd uintptr) bool
+	// guards writes to stdin, so messages never interleave, and line;
+	// close does not take it: closing stdin unblocks a write stuck on a
+	// full pipe.
+	stdin *os.File
+	line  []byte // the message being written, with its newline
 
-	// onMessage and onEnd are listen's deliver and ended: onMessage is
-	// called by whoever holds the turn to read stdout, onEnd by the reader
-	// goroutine (stdio_read.go).
+	// onMessage and onEnd are listen's deliver and ended, called by the
+	// reader goroutine (stdio_read.go).
 	onMessage func([]byte)
 	onEnd     func()
-	// turn holds the turn to read stdout while no one reads; framer is
-	// its holder's.
-	turn   chan struct{}
-	framer *lineFramer
-	// wants counts the calls that have wanted the turn: the reader
-	// goroutine gives it back once this moves.
-	wants atomic.Uint64
-	// interrupt ends a read in progress with a past deadline; callsRead
-	// says whether stdout takes one, so that calls may read.
-	interrupt func()
-	callsRead bool
-	// idleDelay is idleReadDelay, unless a test keeps the reader
-	// goroutine from reading.
-	idleDelay time.Duration
-	// stdoutDone is closed, and readErr set, once stdout has ended (or
-	// close has begun) for whoever read last.
-	stdoutDone     chan struct{}
-	stdoutDoneOnce sync.Once
-	readErr        error
 
 	quit      chan struct{} // closed by close: whoever reads stdout stops delivering
 	exited    chan struct{} // closed by the waiter once the process is reaped
@@ -171,10 +146,7 @@ func startStdio(cfg serverConfig, env []string, groups *procGroups, grace time.D
 		exited:     make(chan struct{}),
 		stderrEOF:  make(chan struct{}),
 		tail:       newTailBuffer(stderrTailBytes),
-		idleDelay:  idleReadDelay,
 	}
-	t.stdinRaw, _ = stdinW.SyscallConn() // fails only for a nil file
-	t.writeLine = t.writeLineNow
 	t.readers.Add(1)
 	// Owned by the transport; exits at stderr EOF (the process and its
 	// group are gone, or close closed the pipe).
@@ -234,23 +206,19 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte) error {
 			t.line = nil // a large message's buffer is not kept
 		}
 	}()
-	done := t.writeNow()
-	if done == len(t.line) {
-		return nil
-	}
-	// The server has fallen behind reading (or is gone, which the write
-	// below reports): wait for it, as long as ctx allows.
+	// A server that has fallen behind reading (or is gone, which the
+	// write reports) is waited for as long as ctx allows.
 	expired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		t.stdin.SetWriteDeadline(time.Unix(1, 0))
 		close(expired)
 	})
-	n, err := t.stdin.Write(t.line[done:])
+	n, err := t.stdin.Write(t.line)
 	if !stop() {
 		// The deadline must be cleared after it was set, not before:
 		// otherwise it stays in the past and fails every later write.
 		<-expired
-		if done+n > 0 && done+n < len(t.line) {
+		if n > 0 && n < len(t.line) {
 			t.logger.Warn("server stopped reading stdin mid-message; stopping it")
 			// Owned by send; close is bounded.
 			go t.close()
@@ -267,31 +235,6 @@ func (t *stdioTransport) send(ctx context.Context, msg []byte) error {
 		return fmt.Errorf("write to server stdin: %w", err)
 	}
 	return nil
-}
-
-// writeNow writes what stdin takes of t.line without waiting (all of it,
-// unless the server has fallen behind reading its stdin, or is gone) and
-// returns how much; send's bounded write takes the rest. Called under
-// writeMu.
-func (t *stdioTransport) writeNow() int {
-	t.written = 0
-	t.stdinRaw.Write(t.writeLine) // a failure is the bounded write's to report
-	return t.written
-}
-
-// writeLineNow writes t.line from t.written on until done or the pipe is
-// full; it never waits.
-func (t *stdioTransport) writeLineNow(fd uintptr) bool {
-	for t.written < len(t.line) {
-		n, err := syscall.Write(int(fd), t.line[t.written:])
-		if n > 0 {
-			t.written += n
-		}
-		if err != syscall.EINTR && (err != nil || n <= 0) {
-			break
-		}
-	}
-	return true
 }
 
 // readStderr drains stderr into the tail buffer and the debug log.

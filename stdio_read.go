@@ -3,198 +3,45 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
-	"time"
 )
 
-// This file holds the reading of a stdio server's stdout: its framing into
-// lines with their size limit, and who reads. One goroutine reads at a
-// time, the holder of the turn. A call waiting for its answer takes the
-// turn when it is free and reads the answer itself, delivering whatever
-// else arrives first: the answer then reaches the call without a hand-over
-// between goroutines, whose wake-up cost each call more than its decoding
-// (README, "Against the floor"). The transport's reader goroutine reads
-// between calls: once no call has wanted the turn for idleReadDelay, it
-// waits for the turn and reads until a call wants it again, then gives it
-// back after the next message. So notifications, server requests and the
-// end of stdout are read at once while a call waits, and within about
-// twice idleReadDelay when none does.
-
-// idleReadDelay is how long no call may want the turn before the reader
-// goroutine takes it: calls back to back keep it among themselves.
-const idleReadDelay = 2 * time.Millisecond
+// This file holds the reading of a stdio server's stdout: one reader
+// goroutine per server, as the Go SDK's ioConn has, framing lines with
+// their size limit and delivering each message in order.
 
 // stdoutBufSize is the size of the stdout reader's buffer.
 const stdoutBufSize = 64 << 10
 
-// listen starts the reader goroutine, which reads stdout while no call
-// does and ends the transport (calling ended) once stdout has ended or
-// close has begun; every message, whoever reads it, goes to deliver (see
-// transport). It is called once, before close.
+// listen starts the reader goroutine, which delivers every message on
+// stdout to deliver and ends the transport (calling ended) once stdout has
+// ended or close has begun. It is called once, before close.
 func (t *stdioTransport) listen(deliver func([]byte), ended func()) {
 	t.onMessage, t.onEnd = deliver, ended
-	t.framer = newLineFramer(t.stdout, stdoutBufSize, t.maxMessage)
-	t.turn = make(chan struct{}, 1)
-	t.turn <- struct{}{}
-	t.stdoutDone = make(chan struct{})
-	t.interrupt = func() { t.stdout.SetReadDeadline(time.Unix(1, 0)) }
-	// A read that no deadline can end could outlast its call's context:
-	// where stdout takes none, the reader goroutine alone reads.
-	t.callsRead = t.stdout.SetReadDeadline(time.Time{}) == nil
 	t.readers.Add(1)
 	// Owned by the transport; exits once stdout has ended (the process and
 	// its group are gone, or close closed the pipe) or close has begun.
 	go t.readStdout()
 }
 
-// readStdout reads stdout between calls, then records why the transport
+// readStdout reads stdout to its end, then records why the transport
 // ended (unless close ended it) and ends it.
 func (t *stdioTransport) readStdout() {
 	defer t.readers.Done()
-	idle := time.NewTimer(t.idleDelay)
-	defer idle.Stop()
-	for t.readWhileIdle(idle) {
+	framer := newLineFramer(t.stdout, stdoutBufSize, t.maxMessage)
+	for {
+		fr, err := framer.next()
+		if err != nil || !t.handle(fr) {
+			break
+		}
 	}
-	if !errors.Is(t.readErr, errTransportClosed) {
+	if !t.closing.Load() {
 		t.recordEnd()
 	}
 	t.onEnd()
-}
-
-// readWhileIdle waits until no call has wanted the turn for
-// idleReadDelay, takes the turn and reads until a call wants it. It
-// returns false, with readErr set, once stdout has ended or close has
-// begun.
-func (t *stdioTransport) readWhileIdle(idle *time.Timer) bool {
-	if !t.waitIdle(idle) {
-		return t.awaitEnd()
-	}
-	select {
-	case <-t.turn:
-	case <-t.stdoutDone:
-		return false
-	case <-t.quit:
-		return t.awaitEnd()
-	}
-	if err := t.read(context.Background(), nil, t.wants.Load()); err != nil {
-		t.stdoutEnded(err)
-		return false
-	}
-	t.turn <- struct{}{}
-	return true
-}
-
-// waitIdle waits until no call has wanted the turn for a whole
-// idleReadDelay. It returns false once stdout has ended or close has
-// begun.
-func (t *stdioTransport) waitIdle(idle *time.Timer) bool {
-	for seen := t.wants.Load(); ; {
-		idle.Reset(t.idleDelay)
-		select {
-		case <-idle.C:
-		case <-t.stdoutDone:
-			return false
-		case <-t.quit:
-			return false
-		}
-		now := t.wants.Load()
-		if now == seen {
-			return true
-		}
-		seen = now
-	}
-}
-
-// awaitEnd waits until no one reads any more: the turn is free, or its
-// holder has seen stdout end. It returns false.
-func (t *stdioTransport) awaitEnd() bool {
-	select {
-	case <-t.turn:
-		t.stdoutEnded(errTransportClosed)
-	case <-t.stdoutDone:
-	}
-	return false
-}
-
-// wantTurn records that a call waits for its answer, so that the reader
-// goroutine gives the turn back after its next message, and returns the
-// channel that yields the turn; readFor reads with it. Where calls may
-// not read (callsRead), it returns nil: the call waits for its answer.
-func (t *stdioTransport) wantTurn() <-chan struct{} {
-	if !t.callsRead {
-		return nil
-	}
-	t.wants.Add(1)
-	return t.turn
-}
-
-// readFor reads stdout, holding the turn received from wantTurn's
-// channel, until call's answer has arrived or ctx is done, then gives the
-// turn back. At the end of stdout it keeps the turn: no one reads after
-// the end.
-func (t *stdioTransport) readFor(ctx context.Context, call answerWaiter) {
-	if call.answered() {
-		t.turn <- struct{}{}
-		return
-	}
-	stop := context.AfterFunc(ctx, t.interrupt)
-	err := t.read(ctx, call, 0)
-	stop()
-	if err != nil {
-		t.stdoutEnded(err)
-		return
-	}
-	t.turn <- struct{}{}
-}
-
-// read reads and delivers messages while it should: for call, until its
-// answer has arrived or ctx is done; for the reader goroutine (call nil),
-// until a call has wanted the turn since wants was since. It returns nil
-// then, or the error that ended stdout: io.EOF at its end,
-// errTransportClosed once close has begun. Its caller holds the turn.
-//
-// Whoever wants a reader to stop makes its condition false, then sets a
-// past read deadline (interrupt); a reader clears the deadline before it
-// first checks its condition and after each interrupted read, so neither
-// order loses the wake-up. A deadline meant for an earlier reader only
-// makes this one check again.
-func (t *stdioTransport) read(ctx context.Context, call answerWaiter, since uint64) error {
-	t.stdout.SetReadDeadline(time.Time{})
-	for {
-		select {
-		case <-t.quit:
-			return errTransportClosed
-		default:
-		}
-		if call != nil && (call.answered() || ctx.Err() != nil) || call == nil && t.wants.Load() != since {
-			return nil
-		}
-		fr, err := t.framer.next()
-		if err == nil {
-			if !t.handle(fr) {
-				return errTransportClosed
-			}
-			continue
-		}
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			return err
-		}
-		t.stdout.SetReadDeadline(time.Time{})
-	}
-}
-
-// stdoutEnded records why stdout ended for the reader goroutine, which
-// ends the transport. Only the first call counts.
-func (t *stdioTransport) stdoutEnded(err error) {
-	t.stdoutDoneOnce.Do(func() {
-		t.readErr = err
-		close(t.stdoutDone)
-	})
 }
 
 // idPattern finds a JSON-RPC id in the head or tail of an oversized line.
@@ -202,9 +49,8 @@ var idPattern = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")`)
 
 // A lineFramer splits a reader into newline-delimited lines of at most
 // maxMessage bytes (plus the newline). A longer line is discarded without
-// being buffered whole. It keeps its place across reads that a deadline
-// interrupts, so whoever reads next goes on where the last one stopped.
-// It is not safe for concurrent use: the holder of the turn owns it.
+// being buffered whole. It is not safe for concurrent use: the reader
+// goroutine owns it.
 type lineFramer struct {
 	br         *bufio.Reader
 	maxMessage int
@@ -234,12 +80,12 @@ func newLineFramer(r io.Reader, bufSize, maxMessage int) *lineFramer {
 
 // next returns the next line. Its error is io.EOF at the end of the reader
 // (after the last line, with or without its newline), or the error that
-// stopped a read; after a deadline's, next may be called again.
+// stopped a read.
 func (f *lineFramer) next() (frame, error) {
 	for {
 		chunk, err := f.br.ReadSlice('\n')
 		complete := err == nil
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) && !errors.Is(err, os.ErrDeadlineExceeded) {
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			if len(chunk) == 0 && len(f.long) == 0 && !f.oversized {
 				return frame{}, err
 			}
@@ -248,9 +94,6 @@ func (f *lineFramer) next() (frame, error) {
 		f.take(chunk, complete)
 		if complete {
 			return f.frame(chunk), nil
-		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			return frame{}, err
 		}
 	}
 }

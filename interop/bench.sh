@@ -36,7 +36,7 @@ benchstat="$work/bin/benchstat"
 calls='^Benchmark(StdioToolCall|StdioToolCall2025|HTTPToolCall|HTTPStatelessToolCall)$'
 floors='^BenchmarkFloor(StdioToolCall|StdioToolCall2025|HTTPToolCall|HTTPStatelessToolCall)$'
 sames='^BenchmarkFloorSame(StdioToolCall|StdioToolCall2025|HTTPToolCall|HTTPStatelessToolCall)$'
-others='^Benchmark(Startup1Server|Startup10Servers|StartupFloor1Server|StartupFloor10Servers|HarnessOverhead|FindTool|Offered|IdleRSS|BinarySize|StdioTurn)$'
+others='^Benchmark(Startup1Server|Startup10Servers|StartupFloor1Server|StartupFloor10Servers|HarnessOverhead|FindTool|Offered|IdleRSS|BinarySize)$'
 
 i=0
 while [ "$i" -lt "$count" ]; do
@@ -170,8 +170,6 @@ first200=$(median "$work/other.txt" BenchmarkOffered first-request-bytes-200)
 first10k=$(median "$work/other.txt" BenchmarkOffered first-request-bytes-10000)
 rss=$(median "$work/other.txt" BenchmarkIdleRSS rss-bytes)
 size=$(median "$work/other.txt" BenchmarkBinarySize bytes)
-turn26=$(median "$work/other.txt" BenchmarkStdioTurn/negotiated own/handed)
-turn25=$(median "$work/other.txt" BenchmarkStdioTurn/2025 own/handed)
 
 # perround FILE A B prints the median over the rounds of A's runs/s over
 # B's (the i-th figure of each, rounds alternating), or NaN.
@@ -215,5 +213,4 @@ printf '%-52s %-26s %s\n' \
 	"harness overhead per tool call" "$(awk -v a="$overhead" 'BEGIN { printf "%.1f µs", a / 1e3 }')" "< 100 µs: $(verdict "$overhead" '<=' 99999)" \
 	"tool definitions in the first request, 200 tools" "${first200} bytes (10,000: ${first10k})" "a few KB, flat: $(verdict "$first200" '<=' 4096)" \
 	"idle RSS, harnessd with 10 stdio servers" "$(awk -v a="$rss" 'BEGIN { printf "%.1f MiB", a / 1048576 }')" "<= 20 MB: $(verdict "$rss" '<=' 20000000)" \
-	"static binary (CGO_ENABLED=0, -s -w)" "$(awk -v a="$size" 'BEGIN { printf "%.1f MiB (%d bytes)", a / 1048576, a }')" "<= 10 MB: $(verdict "$size" '<=' 10000000)" \
-	"stdio, a call reading its own answer / handed it" "${turn26}x at 2026-07-28, ${turn25}x at 2025-11-25" "(one process, alternating blocks)"
+	"static binary (CGO_ENABLED=0, -s -w)" "$(awk -v a="$size" 'BEGIN { printf "%.1f MiB (%d bytes)", a / 1048576, a }')" "<= 10 MB: $(verdict "$size" '<=' 10000000)"
