@@ -267,6 +267,7 @@ func TestSamplingBudget(t *testing.T) {
 // off for the server, and roots/list.
 func TestServerInputEverything(t *testing.T) {
 	t.Parallel()
+	requireNode(t) // before the scripted model, whose cleanup wants its turns taken
 	dir := t.TempDir()
 	model := newFakeModel(t, providerOpenAI, fakeTurn{Text: "sampled hello", Usage: modelUsage{InputTokens: 7, OutputTokens: 3}})
 	var mu sync.Mutex

@@ -87,6 +87,7 @@ func TestLiveToolCallProgress(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			const steps = 24
+			requireNode(t) // before the scripted model, whose cleanup wants its turns taken
 			f := newFakeModel(t, providerOpenAI,
 				fakeTurn{ToolCalls: []toolCall{call("mcp_everything_trigger_long_running_operation", `{"duration":1.2,"steps":24}`)}},
 				fakeTurn{Text: "done"},
