@@ -102,8 +102,8 @@ type managedServer struct {
 	// no call is in flight.
 	retired error
 	drained chan struct{}
-	// roots, once set by setRoots, replace cfg.Roots (nil inside: the
-	// default roots); rootsGen counts the changes.
+	// roots, once set by setRoots, replace cfg.Roots (nil inside: none);
+	// rootsGen counts the changes.
 	roots    *[]string
 	rootsGen int
 }
