@@ -151,6 +151,8 @@ func newRun(env *runEnv, req runRequest) *run {
 	logger := env.logger.With("run", id)
 	scope := env.reg.newScope(logger)
 	scope.starts = env.starts
+	cat := newCatalog(scope.toolSets)
+	cat.unready = scope.unready
 	return &run{
 		id:        id,
 		env:       env,
@@ -158,7 +160,7 @@ func newRun(env *runEnv, req runRequest) *run {
 		req:       req,
 		createdAt: time.Now().UTC(),
 		scope:     scope,
-		catalog:   newCatalog(scope.toolSets),
+		catalog:   cat,
 		status:    runQueued,
 		changed:   make(chan struct{}),
 		done:      make(chan struct{}),
