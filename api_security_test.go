@@ -63,7 +63,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	if err != nil {
 		t.Fatalf("loadConfig() = %v", err)
 	}
-	reg := newRegistry(cfg.Servers, registryOptions{Logger: logger, Client: clientOptions{Roots: []string{t.TempDir()}, Getenv: getenv}})
+	reg := newRegistry(cfg.Servers, registryOptions{Logger: logger, Client: clientOptions{Getenv: getenv}})
 	t.Cleanup(reg.close)
 	if err := reg.waitReady(t.Context()); err != nil {
 		t.Fatal(err)

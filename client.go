@@ -76,8 +76,6 @@ const (
 type clientOptions struct {
 	// Logger receives the session's logs; nil discards them.
 	Logger *slog.Logger
-	// Roots are the directories answered to roots/list, as file:// URIs.
-	Roots []string
 	// Getenv reads harnessd's environment for the stdio child's minimal
 	// environment; nil means os.LookupEnv.
 	Getenv func(string) (string, bool)

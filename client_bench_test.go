@@ -88,7 +88,7 @@ func benchHTTPConfig(b *testing.B, mode string) serverConfig {
 // benchConnect connects a session to cfg, closed when the benchmark ends.
 func benchConnect(b *testing.B, cfg serverConfig) *client {
 	b.Helper()
-	c, err := connect(b.Context(), cfg, clientOptions{Logger: benchLogger, Roots: []string{b.TempDir()}})
+	c, err := connect(b.Context(), cfg, clientOptions{Logger: benchLogger})
 	if err != nil {
 		b.Fatalf("connect %s: %v", cfg.Name, err)
 	}
@@ -207,7 +207,7 @@ func benchStartup(b *testing.B, n int, config func(*testing.B, string) serverCon
 	for i := range servers {
 		servers[i] = config(b, "echo"+strconv.Itoa(i))
 	}
-	opts := registryOptions{Logger: benchLogger, Client: clientOptions{Roots: []string{b.TempDir()}}}
+	opts := registryOptions{Logger: benchLogger, Client: clientOptions{}}
 	ctx := b.Context()
 	for b.Loop() {
 		reg := newRegistry(servers, opts)
@@ -313,7 +313,7 @@ func startupFloorOnce(cfg serverConfig) (*exec.Cmd, io.Closer, error) {
 // the median wall times and of the mean CPU times of this process.
 func BenchmarkHarnessOverhead(b *testing.B) {
 	cfg := benchStdioConfig(b, "bench")
-	reg := newRegistry([]serverConfig{cfg}, registryOptions{Logger: benchLogger, Client: clientOptions{Roots: []string{b.TempDir()}}})
+	reg := newRegistry([]serverConfig{cfg}, registryOptions{Logger: benchLogger, Client: clientOptions{}})
 	b.Cleanup(reg.close)
 	ctx := b.Context()
 	if err := reg.waitReady(ctx); err != nil {

@@ -53,8 +53,7 @@ type conn struct {
 	// meta is what every request carries on a current revision (see
 	// client_revision.go); nil on the older ones.
 	meta atomic.Pointer[requestMeta]
-	// roots, once set by setRoots, replace cfg.Roots (nil inside: the
-	// default roots).
+	// roots, once set by setRoots, replace cfg.Roots (nil inside: none).
 	roots atomic.Pointer[[]string]
 	// rootsAnswered is when roots/list was last answered (Unix
 	// nanoseconds; 0 never), for settleRoots (client_roots.go).

@@ -133,7 +133,6 @@ func runsOver(t *testing.T, f *fakeModel, opts registryOptions, globals ...serve
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	opts.Client.Roots = []string{t.TempDir()}
 	reg := newRegistry(globals, opts)
 	t.Cleanup(reg.close)
 	if err := reg.waitReady(t.Context()); err != nil {

@@ -132,7 +132,7 @@ func (c *client) answerInputRequests(ctx context.Context, questions map[string]e
 			result, rpcErr, handled = c.opts.HandleRequest(q.Method, q.Params)
 		}
 		if !handled {
-			result, rpcErr, handled = answerInput(ctx, policy, c.rootsConfig(), c.opts.Roots, q.Method, q.Params)
+			result, rpcErr, handled = answerInput(ctx, policy, c.rootsConfig(), q.Method, q.Params)
 		}
 		switch {
 		case !handled:

@@ -50,7 +50,9 @@ func startMRTRServer(t *testing.T, policy *inputPolicy, answer func(method strin
 			return true
 		},
 	})
-	c := connectPeer(t, httpPeerConfig("mrtr", transportHTTP, s.URL), clientOptions{Input: policy, Roots: []string{"/srv/data"}})
+	cfg := httpPeerConfig("mrtr", transportHTTP, s.URL)
+	cfg.Roots = []string{"/srv/data"}
+	c := connectPeer(t, cfg, clientOptions{Input: policy})
 	return s, c
 }
 

@@ -388,7 +388,13 @@ func (m *requestMeta) header(req request) http.Header {
 }
 
 // clientCapabilities returns the capabilities harnessd declares: roots,
-// the server-input ones, and the session's own.
+// the server-input ones, and the session's own. Roots are declared even
+// for a server with none configured: it is answered an empty list, which
+// server-filesystem takes as "keep the directories of the command line",
+// and a reload that gives it roots can then tell it
+// (notifications/roots/list_changed). Without the capability that server
+// would keep its directories too, but could never be given roots later,
+// and one started without directories would exit at once.
 func (c *conn) clientCapabilities() map[string]any {
 	capabilities := map[string]any{"roots": map[string]any{"listChanged": true}}
 	for k, v := range clientInputCapabilities() {

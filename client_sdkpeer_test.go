@@ -43,11 +43,9 @@ func sdkFullPeers() []struct {
 
 // sdkInputOptions answer the Go SDK server's questions: elicitations
 // accepted with content fitting each question, sampling with a fixed text
-// (through the conformance hook, as no model runs here), /srv/data as the
-// only root.
+// (through the conformance hook, as no model runs here).
 func sdkInputOptions() clientOptions {
 	return clientOptions{
-		Roots: []string{"/srv/data"},
 		Input: &inputPolicy{Prompt: answerSDKQuestion},
 		HandleRequest: func(method string, _ json.RawMessage) (any, *rpcError, bool) {
 			if method != "sampling/createMessage" {
@@ -70,7 +68,9 @@ func TestGoSDKFullServer(t *testing.T) {
 				default:
 				}
 			}
-			c := connectPeer(t, peer.config(t), opts)
+			cfg := peer.config(t)
+			cfg.Roots = []string{"/srv/data"}
+			c := connectPeer(t, cfg, opts)
 			if got := c.protocolVersion(); got != peer.wantVersion {
 				t.Errorf("protocol version = %q, want %q", got, peer.wantVersion)
 			}

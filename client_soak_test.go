@@ -85,7 +85,7 @@ func TestToolCallSoak(t *testing.T) {
 				cfg.URL = startEchoServerHTTP(t, tt.mode)
 			}
 			ring := newLogRing(soakTraceLines)
-			c, err := connect(t.Context(), cfg, clientOptions{Logger: slog.New(ring), Roots: []string{t.TempDir()}})
+			c, err := connect(t.Context(), cfg, clientOptions{Logger: slog.New(ring)})
 			if err != nil {
 				t.Fatalf("connect: %v", err)
 			}

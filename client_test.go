@@ -156,8 +156,8 @@ func checkEverything(t *testing.T, c *client, _ string) {
 	}
 }
 
-// checkFilesystem reads a file of the allowed directory, which is also the
-// client's root.
+// checkFilesystem reads a file of the allowed directory, the one the
+// server was started with (the client answers no roots).
 func checkFilesystem(t *testing.T, c *client, dir string) {
 	const content = "written by the harnessd client test\n"
 	file := filepath.Join(dir, "note.txt")
@@ -274,7 +274,7 @@ func TestClientRealPeers(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			cfg := tt.config(t, dir)
-			c := connectPeer(t, cfg, clientOptions{Roots: []string{dir}})
+			c := connectPeer(t, cfg, clientOptions{})
 			// The Go SDK server speaks the current revision, except behind
 			// its stateful HTTP handler; the npm reference servers do not.
 			if want := cmp.Or(tt.wantVersion, latestProtocolVersion); c.protocolVersion() != want {

@@ -64,6 +64,10 @@ func (a *app) check(_ context.Context, args []string) error {
 // naming its file or variable and field. opts.Home must be set. Both
 // harnessd check and a reload (SIGHUP) use it.
 func checkConfig(opts loadOptions) (*config, []string, error) {
+	opts, err := opts.resolve()
+	if err != nil {
+		return nil, nil, err
+	}
 	var errs []error
 	cfg, err := loadConfig(opts)
 	if err != nil {
@@ -75,11 +79,7 @@ func checkConfig(opts loadOptions) (*config, []string, error) {
 		}
 		errs = append(errs, checkScheduleModels(cfg))
 	}
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.LookupEnv
-	}
-	profiles, err := checkProfiles(opts.Home, cfg, getenv)
+	profiles, err := checkProfiles(opts.Home, cfg, opts.Getenv)
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -80,14 +80,14 @@ func splitCommand(args []string) (before, command []string) {
 
 // connectForCommand connects servers once (no restarts) and waits for every
 // first attempt. input answers the servers' questions.
-func connectForCommand(ctx context.Context, servers []serverConfig, logger *slog.Logger, workspace string, getenv func(string) (string, bool), input *inputPolicy) (*registry, error) {
+func connectForCommand(ctx context.Context, servers []serverConfig, logger *slog.Logger, getenv func(string) (string, bool), input *inputPolicy) (*registry, error) {
 	var oauth *oauthClients
 	if home, err := defaultHome(getenv); err == nil {
 		oauth = newOAuthClients(newTokenStore(oauthDir(home)), logger)
 	}
 	reg := newRegistry(servers, registryOptions{
 		Logger: logger,
-		Client: clientOptions{Roots: []string{workspace}, Getenv: getenv, OAuth: oauth, Input: input},
+		Client: clientOptions{Getenv: getenv, OAuth: oauth, Input: input},
 	})
 	if err := reg.waitReady(ctx); err != nil {
 		reg.close()
@@ -122,7 +122,7 @@ func (a *app) mcpList(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	reg, err := connectForCommand(ctx, servers, logger, workspace, a.getenv, commandInput(nil, a.stderr, model, a.getenv, logger))
+	reg, err := connectForCommand(ctx, servers, logger, a.getenv, commandInput(nil, a.stderr, model, a.getenv, logger))
 	if err != nil {
 		return err
 	}
@@ -274,7 +274,7 @@ func (a *app) mcpCall(ctx context.Context, args []string) (err error) {
 	if isTerminalWriter(a.stderr) {
 		input.Progress = printProgress(a.stderr)
 	}
-	reg, err := connectForCommand(ctx, candidates, logger, workspace, a.getenv, input)
+	reg, err := connectForCommand(ctx, candidates, logger, a.getenv, input)
 	if err != nil {
 		return err
 	}

@@ -308,7 +308,7 @@ func (a *app) mcpGet(ctx context.Context, args []string) error {
 		return usageError("mcp get: no server named %q is configured (see harnessd mcp list)", name)
 	}
 	cfg := servers[i]
-	reg, err := connectForCommand(ctx, []serverConfig{cfg}, logger, workspace, a.getenv, commandInput(nil, a.stderr, model, a.getenv, logger))
+	reg, err := connectForCommand(ctx, []serverConfig{cfg}, logger, a.getenv, commandInput(nil, a.stderr, model, a.getenv, logger))
 	if err != nil {
 		return err
 	}

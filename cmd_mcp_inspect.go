@@ -121,7 +121,7 @@ func (a *app) connectOne(ctx context.Context, cmd, usage string, args []string, 
 	if !servers[i].Enabled {
 		return nil, nil, fmt.Errorf("%s: server %q is disabled by enabled = false (%s); set enabled = true to use it", cmd, one.name, servers[i].Source)
 	}
-	reg, err := connectForCommand(ctx, servers[i:i+1], logger, workspace, a.getenv, commandInput(nil, a.stderr, model, a.getenv, logger))
+	reg, err := connectForCommand(ctx, servers[i:i+1], logger, a.getenv, commandInput(nil, a.stderr, model, a.getenv, logger))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -56,7 +56,7 @@ func (a *app) mcpSkills(ctx context.Context, args []string) error {
 		}
 		servers = servers[i : i+1]
 	}
-	reg, err := connectForCommand(ctx, servers, logger, workspace, a.getenv, commandInput(nil, a.stderr, model, a.getenv, logger))
+	reg, err := connectForCommand(ctx, servers, logger, a.getenv, commandInput(nil, a.stderr, model, a.getenv, logger))
 	if err != nil {
 		return err
 	}

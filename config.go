@@ -164,10 +164,14 @@ func loadConfig(opts loadOptions) (*config, error) {
 }
 
 // resolve returns opts with its defaults filled in: os.LookupEnv, a
-// discarding logger and defaultHome.
+// discarding logger and defaultHome; with a workspace, Getenv answers
+// HARNESS_WORKSPACE with it (withWorkspace).
 func (opts loadOptions) resolve() (loadOptions, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = os.LookupEnv
+	}
+	if opts.Workspace != "" {
+		opts.Getenv = withWorkspace(opts.Getenv, opts.Workspace)
 	}
 	opts.Logger = orDiscard(opts.Logger)
 	if opts.Home == "" {

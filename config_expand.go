@@ -60,6 +60,24 @@ func expandVars(s string, getenv func(string) (string, bool)) (string, error) {
 	return b.String(), nil
 }
 
+// workspaceVar names the workspace in harnessd's environment and in
+// configuration values: ${HARNESS_WORKSPACE}.
+const workspaceVar = "HARNESS_WORKSPACE"
+
+// withWorkspace returns getenv with workspaceVar answering workspace, the
+// absolute directory harnessd works in (--workspace, else
+// HARNESS_WORKSPACE, else the current directory), so that
+// roots = ["${HARNESS_WORKSPACE}"] means the workspace however it was
+// given. Every other name is getenv's.
+func withWorkspace(getenv func(string) (string, bool), workspace string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if name == workspaceVar {
+			return workspace, true
+		}
+		return getenv(name)
+	}
+}
+
 // isVarName reports whether name is a valid environment variable name.
 func isVarName(name string) bool {
 	for i, c := range name {

@@ -73,7 +73,8 @@ func diffServers(old, next []serverConfig) serverDiff {
 }
 
 // onlyRootsDiffer reports whether two configurations of one server differ
-// in their roots alone (nil, the default roots, differs from []).
+// in their roots alone (nil differs from []: both answer no roots, and the
+// server is told again, which changes nothing for it).
 func onlyRootsDiffer(a, b serverConfig) bool {
 	if (a.Roots == nil) == (b.Roots == nil) && slices.Equal(a.Roots, b.Roots) {
 		return false

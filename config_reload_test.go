@@ -74,7 +74,7 @@ func TestDiffServers(t *testing.T) {
 			serverDiff{Restarted: []string{"a"}}},
 		{"roots only", []serverConfig{base("a")}, []serverConfig{with(base("a"), func(c *serverConfig) { c.Roots = []string{"/srv"} })},
 			serverDiff{Rerooted: []string{"a"}}},
-		{"default roots to none", []serverConfig{base("a")}, []serverConfig{with(base("a"), func(c *serverConfig) { c.Roots = []string{} })},
+		{"no roots to an empty list", []serverConfig{base("a")}, []serverConfig{with(base("a"), func(c *serverConfig) { c.Roots = []string{} })},
 			serverDiff{Rerooted: []string{"a"}}},
 		{"roots and env", []serverConfig{base("a")}, []serverConfig{with(base("a"), func(c *serverConfig) { c.Roots = []string{"/srv"}; c.Env["X"] = "1" })},
 			serverDiff{Restarted: []string{"a"}}},

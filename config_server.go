@@ -81,8 +81,11 @@ type serverConfig struct {
 	// its run when it cannot start. Per-run servers are required unless
 	// they say "required": false; others only when they say true.
 	Required bool
-	// Roots are the directories answered to roots/list; nil means the
-	// default (the run's roots, else the workspace), empty means none.
+	// Roots are the directories answered to roots/list; nil means none
+	// configured (a run-local server then gets its run's roots, see
+	// withRunRoots), empty means none either way. Nothing else is
+	// answered: a server given its directories on its command line keeps
+	// them (server-filesystem replaces them only with a non-empty list).
 	Roots []string
 	// Sampling allows the server to ask the run's model for completions
 	// (default true, false for connect_mcp servers).
@@ -209,7 +212,7 @@ func buildServer(label string, origin serverOrigin, source string, raw rawServer
 			dir = b.expand(field, dir)
 			s.Roots = append(s.Roots, dir)
 			if !filepath.IsAbs(dir) && !b.unexpanded[field] {
-				b.bad(field, "%q is not an absolute directory path; write full paths (${HOME}/dir works), or roots = [] for none", dir)
+				b.bad(field, "%q is not an absolute directory path; write full paths (${HARNESS_WORKSPACE} and ${HOME}/dir work), or roots = [] for none", dir)
 			}
 		}
 	}

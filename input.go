@@ -130,17 +130,16 @@ func (p *inputPolicy) answerTimeout() time.Duration {
 
 // answerInput answers one server request for input under policy p (nil
 // declines elicitations and refuses sampling): elicitation/create,
-// sampling/createMessage and roots/list. defaultRoots are the roots of a
-// server whose config and policy name none. handled is false for other
-// methods. It may block until the request is answered; ctx bounds it
+// sampling/createMessage and roots/list (the server's configured roots,
+// none when it has none). handled is false for other methods. It may block until the request is answered; ctx bounds it
 // (the run's context, or the session's).
-func answerInput(ctx context.Context, p *inputPolicy, server serverConfig, defaultRoots []string, method string, params json.RawMessage) (result any, rpcErr *rpcError, handled bool) {
+func answerInput(ctx context.Context, p *inputPolicy, server serverConfig, method string, params json.RawMessage) (result any, rpcErr *rpcError, handled bool) {
 	if p == nil {
 		p = &inputPolicy{DeclineReason: "no run is asking", NoSampling: "no run is asking"}
 	}
 	switch method {
 	case "roots/list":
-		return map[string]any{"roots": rootsFor(server, defaultRoots)}, nil, true
+		return map[string]any{"roots": rootsFor(server)}, nil, true
 	case "elicitation/create":
 		var req elicitRequest
 		if err := json.Unmarshal(params, &req); err != nil {
@@ -291,7 +290,7 @@ func (c *conn) serveInput(method string, params json.RawMessage) (any, *rpcError
 	ctx, cancel := c.untilEnded(ctx)
 	defer cancel()
 	defer c.holdCalls()()
-	return answerInput(ctx, p, c.rootsConfig(), c.opts.Roots, method, params)
+	return answerInput(ctx, p, c.rootsConfig(), method, params)
 }
 
 // holdCalls keeps the deadlines of the session's calls from running out

@@ -19,19 +19,18 @@ type root struct {
 	Name string `json:"name,omitempty"`
 }
 
-// rootsFor returns the roots answered to server: its own (possibly none;
-// a run-local server's carry its run's, see runScope.withRunRoots), else
-// defaultRoots. They depend on the session only, never on the run whose
+// rootsFor returns the roots answered to server: its configured roots (a
+// run-local server's carry its run's, see runScope.withRunRoots), else
+// none, never nil. Nothing is answered by default: a server that replaces
+// its own directories with the client's roots (server-filesystem, given
+// /tmp on its command line) would otherwise serve what the operator did
+// not write. The roots depend on the session only, never on the run whose
 // call is in flight: a server that keeps its roots (server-filesystem
 // reads them once, and again on notifications/roots/list_changed) would
 // otherwise keep one run's directories for the next run's calls.
-func rootsFor(server serverConfig, defaultRoots []string) []root {
-	dirs := defaultRoots
-	if server.Roots != nil {
-		dirs = server.Roots
-	}
-	roots := make([]root, 0, len(dirs))
-	for _, dir := range dirs {
+func rootsFor(server serverConfig) []root {
+	roots := make([]root, 0, len(server.Roots))
+	for _, dir := range server.Roots {
 		abs, err := filepath.Abs(dir)
 		if err != nil {
 			continue
@@ -52,8 +51,7 @@ func (c *conn) rootsConfig() serverConfig {
 	return cfg
 }
 
-// setRoots changes the roots answered to the server (nil: the default
-// roots) and, on the older revisions, tells it with
+// setRoots changes the roots answered to the server (nil: none) and, on the older revisions, tells it with
 // notifications/roots/list_changed, so a server that keeps its roots
 // (server-filesystem) asks for them again. The current revision has no
 // notification for it: a server asks for roots with each request that

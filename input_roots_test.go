@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,29 +17,39 @@ import (
 // This file tests a run's own roots: how they are validated, which servers
 // get them, and a real server-filesystem reading through them.
 
-func TestRootsFor(t *testing.T) {
+// TestRootsAnswered resolves the answer to roots/list from a server's
+// configured roots and its run's: what is configured, else an empty
+// list, never the workspace.
+func TestRootsAnswered(t *testing.T) {
 	t.Parallel()
-	uris := func(rs []root) []string {
-		var out []string
-		for _, r := range rs {
-			out = append(out, r.URI)
-		}
-		return out
-	}
 	tests := []struct {
-		name   string
-		server []string
-		want   []string
+		name     string
+		origin   serverOrigin
+		server   []string // the server's roots; nil: none configured
+		runRoots []string // the run request's roots; nil: none
+		want     string   // the result of roots/list, as JSON
 	}{
-		{"default", nil, []string{"file:///work"}},
-		{"server roots", []string{"/srv/b"}, []string{"file:///srv/b"}},
-		{"server declares none", []string{}, nil},
+		{"none configured", originGlobal, nil, nil, `{"roots":[]}`},
+		{"server roots", originGlobal, []string{"/srv/b"}, nil, `{"roots":[{"uri":"file:///srv/b","name":"b"}]}`},
+		{"server declares none", originGlobal, []string{}, nil, `{"roots":[]}`},
+		{"a global server never gets a run's roots", originGlobal, nil, []string{"/run"}, `{"roots":[]}`},
+		{"a profile server gets its run's roots", originProfile, nil, []string{"/run"}, `{"roots":[{"uri":"file:///run","name":"run"}]}`},
+		{"run roots replace a profile server's", originProfile, []string{"/srv"}, []string{"/run"}, `{"roots":[{"uri":"file:///run","name":"run"}]}`},
+		{"a per-run server's own roots win", originPerRun, []string{"/own"}, []string{"/run"}, `{"roots":[{"uri":"file:///own","name":"own"}]}`},
+		{"a per-run server without roots in a run without roots", originPerRun, nil, nil, `{"roots":[]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := uris(rootsFor(serverConfig{Roots: tt.server}, []string{"/work"}))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("rootsFor(%v) = %v, want %v", tt.server, got, tt.want)
+			cfg := serverConfig{Name: "s", Roots: tt.server, Origin: tt.origin}
+			if tt.origin != originGlobal { // a run-local server: its run's roots apply
+				cfg = (&runScope{roots: tt.runRoots}).withRunRoots(cfg)
+			}
+			res, rpcErr, handled := answerInput(t.Context(), nil, cfg, "roots/list", nil)
+			if !handled || rpcErr != nil {
+				t.Fatalf("answerInput(roots/list) = handled %v, %v", handled, rpcErr)
+			}
+			if got := string(mustJSON(t, res)); got != tt.want {
+				t.Errorf("roots/list for roots %v in a run with roots %v = %s, want %s", tt.server, tt.runRoots, got, tt.want)
 			}
 		})
 	}
@@ -114,7 +125,7 @@ func TestRealRunRootsServerFilesystem(t *testing.T) {
 	if err := os.WriteFile(note, []byte("outside the workspace"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reg := newPeerRegistry(t, workspace, stdioPeerConfig("files", filesystemStdioCommand(t, workspace)))
+	reg := newPeerRegistry(t, stdioPeerConfig("files", filesystemStdioCommand(t, workspace)))
 	fs := filesystemStdioCommand(t, workspace)
 	servers, err := json.Marshal([]map[string]any{{"name": "runfs", "command": fs.Command, "args": fs.Args}})
 	if err != nil {
@@ -171,11 +182,12 @@ func TestReloadRerootsServerFilesystem(t *testing.T) {
 	if err := os.WriteFile(note, []byte("outside the workspace"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// server-filesystem says on stderr each time it has applied the roots
-	// it asked for: once after the handshake, once per list_changed.
+	// server-filesystem says on stderr each time it has taken the roots
+	// it asked for: once after the handshake (none: it keeps its own
+	// directory), once per list_changed.
 	applied := make(chan struct{}, 4)
 	logger := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
-		if bytes.Contains(b, []byte("Updated allowed directories from MCP roots")) {
+		if bytes.Contains(b, []byte("Updated allowed directories from MCP roots")) || bytes.Contains(b, []byte("No valid root directories provided by client")) {
 			applied <- struct{}{}
 		}
 		return len(b), nil
@@ -189,7 +201,7 @@ func TestReloadRerootsServerFilesystem(t *testing.T) {
 		}
 	}
 	cfg := stdioPeerConfig("files", filesystemStdioCommand(t, workspace))
-	reg := startRegistry(t, []serverConfig{cfg}, registryOptions{Logger: logger, Client: clientOptions{Roots: []string{workspace}}})
+	reg := startRegistry(t, []serverConfig{cfg}, registryOptions{Logger: logger})
 	waitRegistryReady(t, reg)
 	waitApplied("after the handshake")
 	before := reg.server("files")
@@ -228,5 +240,57 @@ func TestReloadRerootsServerFilesystem(t *testing.T) {
 	}
 	if got := reg.globals()[0].Roots; !slices.Equal(got, []string{outside}) {
 		t.Errorf("globals()[0].Roots = %v, want %v (the next reload compares with it)", got, []string{outside})
+	}
+}
+
+// TestWorkspaceVarInRoots expands ${HARNESS_WORKSPACE} in a server's
+// roots to the workspace in effect: the one --workspace gave, over
+// HARNESS_WORKSPACE, and the variable's own value when no workspace is
+// known to the loader.
+func TestWorkspaceVarInRoots(t *testing.T) {
+	t.Parallel()
+	workspace := t.TempDir()
+	servers := `[{"name": "fs", "command": "server", "roots": ["${HARNESS_WORKSPACE}", "${HARNESS_WORKSPACE}/sub"]}]`
+	tests := []struct {
+		name      string
+		workspace string
+		env       map[string]string
+		want      []string
+	}{
+		{"from the flag, variable unset", workspace, nil, []string{workspace, workspace + "/sub"}},
+		{"the flag wins over the variable", workspace, map[string]string{"HARNESS_WORKSPACE": "/elsewhere"}, []string{workspace, workspace + "/sub"}},
+		{"no workspace: the variable", "", map[string]string{"HARNESS_WORKSPACE": "/from/env"}, []string{"/from/env", "/from/env/sub"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"HARNESS_MCP_SERVERS": servers}
+			maps.Copy(env, tt.env)
+			cfg, err := loadConfig(loadOptions{Home: t.TempDir(), Workspace: tt.workspace, Getenv: fakeEnv(env)})
+			if err != nil {
+				t.Fatalf("loadConfig() = %v", err)
+			}
+			if got := cfg.Servers[0].Roots; !slices.Equal(got, tt.want) {
+				t.Errorf("roots = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWorkspaceRootsFromFlag answers roots/list with the workspace given
+// by --workspace, through roots = ["${HARNESS_WORKSPACE}"] in a config
+// file, while HARNESS_WORKSPACE names another directory: the Go SDK
+// server's list_roots says what it was answered.
+func TestWorkspaceRootsFromFlag(t *testing.T) {
+	t.Parallel()
+	echo := buildEchoServer(t)
+	home, workspace := t.TempDir(), t.TempDir()
+	config := "[mcp_servers.sdk]\ncommand = " + string(mustJSON(t, echo)) + "\nargs = [\"stdio\", \"-full\"]\nroots = [\"${HARNESS_WORKSPACE}\"]\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HARNESS_HOME": home, "HARNESS_WORKSPACE": t.TempDir()}
+	code, out, errOut := runHarnessd(t, env, "mcp", "call", "--workspace", workspace, "mcp_sdk_list_roots", "{}")
+	if want := "file://" + workspace; code != 0 || strings.TrimSpace(out) != want {
+		t.Errorf("mcp call mcp_sdk_list_roots = exit %d, stdout %q, stderr %q; want %s", code, out, errOut, want)
 	}
 }

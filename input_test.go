@@ -289,7 +289,8 @@ func TestServerInputEverything(t *testing.T) {
 	}
 	cfg := stdioPeerConfig("everything", everythingStdioCommand(t))
 	cfg.Sampling = true
-	c := connectPeer(t, cfg, clientOptions{Roots: []string{dir}})
+	cfg.Roots = []string{dir}
+	c := connectPeer(t, cfg, clientOptions{})
 	ctx := withInputPolicy(t.Context(), policy)
 
 	call := func(tool, args string) string {

@@ -198,7 +198,7 @@ type commonFlags struct {
 // register adds the shared flags to fs; defaults come from the environment.
 func (c *commonFlags) register(fs *flag.FlagSet, getenv func(string) (string, bool)) {
 	ws, _ := getenv("HARNESS_WORKSPACE")
-	fs.StringVar(&c.workspace, "workspace", ws, "workspace directory: its .harness/config.toml is read and it is the servers' root (env HARNESS_WORKSPACE; default the current directory)")
+	fs.StringVar(&c.workspace, "workspace", ws, "workspace directory: its .harness/config.toml is read, and ${HARNESS_WORKSPACE} in the config names it (env HARNESS_WORKSPACE; default the current directory)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 }

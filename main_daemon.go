@@ -152,7 +152,12 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 	if err != nil {
 		return nil, usageError("%v", err)
 	}
-	d.load = loadOptions{Home: home, Workspace: o.workspace, Getenv: a.getenv, Logger: d.logger}
+	// Resolved once: the runs' profiles expand ${HARNESS_WORKSPACE} as
+	// the files do.
+	d.load, err = loadOptions{Home: home, Workspace: o.workspace, Getenv: a.getenv, Logger: d.logger}.resolve()
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
 	cfg, err := loadConfig(d.load)
 	if err != nil {
 		return nil, usageError("%v", err)
@@ -217,7 +222,7 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 	oauth := newOAuthClients(newTokenStore(oauthDir(d.load.Home)), logger)
 	d.reg = newRegistry(cfg.Servers, registryOptions{
 		Logger: logger,
-		Client: clientOptions{Roots: []string{d.opts.workspace}, Getenv: a.getenv, ProcessGroups: groups,
+		Client: clientOptions{Getenv: a.getenv, ProcessGroups: groups,
 			OAuth: oauth,
 			Input: outside, Cache: newResponseCache(),
 			LogPayloads: d.opts.logPayloads, Secrets: d.secrets},
@@ -230,7 +235,7 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 		Registry:   d.reg,
 		Logger:     logger,
 		Home:       d.load.Home,
-		Getenv:     a.getenv,
+		Getenv:     d.load.Getenv,
 		Model:      model,
 		MaxSteps:   cfg.Model.MaxSteps,
 		AllowHosts: cfg.ConnectAllowHosts,

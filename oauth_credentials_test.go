@@ -78,7 +78,7 @@ func TestOAuthTokensNeverShown(t *testing.T) {
 	cfg := serverConfig{Name: "docs", URL: a.srv.URL + "/mcp", Transport: transportHTTP, Enabled: true, Timeout: defaultTimeout}
 	store := newTokenStore(oauthDir(home))
 	reg := newRegistry([]serverConfig{cfg}, registryOptions{Logger: logger, Restart: true, BackoffMin: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
-		Client: clientOptions{Roots: []string{t.TempDir()}, OAuth: newOAuthClients(store, logger), LogPayloads: true, Secrets: root}})
+		Client: clientOptions{OAuth: newOAuthClients(store, logger), LogPayloads: true, Secrets: root}})
 	t.Cleanup(reg.close)
 	if err := reg.waitReady(t.Context()); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ func TestRunCutsAfterRedacting(t *testing.T) {
 	const secret = "QZXWheader-value-0123456789"
 	text := strings.Repeat("x", limit-11) + " " + secret + " tail"
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: text})
-	reg := newRegistry(nil, registryOptions{Client: clientOptions{Roots: []string{t.TempDir()}, Secrets: newLiveRedactor(newRedactor(secret))}})
+	reg := newRegistry(nil, registryOptions{Client: clientOptions{Secrets: newLiveRedactor(newRedactor(secret))}})
 	t.Cleanup(reg.close)
 	opts := runOptionsOver(t, reg, f, "", nil)
 	opts.Limits = runLimits{MaxOutputBytes: limit}

@@ -152,7 +152,7 @@ func TestSecretLeakPaths(t *testing.T) {
 	}
 	var logs lockedBuffer
 	logger := redactLoggerLive(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), newLiveRedactor(baseSecrets(globals, getenv)))
-	reg := newRegistry(globals, registryOptions{Logger: logger, Client: clientOptions{Roots: []string{t.TempDir()}}})
+	reg := newRegistry(globals, registryOptions{Logger: logger, Client: clientOptions{}})
 	t.Cleanup(reg.close)
 	if err := reg.waitReady(t.Context()); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 type registryOptions struct {
 	// Logger receives the registry's logs; nil discards them.
 	Logger *slog.Logger
-	// Client is the base of every session's options (roots, environment).
+	// Client is the base of every session's options (environment, input).
 	Client clientOptions
 	// Restart turns on background reconnection of failed global servers.
 	Restart bool

@@ -102,20 +102,26 @@ type managedServer struct {
 	// no call is in flight.
 	retired error
 	drained chan struct{}
-	// roots, once set by setRoots, replace cfg.Roots (nil inside: the
-	// default roots); rootsGen counts the changes.
+	// roots, once set by setRoots, replace cfg.Roots (nil inside: none);
+	// rootsGen counts the changes.
 	roots    *[]string
 	rootsGen int
+	// firstAttempt is closed once the server leaves connecting, its first
+	// attempt over (see awaitFirstAttempt); closed from the start for a
+	// disabled server.
+	firstAttempt chan struct{}
 }
 
 // newManagedServer returns a server in its first status: connecting, or
 // disabled when cfg is not enabled. Nothing is started.
 func newManagedServer(cfg serverConfig, dynamic bool, logger *slog.Logger) *managedServer {
 	status := statusConnecting
+	firstAttempt := make(chan struct{})
 	if !cfg.Enabled {
 		status = statusDisabled
+		close(firstAttempt)
 	}
-	return &managedServer{cfg: cfg, dynamic: dynamic, logger: serverLogger(logger, cfg), status: status}
+	return &managedServer{cfg: cfg, dynamic: dynamic, logger: serverLogger(logger, cfg), status: status, firstAttempt: firstAttempt}
 }
 
 // serverTransitions are the status changes move allows, from each status
@@ -159,6 +165,9 @@ func (s *managedServer) move(to string, cause error) {
 		if report := illegalMove.Load(); report != nil {
 			(*report)(s.status, to)
 		}
+	}
+	if s.status == statusConnecting && to != statusConnecting {
+		close(s.firstAttempt) // no status leads back to connecting
 	}
 	s.status, s.lastErr = to, cause
 	if to == statusReady {

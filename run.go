@@ -151,6 +151,8 @@ func newRun(env *runEnv, req runRequest) *run {
 	logger := env.logger.With("run", id)
 	scope := env.reg.newScope(logger)
 	scope.starts = env.starts
+	cat := newCatalog(scope.toolSets)
+	cat.unready = scope.unready
 	return &run{
 		id:        id,
 		env:       env,
@@ -158,7 +160,7 @@ func newRun(env *runEnv, req runRequest) *run {
 		req:       req,
 		createdAt: time.Now().UTC(),
 		scope:     scope,
-		catalog:   newCatalog(scope.toolSets),
+		catalog:   cat,
 		status:    runQueued,
 		changed:   make(chan struct{}),
 		done:      make(chan struct{}),
@@ -410,9 +412,11 @@ func (r *run) loop(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("max_steps (%d) reached without a final answer: raise max_steps or narrow the prompt", r.maxSteps)
 }
 
-// begin marks the run running and connects its profile and per-run
-// servers, reporting each as an event. It returns an error naming each
-// required server that could not start.
+// begin marks the run running, connects its profile and per-run servers,
+// reporting each as an event, and meanwhile waits for the global servers
+// still starting (awaitStartingServers). It returns ctx's error when ctx
+// ended during the wait, else an error naming each required server that
+// could not start.
 func (r *run) begin(ctx context.Context) error {
 	r.mu.Lock()
 	r.status = runRunning
@@ -442,8 +446,16 @@ func (r *run) begin(ctx context.Context) error {
 		}
 		r.emit(evServerConnected, serverConnectedEvent(ev.Server, ev.Source, ev.Tools))
 	}
+	waited := make(chan error, 1)
+	// Owned by begin, which takes its result; ends when every starting
+	// global server is waited for (each bounded by its startup_timeout)
+	// or ctx is done.
+	go func() { waited <- r.awaitStartingServers(ctx) }()
 	r.scope.open(ctx, r.profile, onServer)
 	r.scope.open(ctx, r.perRun, onServer)
+	if err := <-waited; err != nil {
+		return err
+	}
 	return errors.Join(failed...)
 }
 

@@ -326,7 +326,7 @@ func TestConversationTrimmedAtLimit(t *testing.T) {
 		// Run 3: whole turns dropped, the first prompt kept.
 		fakeTurn{Check: conversationIs([]string{u, u}, "fetch", "last"), Text: "ok"},
 	)
-	reg := newRegistry([]serverConfig{big}, registryOptions{Client: clientOptions{Roots: []string{t.TempDir()}}})
+	reg := newRegistry([]serverConfig{big}, registryOptions{Client: clientOptions{}})
 	t.Cleanup(reg.close)
 	if err := reg.waitReady(t.Context()); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,9 @@
 package main
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // This file holds the names of a run's events and the constructors of
 // their payloads: every event a run emits is named here, and the rule of
@@ -30,6 +33,14 @@ const (
 	evApprovalRequested   = "approval.requested"
 	evApprovalResolved    = "approval.resolved"
 	evBudgetExceeded      = "budget.exceeded"
+)
+
+// Event types of a run's wait, before its first model call, for the global
+// servers still in their first connection attempt (run_starting.go):
+// waiting names them, waited says how each ended up.
+const (
+	evServersWaiting = "mcp.servers.waiting"
+	evServersWaited  = "mcp.servers.waited"
 )
 
 // Live-only event types: followers connected at the time get them, the
@@ -63,6 +74,31 @@ func serverConnectedEvent(server, source string, tools int) map[string]any {
 // run's scope (from source) could not be started or connected.
 func serverFailedEvent(server, source string, err error) map[string]any {
 	return map[string]any{"server": server, "source": source, "error": err.Error()}
+}
+
+// serversWaitingEvent is the payload of mcp.servers.waiting: the run waits
+// for the global servers named, each still in its first connection
+// attempt, at most its startup_timeout.
+func serversWaitingEvent(servers []string) map[string]any {
+	return map[string]any{"servers": servers}
+}
+
+// serversWaitedEvent is the payload of mcp.servers.waited: how long the run
+// waited, and each server it waited for, as it was then: its status, its
+// tools once ready, why not otherwise.
+func serversWaitedEvent(waited time.Duration, servers []serverStatus) map[string]any {
+	list := make([]map[string]any, 0, len(servers))
+	for _, st := range servers {
+		s := map[string]any{"server": st.Name, "source": st.Source, "status": st.Status}
+		if st.Status == statusReady {
+			s["tools"] = len(st.Tools)
+		}
+		if st.Error != "" {
+			s["error"] = st.Error
+		}
+		list = append(list, s)
+	}
+	return map[string]any{"duration_ms": float64(waited.Microseconds()) / 1000, "servers": list}
 }
 
 // conversationTrimmedEvent is the payload of conversation.trimmed: what

@@ -151,7 +151,7 @@ func (p *recordingProxy) waitUntil(t *testing.T, what string, done func([]proxie
 func TestRealConnectMCP(t *testing.T) {
 	t.Parallel()
 	proxy := startRecordingProxy(t, startEverythingHTTP(t, "streamableHttp"), nil)
-	reg := newPeerRegistry(t, "", stdioPeerConfig("memory", memoryStdioCommand(t)))
+	reg := newPeerRegistry(t, stdioPeerConfig("memory", memoryStdioCommand(t)))
 	for _, wire := range wires {
 		t.Run(wire, func(t *testing.T) {
 			connect := func(name string) string {
@@ -251,7 +251,7 @@ func TestRealConnectMCP(t *testing.T) {
 func TestRealConnectMCPSameNameAtOnce(t *testing.T) {
 	t.Parallel()
 	endpoint := startEverythingHTTP(t, "streamableHttp")
-	reg := newPeerRegistry(t, "")
+	reg := newPeerRegistry(t)
 	f := newFakeModel(t, providerOpenAI,
 		fakeTurn{ToolCalls: calls("find_tool", `{"query":"select:connect_mcp"}`)},
 		// Two names that make the same tool prefix, in one step.
@@ -313,7 +313,7 @@ func TestRealConnectMCPSlowDoesNotBlockOthers(t *testing.T) {
 	}))
 	t.Cleanup(fast.Close)
 
-	reg := newPeerRegistry(t, "")
+	reg := newPeerRegistry(t)
 	f := newFakeModel(t, providerOpenAI,
 		fakeTurn{ToolCalls: calls("find_tool", `{"query":"select:connect_mcp"}`)},
 		fakeTurn{ToolCalls: calls(

@@ -19,7 +19,7 @@ func TestRealRunLimits(t *testing.T) {
 	holding := startRecordingProxy(t, everythingHTTP, func(req proxiedRequest) bool {
 		return req.RPC == "tools/call" && strings.Contains(string(req.Body), `"name":"trigger-long-running-operation"`)
 	})
-	reg := newPeerRegistry(t, "",
+	reg := newPeerRegistry(t,
 		stdioPeerConfig("local", everythingStdioCommand(t)),
 		httpPeerConfig("remote", transportHTTP, proxy.URL),
 		httpPeerConfig("held", transportHTTP, holding.URL))

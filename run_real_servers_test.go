@@ -18,7 +18,7 @@ import (
 
 func TestRealPerRunServer(t *testing.T) {
 	t.Parallel()
-	reg := newPeerRegistry(t, "", stdioPeerConfig("everything", everythingStdioCommand(t)))
+	reg := newPeerRegistry(t, stdioPeerConfig("everything", everythingStdioCommand(t)))
 	memory := memoryStdioCommand(t)
 	body, err := json.Marshal([]map[string]any{{"name": "mem", "command": memory.Command, "args": memory.Args, "env": memory.Env}})
 	if err != nil {
@@ -95,7 +95,7 @@ func TestRealPerRunServer(t *testing.T) {
 
 func TestRealProfileShadowsGlobal(t *testing.T) {
 	t.Parallel()
-	reg := newPeerRegistry(t, "", stdioPeerConfig("everything", everythingStdioCommand(t)))
+	reg := newPeerRegistry(t, stdioPeerConfig("everything", everythingStdioCommand(t)))
 	memory := memoryStdioCommand(t)
 	home := t.TempDir()
 	var args []string

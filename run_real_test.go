@@ -24,14 +24,9 @@ var wires = []string{providerOpenAI, providerAnthropic}
 
 // newPeerRegistry connects the global servers and fails the test unless
 // every one is ready. The registry is closed when the test ends.
-// workspace is the root the servers get from roots/list ("" for a fresh
-// directory).
-func newPeerRegistry(t *testing.T, workspace string, globals ...serverConfig) *registry {
+func newPeerRegistry(t *testing.T, globals ...serverConfig) *registry {
 	t.Helper()
-	if workspace == "" {
-		workspace = t.TempDir()
-	}
-	reg := newRegistry(globals, registryOptions{Logger: discardLogger(), Client: clientOptions{Roots: []string{workspace}}})
+	reg := newRegistry(globals, registryOptions{Logger: discardLogger()})
 	t.Cleanup(reg.close)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*peerStartTimeout)
 	defer cancel()
@@ -147,7 +142,7 @@ func requireCompleted(t *testing.T, v runView) {
 
 func TestRealFindToolActivatesAndCalls(t *testing.T) {
 	t.Parallel()
-	reg := newPeerRegistry(t, "", stdioPeerConfig("everything", everythingStdioCommand(t)))
+	reg := newPeerRegistry(t, stdioPeerConfig("everything", everythingStdioCommand(t)))
 	for _, wire := range wires {
 		t.Run(wire, func(t *testing.T) {
 			message := "hello over " + wire
@@ -183,7 +178,7 @@ func TestRealFindToolActivatesAndCalls(t *testing.T) {
 func TestRealResources(t *testing.T) {
 	t.Parallel()
 	echoserver := peerCommand{Command: buildEchoServer(t), Args: []string{"stdio"}}
-	reg := newPeerRegistry(t, "",
+	reg := newPeerRegistry(t,
 		stdioPeerConfig("everything", everythingStdioCommand(t)),
 		stdioPeerConfig("memory", memoryStdioCommand(t)),
 		stdioPeerConfig("echo", echoserver))
@@ -242,7 +237,7 @@ func TestRealToolErrorGoesBackToTheModel(t *testing.T) {
 	if err := os.WriteFile(note, []byte("hello file"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	reg := newPeerRegistry(t, dir, stdioPeerConfig("filesystem", filesystemStdioCommand(t, dir)))
+	reg := newPeerRegistry(t, stdioPeerConfig("filesystem", filesystemStdioCommand(t, dir)))
 	for _, wire := range wires {
 		t.Run(wire, func(t *testing.T) {
 			f := newFakeModel(t, wire,
@@ -289,7 +284,7 @@ func TestRealToolErrorGoesBackToTheModel(t *testing.T) {
 func TestRealFindToolRanking(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	reg := newPeerRegistry(t, dir,
+	reg := newPeerRegistry(t,
 		stdioPeerConfig("everything", everythingStdioCommand(t)),
 		stdioPeerConfig("filesystem", filesystemStdioCommand(t, dir)),
 		stdioPeerConfig("memory", memoryStdioCommand(t)))
@@ -340,7 +335,7 @@ func TestRealFindToolRanking(t *testing.T) {
 
 func TestRealResultContent(t *testing.T) {
 	t.Parallel()
-	reg := newPeerRegistry(t, "", stdioPeerConfig("everything", everythingStdioCommand(t)))
+	reg := newPeerRegistry(t, stdioPeerConfig("everything", everythingStdioCommand(t)))
 	source, err := os.ReadFile(filepath.Join(requireNode(t), "@modelcontextprotocol", "server-everything", "dist", "tools", "get-tiny-image.js"))
 	if err != nil {
 		t.Fatal(err)

@@ -116,7 +116,7 @@ func TestSoak(t *testing.T) {
 		}
 		globals = append(globals, taggedServer(t, name, mode, tag))
 	}
-	reg := newRegistry(globals, registryOptions{Logger: logger, Client: clientOptions{Roots: []string{t.TempDir()}},
+	reg := newRegistry(globals, registryOptions{Logger: logger, Client: clientOptions{},
 		Restart: true, BackoffMin: 10 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
 	t.Cleanup(reg.close)
 	if err := reg.waitReady(t.Context()); err != nil {

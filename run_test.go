@@ -16,7 +16,7 @@ import (
 // model is the fake f.
 func newTestRuns(t *testing.T, f *fakeModel, globals ...serverConfig) *runManager {
 	t.Helper()
-	reg := newRegistry(globals, registryOptions{Client: clientOptions{Roots: []string{t.TempDir()}}})
+	reg := newRegistry(globals, registryOptions{Client: clientOptions{}})
 	t.Cleanup(reg.close)
 	if err := reg.waitReady(t.Context()); err != nil {
 		t.Fatal(err)

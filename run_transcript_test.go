@@ -60,7 +60,7 @@ func TestToolEventsCarryArgumentsAndResult(t *testing.T) {
 		calls = append(calls, toolCall{ID: fmt.Sprintf("call_%d", i), Name: "mcp_fake_echo", Arguments: []byte(args)})
 	}
 	f := newFakeModel(t, "openai", fakeTurn{ToolCalls: calls}, fakeTurn{Text: "done"})
-	reg := newPeerRegistry(t, "", secretFakeServer(t))
+	reg := newPeerRegistry(t, secretFakeServer(t))
 	opts := runOptionsOver(t, reg, f, "", nil)
 	opts.Limits.MaxToolEventBytes = 1024
 	m := newRunsWith(t, opts)
@@ -150,7 +150,7 @@ func TestTranscript(t *testing.T) {
 				}},
 				fakeTurn{Text: "all done"},
 			)
-			reg := newPeerRegistry(t, "", secretFakeServer(t))
+			reg := newPeerRegistry(t, secretFakeServer(t))
 			opts := runOptionsOver(t, reg, f, "", nil)
 			dir := filepath.Join(t.TempDir(), "runs")
 			if stored {
@@ -226,7 +226,7 @@ func TestTranscriptCutAtLimit(t *testing.T) {
 				fakeTurn{ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"`+strings.Repeat("x", 2000)+`"}`)}},
 				fakeTurn{Text: "after the cut"},
 			)
-			reg := newPeerRegistry(t, "", fakeServerConfig(t, "normal"))
+			reg := newPeerRegistry(t, fakeServerConfig(t, "normal"))
 			opts := runOptionsOver(t, reg, f, "", nil)
 			opts.Limits.MaxTranscriptBytes = 3000
 			if stored {
@@ -266,7 +266,7 @@ func TestTranscriptWhileRunning(t *testing.T) {
 		fakeTurn{ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"so far"}`)}},
 		fakeTurn{Hang: true, Check: func(fakeRequest) error { close(entered); return nil }},
 	)
-	reg := newPeerRegistry(t, "", fakeServerConfig(t, "normal"))
+	reg := newPeerRegistry(t, fakeServerConfig(t, "normal"))
 	opts := runOptionsOver(t, reg, f, "", nil)
 	store, err := openRunStore(t.TempDir(), discardLogger())
 	if err != nil {

@@ -22,6 +22,11 @@ import (
 
 const fakeServerEnv = "HARNESSD_FAKE_SERVER"
 
+// fakeInitGateEnv names the FIFO a server in mode gate-initialize holds
+// its answer to initialize on: the test knows the server is starting when
+// its open for writing returns, and lets it answer by closing.
+const fakeInitGateEnv = "HARNESSD_FAKE_INIT_GATE"
+
 func TestMain(m *testing.M) {
 	if mode, ok := os.LookupEnv(fakeServerEnv); ok {
 		code := runFakeServer(mode)
@@ -218,6 +223,11 @@ func (s *fakeServer) handle(id json.RawMessage, method string, params json.RawMe
 			os.Exit(7)
 		case "hang-initialize":
 			return
+		case "gate-initialize":
+			if f, err := os.Open(os.Getenv(fakeInitGateEnv)); err == nil {
+				io.Copy(io.Discard, f)
+				f.Close()
+			}
 		}
 		s.reply(id, map[string]any{
 			"protocolVersion": version,

@@ -243,7 +243,9 @@ func TestStdioNoiseAndStderrFlood(t *testing.T) {
 
 func TestStdioServerRequests(t *testing.T) {
 	dir := t.TempDir()
-	c := connectFake(t, fakeServerConfig(t, "normal"), clientOptions{Roots: []string{dir}})
+	cfg := fakeServerConfig(t, "normal")
+	cfg.Roots = []string{dir}
+	c := connectFake(t, cfg, clientOptions{})
 	res, err := c.callTool(t.Context(), "server-requests", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -166,6 +166,9 @@ type catalog struct {
 	// sources returns the current snapshots of the run's servers. It must
 	// be cheap and non-blocking; it may be nil.
 	sources func() []*serverTools
+	// unready returns the run's servers that are not ready, for what
+	// find_tool says of them (tools_unready.go); nil for none.
+	unready func() []serverStatus
 
 	mu sync.Mutex
 	// guards activated and isActivated

@@ -214,9 +214,10 @@ type findToolArgs struct {
 
 // findTool runs find_tool: "select:a,b" activates exactly those names, any
 // other query activates the best-ranked deferred tools. It returns the
-// text for the model listing what was activated; bad arguments, or a
-// select naming only unknown tools, give an error whose text is meant for
-// the model.
+// text for the model listing what was activated, and naming the servers
+// that are not ready whose tools a query could not search or a select
+// named (tools_unready.go); bad arguments, or a select naming no tool it
+// could activate, give an error whose text is meant for the model.
 func (c *catalog) findTool(args json.RawMessage) (string, error) {
 	var a findToolArgs
 	if err := json.Unmarshal(args, &a); err != nil {
@@ -234,21 +235,28 @@ func (c *catalog) findTool(args json.RawMessage) (string, error) {
 		}
 	}
 	sets := c.reachable()
+	unready := c.unreadyServers()
 	if rest, ok := cutPrefixFold(query, "select:"); ok {
-		return c.selectTools(sets, rest)
+		return c.selectTools(sets, unready, rest)
 	}
 	found := search(sets, query, limit)
+	note := unlistedNote(unready)
 	if len(found) == 0 {
-		return fmt.Sprintf("No tools match %q. Try other words, or select:name for an exact name.", query), nil
+		text := fmt.Sprintf("No tools match %q. Try other words, or select:name for an exact name.", query)
+		if note != "" {
+			text += "\n" + note
+		}
+		return text, nil
 	}
-	return c.activateFound(found, nil), nil
+	return c.activateFound(found, unready, note), nil
 }
 
 // selectTools activates the comma-separated names in list, at most
-// maxFindResults of them.
-func (c *catalog) selectTools(sets []*serverTools, list string) (string, error) {
+// maxFindResults of them; a name of a server in unready that is not found
+// is reported with why that server cannot be used.
+func (c *catalog) selectTools(sets []*serverTools, unready []serverStatus, list string) (string, error) {
 	var found []toolEntry
-	var unknown []string
+	var unknown, pending []string
 	for name := range strings.SplitSeq(list, ",") {
 		name = strings.TrimSpace(name)
 		if name == "" {
@@ -258,7 +266,10 @@ func (c *catalog) selectTools(sets []*serverTools, list string) (string, error) 
 		if !ok {
 			e, ok = lookupIn(sets, strings.ToLower(name))
 		}
+		st, isUnready := unreadyServerOf(unready, name)
 		switch {
+		case !ok && isUnready:
+			pending = append(pending, name+": "+unreadyReason(st))
 		case !ok && name != toolFindTool:
 			unknown = append(unknown, name)
 		case ok && !slices.ContainsFunc(found, func(f toolEntry) bool { return f.Name == e.Name }):
@@ -269,17 +280,33 @@ func (c *catalog) selectTools(sets []*serverTools, list string) (string, error) 
 		unknown = append(unknown, fmt.Sprintf("(%d more names: select at most %d at once)", len(found)-maxFindResults, maxFindResults))
 		found = found[:maxFindResults]
 	}
-	if len(found) == 0 {
-		if len(unknown) == 0 {
-			return "", errors.New("find_tool: select: no tool names given; use select:name1,name2")
-		}
-		return "", fmt.Errorf("find_tool: select: unknown tools %s; search with words to find the right names", strings.Join(unknown, ", "))
+	var notes []string
+	if len(unknown) > 0 {
+		notes = append(notes, "Unknown tools, not activated: "+strings.Join(unknown, ", "))
 	}
-	return c.activateFound(found, unknown), nil
+	if len(pending) > 0 {
+		notes = append(notes, "Not available yet: "+strings.Join(pending, "; "))
+	}
+	if len(found) == 0 {
+		switch {
+		case len(unknown) == 0 && len(pending) == 0:
+			return "", errors.New("find_tool: select: no tool names given; use select:name1,name2")
+		case len(unknown) == 0:
+			return "", fmt.Errorf("find_tool: select: %s", strings.Join(pending, "; "))
+		}
+		err := fmt.Sprintf("find_tool: select: unknown tools %s; search with words to find the right names", strings.Join(unknown, ", "))
+		if len(pending) > 0 {
+			err += "; not available yet: " + strings.Join(pending, "; ")
+		}
+		return "", errors.New(err)
+	}
+	return c.activateFound(found, unready, notes...), nil
 }
 
-// activateFound activates found and describes it for the model.
-func (c *catalog) activateFound(found []toolEntry, unknown []string) string {
+// activateFound activates found and describes it for the model: each
+// tool, with why its server cannot be used now when it is in unready,
+// then the notes, one a line ("" skipped).
+func (c *catalog) activateFound(found []toolEntry, unready []serverStatus, notes ...string) string {
 	names := make([]string, len(found))
 	for i, e := range found {
 		names[i] = e.Name
@@ -291,11 +318,17 @@ func (c *catalog) activateFound(found []toolEntry, unknown []string) string {
 	} else {
 		fmt.Fprintf(&b, "Activated %d tools; they are now callable:\n", len(found))
 	}
+	reasons := unreadyNotes(found, unready)
 	for _, e := range found {
 		fmt.Fprintf(&b, "- %s: %s\n", e.Name, oneLine(e.Description, findLineLen))
+		if reason := reasons[e.Name]; reason != "" {
+			fmt.Fprintf(&b, "  (not callable now: %s)\n", reason)
+		}
 	}
-	if len(unknown) > 0 {
-		fmt.Fprintf(&b, "Unknown tools, not activated: %s\n", strings.Join(unknown, ", "))
+	for _, note := range notes {
+		if note != "" {
+			b.WriteString(note + "\n")
+		}
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -110,6 +110,9 @@ class RunTimeline {
       case 'profile.missing': return this.line(d.message || 'The profile was not found.', 'error');
       case 'mcp.server.connected': return this.line(`Server ${d.server} connected (${d.tools} tools, ${d.source}).`);
       case 'mcp.server.failed': return this.line(`Server ${d.server} failed: ${d.error}`, 'error');
+      case 'mcp.servers.waiting': return this.line(`Waiting for ${(d.servers || []).join(', ')} to finish starting.`);
+      case 'mcp.servers.waited': return this.line(`Waited ${Math.round(d.duration_ms || 0)} ms: ${(d.servers || []).map((s) =>
+        s.status === 'ready' ? `${s.server} ready (${s.tools} tools)` : `${s.server} ${s.status}${s.error ? `: ${s.error}` : ''}`).join('; ')}.`);
       case 'model.delta': return this.delta(d);
       case 'model.retry': return this.retry(d);
       case 'model.response': return this.response(d);
