@@ -42,6 +42,12 @@ type api struct {
 	stopping <-chan struct{}
 	// heartbeat is the interval of SSE keep-alive comments.
 	heartbeat time.Duration
+	// streamWriteTimeout bounds each write of an event stream
+	// (max_stream_write_seconds).
+	streamWriteTimeout time.Duration
+	// replays bounds the replays from disk streaming at once
+	// (max_concurrent_replays).
+	replays replayGate
 	// hosts says which Host headers the API answers; the zero policy
 	// allows loopback only.
 	hosts hostPolicy
@@ -69,8 +75,14 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	if runs != nil {
 		secrets = runs.env.secrets
 	}
+	limits := runLimits{}.resolve()
+	if runs != nil {
+		limits = runs.opts.Limits
+	}
 	a := &api{runs: runs, reg: reg, keys: keys, metrics: m, logger: logger, stopping: stopping,
-		heartbeat: sseHeartbeat, globalSecrets: secrets, mux: http.NewServeMux()}
+		heartbeat: sseHeartbeat, globalSecrets: secrets, mux: http.NewServeMux(),
+		streamWriteTimeout: time.Duration(limits.MaxStreamWriteSeconds) * time.Second,
+		replays:            make(replayGate, limits.MaxConcurrentReplays)}
 	a.route("/v1/runs", map[string]route{
 		http.MethodPost: {scopeRunsWrite, a.createRun},
 		http.MethodGet:  {scopeRunsRead, a.listRuns},
@@ -451,7 +463,10 @@ func eventCursor(r *http.Request) (int, error) {
 
 // runEvents streams a run's events as SSE: the history after the cursor
 // first, then live events, with heartbeat comments; it ends after the
-// terminal event, when the client goes away, or at shutdown.
+// terminal event, when the client goes away or stops reading (each write
+// waits at most max_stream_write_seconds), or at shutdown. The history of
+// a run kept on disk is replayed from there, a window at a time, by at
+// most max_concurrent_replays streams at once: 429 beyond.
 func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 	run := a.findRun(w, r, info)
 	if run == nil {
@@ -462,49 +477,72 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	rc := http.NewResponseController(w)
+	cursor := followCursor{seq: after, resumed: r.Header.Get("Last-Event-ID") != ""}
+	defer run.unfollow(&cursor)
+	// done is closed after the terminal event is recorded: seen closed
+	// before reading the history, the history is complete.
+	ended := isClosed(run.done)
+	frames, skipped, changed := run.follow(&cursor)
+	if cursor.onDisk {
+		if !a.replays.enter() {
+			a.metrics.replayRefused()
+			refuseReplay(w, run.id, cap(a.replays))
+			return
+		}
+		a.metrics.replay(1)
+		defer func() {
+			a.replays.leave()
+			a.metrics.replay(-1)
+		}()
+	}
+	sw := newStreamWriter(w, a.streamWriteTimeout)
+	defer func() {
+		// The response's last bytes, written once this returns, get a
+		// deadline of their own.
+		sw.extend()
+		if sw.stalled() {
+			a.metrics.streamDropped()
+			a.logger.Info("event stream dropped: its client took nothing for max_stream_write_seconds", "run", run.id, "seconds", a.streamWriteTimeout.Seconds())
+		}
+	}()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
+	if err := sw.Flush(); err != nil {
 		return
 	}
 	heartbeat := time.NewTicker(a.heartbeat)
 	defer heartbeat.Stop()
-	cursor := followCursor{seq: after, resumed: r.Header.Get("Last-Event-ID") != ""}
-	defer run.unfollow(&cursor)
 	for {
-		// done is closed after the terminal event is recorded: seen
-		// closed before reading the history, the history is complete.
-		ended := false
-		select {
-		case <-run.done:
-			ended = true
-		default:
-		}
-		frames, skipped, changed := run.follow(&cursor)
 		if skipped > 0 {
-			if _, err := fmt.Fprintf(w, ": %d live events dropped: this stream fell behind\n\n", skipped); err != nil {
+			if _, err := fmt.Fprintf(sw, ": %d live events dropped: this stream fell behind\n\n", skipped); err != nil {
 				return
 			}
 		}
 		for _, f := range frames {
-			if err := writeEventFrame(w, f); err != nil {
+			if err := writeEventFrame(sw, f); err != nil {
 				return
 			}
 			// The terminal event is the last: it goes out before the
 			// run's servers are closed, and the stream ends with it.
 			ended = ended || isTerminalEvent(f.ev.Type)
 		}
-		if err := rc.Flush(); err != nil || ended {
+		if cursor.onDisk {
+			// An ended run's whole history: the stream ends with it.
+			if run.replay(&cursor, func(ev runEvent) error { return writeEventFrame(sw, followFrame{ev: ev}) }) != nil {
+				return
+			}
+			ended = true
+		}
+		if err := sw.Flush(); err != nil || ended {
 			return
 		}
 		select {
 		case <-changed:
 		case <-run.done:
 		case <-heartbeat.C:
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+			if _, err := io.WriteString(sw, ": keep-alive\n\n"); err != nil {
 				return
 			}
 		case <-r.Context().Done():
@@ -512,6 +550,18 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 		case <-a.stopping:
 			return
 		}
+		ended = isClosed(run.done)
+		frames, skipped, changed = run.follow(&cursor)
+	}
+}
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 )
 
 // This file holds the Prometheus metrics: tool calls by outcome with a
-// latency histogram, runs by status, servers up and configuration
-// reloads, written as text.
+// latency histogram, runs by status, servers up, configuration reloads,
+// and the replays and event streams dropped, written as text.
 
 // latencyBuckets are the tool-call histogram's upper bounds, in seconds.
 var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
@@ -37,6 +37,12 @@ type metrics struct {
 	webhooks map[string]uint64
 	// budgetStops counts runs stopped past a budget, by budget.
 	budgetStops map[string]uint64
+	// replaysActive counts the event streams replaying an ended run
+	// from disk, replaysRefused those refused at max_concurrent_replays,
+	// streamsDropped the event streams whose client stopped reading.
+	replaysActive  int64
+	replaysRefused uint64
+	streamsDropped uint64
 	// outsideSampling counts sampling outside runs' calls; set once at
 	// start (nil for none) and counted by itself.
 	outsideSampling *outsideSamplingBudget
@@ -113,6 +119,37 @@ func (m *metrics) runEnded(status string) {
 	m.runsActive--
 }
 
+// replay counts a replay from disk that starts (+1) or ends (-1).
+func (m *metrics) replay(delta int64) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.replaysActive += delta
+}
+
+// replayRefused counts a replay refused at max_concurrent_replays.
+func (m *metrics) replayRefused() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.replaysRefused++
+}
+
+// streamDropped counts an event stream dropped because its client
+// stopped reading.
+func (m *metrics) streamDropped() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.streamsDropped++
+}
+
 // reloaded counts one configuration reload: applied with the changes d,
 // or refused.
 func (m *metrics) reloaded(applied bool, d serverDiff) {
@@ -153,6 +190,7 @@ func (m *metrics) write(w io.Writer, servers []serverStatus) {
 	m.writeToolCallsLocked(&b)
 	m.writeRunsLocked(&b)
 	m.writeReloadsLocked(&b)
+	m.writeStreamsLocked(&b)
 	b.WriteString("# HELP harnessd_webhook_deliveries_total Webhook attempts, by outcome: delivered, retried (another attempt follows), failed (the last).\n# TYPE harnessd_webhook_deliveries_total counter\n")
 	for _, outcome := range []string{webhookDelivered, "retried", webhookFailed} {
 		fmt.Fprintf(&b, "harnessd_webhook_deliveries_total{outcome=%q} %d\n", outcome, m.webhooks[outcome])
@@ -250,6 +288,17 @@ func (m *metrics) writeReloadsLocked(b *strings.Builder) {
 	for _, change := range []string{"added", "removed", "restarted", "rerooted"} {
 		fmt.Fprintf(b, "harnessd_config_reload_servers_total{change=%q} %d\n", change, m.reloadServers[change])
 	}
+}
+
+// writeStreamsLocked renders the replays of ended runs and the event
+// streams dropped. m.mu is held.
+func (m *metrics) writeStreamsLocked(b *strings.Builder) {
+	b.WriteString("# HELP harnessd_replays_active Event streams replaying an ended run's history from disk.\n# TYPE harnessd_replays_active gauge\n")
+	fmt.Fprintf(b, "harnessd_replays_active %d\n", max(m.replaysActive, 0))
+	b.WriteString("# HELP harnessd_replays_refused_total Replays refused at max_concurrent_replays (429).\n# TYPE harnessd_replays_refused_total counter\n")
+	fmt.Fprintf(b, "harnessd_replays_refused_total %d\n", m.replaysRefused)
+	b.WriteString("# HELP harnessd_event_streams_dropped_total Event streams dropped because their client took nothing for max_stream_write_seconds.\n# TYPE harnessd_event_streams_dropped_total counter\n")
+	fmt.Fprintf(b, "harnessd_event_streams_dropped_total %d\n", m.streamsDropped)
 }
 
 // promLabelEscaper escapes a label value for the exposition format.

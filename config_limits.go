@@ -10,7 +10,8 @@ import (
 )
 
 // This file holds the limits on runs (admission, queue, server starts,
-// the size of what a run keeps and the sampling it allows): their names,
+// the size of what a run keeps, the sampling it allows and the streams of
+// its events): their names,
 // defaults and the one way each is read from TOML, the environment and a
 // flag. Retention of ended runs (max_kept_runs, ...) is run_store.go's.
 
@@ -35,6 +36,12 @@ type runLimits struct {
 	// MaxConversationBytes bounds what the model is sent of a
 	// conversation's earlier runs (run_conversation.go).
 	MaxConversationBytes int `toml:"max_conversation_bytes"`
+	// MaxConcurrentReplays bounds the event streams of ended runs that
+	// read their history from disk at once (api_stream.go).
+	MaxConcurrentReplays int `toml:"max_concurrent_replays"`
+	// MaxStreamWriteSeconds bounds how long one write of an event stream
+	// waits for its client: one that stops reading is dropped.
+	MaxStreamWriteSeconds int `toml:"max_stream_write_seconds"`
 }
 
 // A limitSetting describes one field of runLimits: its TOML key (the env
@@ -69,6 +76,10 @@ var limitSettings = []limitSetting{
 		func(l *runLimits) *int { return &l.MaxTranscriptBytes }},
 	{"max_conversation_bytes", "bytes of a conversation the model is sent; past it older tool results, then older turns, are dropped", func() int { return 4 << 20 },
 		func(l *runLimits) *int { return &l.MaxConversationBytes }},
+	{"max_concurrent_replays", "event streams of ended runs replaying their history from disk at once; beyond it GET /v1/runs/{id}/events answers 429", func() int { return 64 },
+		func(l *runLimits) *int { return &l.MaxConcurrentReplays }},
+	{"max_stream_write_seconds", "seconds an event stream waits for its client to take what it is sent; a client that stops reading is dropped", func() int { return 30 },
+		func(l *runLimits) *int { return &l.MaxStreamWriteSeconds }},
 }
 
 // envName returns the environment variable of a limit.

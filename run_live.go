@@ -65,6 +65,9 @@ type followCursor struct {
 	// start: the current segment, or (resumed) from now on.
 	attached bool
 	resumed  bool // the stream resumes with Last-Event-ID
+	// onDisk is set at the first read when the run's history is kept
+	// on disk only: follow gives none of it, replay streams it.
+	onDisk bool
 }
 
 // emitLive records a live-only event and wakes every follower. size is the
@@ -96,9 +99,10 @@ func (r *run) emitLive(typ string, data any, size int) {
 // follow returns what a follower at cur has not been sent yet, history and
 // live events merged in the order they happened, and advances cur past
 // them. skipped counts live events dropped before the follower read them.
-// changed is closed at the next event. It never blocks (a run kept on
-// disk reads its history from there). The first call attaches the
-// follower; unfollow must detach it.
+// changed is closed at the next event. It never blocks. The history of a
+// run kept on disk is not read here: the first call sets cur.onDisk, and
+// replay streams it. The first call attaches the follower; unfollow must
+// detach it.
 func (r *run) follow(cur *followCursor) (frames []followFrame, skipped int64, changed <-chan struct{}) {
 	r.mu.Lock()
 	// final: the history is read from disk (kept on disk, and no
@@ -106,7 +110,7 @@ func (r *run) follow(cur *followCursor) (frames []followFrame, skipped int64, ch
 	final := r.final != nil && r.events == nil
 	newest := len(r.events)
 	if !cur.attached {
-		cur.attached = true
+		cur.attached, cur.onDisk = true, final
 		r.live.followers++
 		cur.live = r.live.last
 		if !cur.resumed && !final {
@@ -131,9 +135,6 @@ func (r *run) follow(cur *followCursor) (frames []followFrame, skipped int64, ch
 	}
 	changed = r.changed
 	r.mu.Unlock()
-	if final {
-		history = r.diskEvents(cur.seq)
-	}
 	frames = make([]followFrame, 0, len(history)+len(live))
 	for len(history) > 0 || len(live) > 0 {
 		if len(live) > 0 && (len(history) == 0 || live[0].after < history[0].Seq) {

@@ -43,7 +43,16 @@ func TestFollowerAtEndKeepsHistoryInMemory(t *testing.T) {
 		t.Fatal("the history stayed in memory after the last follower left")
 	}
 	late := followCursor{}
-	fromDisk, _, _ := r.follow(&late)
+	if frames, _, _ := r.follow(&late); len(frames) != 0 || !late.onDisk {
+		t.Fatalf("a follower after the last one left got %d frames from follow, on disk %v; want none, on disk", len(frames), late.onDisk)
+	}
+	var fromDisk []followFrame
+	if err := r.replay(&late, func(ev runEvent) error {
+		fromDisk = append(fromDisk, followFrame{ev: ev})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	r.unfollow(&late)
 	if len(fromMemory) < 2 || len(fromDisk) != len(fromMemory) {
 		t.Fatalf("followed %d events from memory, %d from disk; want the same, at least 2", len(fromMemory), len(fromDisk))

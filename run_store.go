@@ -295,10 +295,34 @@ func (s *runStore) read(id string) (runFile, error) {
 	return parseRunFile(b), nil
 }
 
-// readEvents returns the events of run id in order.
-func (s *runStore) readEvents(id string) ([]runEvent, error) {
-	f, err := s.read(id)
-	return f.events, err
+// eachEvent calls fn with each event of run id after the one numbered
+// after, in order, read from the log a window at a time (eachLine): its
+// memory does not grow with the run. It stops at fn's first error and
+// returns it; the error wraps fs.ErrNotExist when the run is not on disk.
+func (s *runStore) eachEvent(id string, after int, fn func(runEvent) error) error {
+	return s.log.eachLine(id, func(line []byte) error {
+		if bytes.HasPrefix(line, recordLinePrefix) || bytes.HasPrefix(line, messageLinePrefix) {
+			return nil
+		}
+		if ev, ok := parseEventLine(line); ok && ev.Seq > after {
+			return fn(ev)
+		}
+		return nil
+	})
+}
+
+// readMessages returns the transcript lines of run id (each one's JSON),
+// in order, reading nothing else of the run into memory. The error wraps
+// fs.ErrNotExist when the run is not on disk.
+func (s *runStore) readMessages(id string) ([][]byte, error) {
+	var out [][]byte
+	err := s.log.eachLine(id, func(line []byte) error {
+		if inner, ok := unwrapLine(line, messageLinePrefix); ok {
+			out = append(out, bytes.Clone(inner))
+		}
+		return nil
+	})
+	return out, err
 }
 
 // readRecord returns the record of ended run id: its last line. The

@@ -541,3 +541,64 @@ func TestRunsLogReadsDuringCompaction(t *testing.T) {
 		t.Fatalf("read of %s after the compaction = %d events, %v", kept, len(evs), err)
 	}
 }
+
+// TestRunsLogEachLine reads runs whose lines cross the read window, are
+// longer than it, are interleaved with another run's and were moved by
+// compaction: eachLine gives each line once, in order, and lastLine the
+// last, however the lines lie.
+func TestRunsLogEachLine(t *testing.T) {
+	line := func(n int, c byte) string { return `{"x":"` + strings.Repeat(string(c), n) + `"}` }
+	tests := []struct {
+		name   string
+		writes []string // each one append of a line of run_a, after one of run_b
+		move   bool     // rewrite run_a as one moved copy at the end
+	}{
+		{name: "small lines", writes: []string{line(10, 'a'), line(20, 'b'), line(30, 'c')}},
+		{name: "many across windows", writes: slices.Repeat([]string{line(1000, 'd'), line(3000, 'e')}, 40)},
+		{name: "one line over the window", writes: []string{line(10, 'f'), line(3*readWindow, 'g'), line(10, 'h')}},
+		{name: "lines around the window's size", writes: []string{line(readWindow-9, 'i'), line(readWindow-8, 'j'), line(readWindow+1, 'k')}},
+		{name: "moved", writes: slices.Repeat([]string{line(5000, 'l'), line(2*readWindow, 'm')}, 3), move: true},
+		{name: "last line over the first read", writes: []string{line(10, 'n'), line(20<<10, 'o')}, move: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, err := openRunsLog(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(g.closeFiles)
+			for i, w := range tt.writes {
+				if _, err := g.appendLines("run_b", []byte(fmt.Sprintf(`{"b":%d}`, i))); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := g.appendLines("run_a", []byte(w)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.move {
+				if err := g.put("run_a", []byte(strings.Join(tt.writes, "\n")+"\n")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			if err := g.eachLine("run_a", func(line []byte) error {
+				got = append(got, string(line))
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.writes) {
+				t.Errorf("eachLine gave %d lines, want the %d written, in order", len(got), len(tt.writes))
+			}
+			last, err := g.lastLine("run_a")
+			if want := tt.writes[len(tt.writes)-1]; err != nil || string(last) != want {
+				t.Errorf("lastLine = %d bytes (%v), want the %d of the last line", len(last), err, len(want))
+			}
+			stop := fmt.Errorf("stop")
+			calls := 0
+			if err := g.eachLine("run_a", func([]byte) error { calls++; return stop }); err != stop || calls != 1 {
+				t.Errorf("eachLine with fn failing = %v after %d calls, want fn's error after 1", err, calls)
+			}
+		})
+	}
+}

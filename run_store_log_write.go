@@ -171,14 +171,34 @@ func (g *runsLog) release(seg *segment) {
 	}
 }
 
+// readWindow is how much of the log a reader of a run's lines holds at a
+// time: reading a run of any size takes this much memory, more only for
+// a line longer than it.
+const readWindow = 64 << 10
+
 // read returns run id's lines, without its id, in order. The error wraps
 // fs.ErrNotExist when the log does not hold the run.
 func (g *runsLog) read(id string) ([]byte, error) {
+	var out []byte
+	err := g.eachLine(id, func(line []byte) error {
+		out = append(append(out, line...), '\n')
+		return nil
+	})
+	return out, err
+}
+
+// eachLine calls fn with each of run id's lines, in order, without the
+// id and the newline; line is valid only until fn returns. It reads the
+// log readWindow at a time, so that its memory does not grow with the
+// run, and it may block as long as fn does. It stops at fn's first error
+// and returns it. The error wraps fs.ErrNotExist when the log does not
+// hold the run.
+func (g *runsLog) eachLine(id string, fn func(line []byte) error) error {
 	g.mu.Lock()
 	r := g.runs[id]
 	if r == nil {
 		g.mu.Unlock()
-		return nil, fmt.Errorf("run %s: %w", id, fs.ErrNotExist)
+		return fmt.Errorf("run %s: %w", id, fs.ErrNotExist)
 	}
 	extents := slices.Clone(r.extents)
 	for _, e := range extents {
@@ -188,32 +208,53 @@ func (g *runsLog) read(id string) ([]byte, error) {
 	if g.onRead != nil {
 		g.onRead()
 	}
-	var out []byte
+	buf := make([]byte, readWindow)
 	var err error
 	for _, e := range extents {
+		// Each segment is let go once read, not after the last.
 		if err == nil {
-			out, err = readExtent(out, e, id)
+			buf, err = eachExtentLine(e, id, buf, fn)
 		}
 		g.release(e.seg)
 	}
-	return out, err
+	return err
 }
 
-// readExtent appends the lines of e, without run id's, to out.
-func readExtent(out []byte, e extent, id string) ([]byte, error) {
-	b := make([]byte, e.n)
-	if _, err := e.seg.f.ReadAt(b, e.off); err != nil {
-		return out, fmt.Errorf("read run %s from %s: %w", id, e.seg.path, err)
-	}
-	for line := range bytes.Lines(b) {
-		if rest, ok := bytes.CutPrefix(line, []byte(id)); ok && len(rest) > 0 && rest[0] == ' ' {
-			out = append(out, rest[1:]...)
+// eachExtentLine calls fn with each line of e that is run id's, without
+// the id and the newline, reading e into buf a window at a time; buf
+// doubles while one line does not fit. It returns buf, for the next
+// extent, and fn's first error.
+func eachExtentLine(e extent, id string, buf []byte, fn func(line []byte) error) ([]byte, error) {
+	pending := 0 // the start of a line at the head of buf, not yet whole
+	for off, end := e.off, e.off+e.n; off < end; {
+		if pending == len(buf) {
+			buf = append(buf, make([]byte, len(buf))...)
 		}
+		n := min(int64(len(buf)-pending), end-off)
+		b := buf[:pending+int(n)]
+		if _, err := e.seg.f.ReadAt(b[pending:], off); err != nil {
+			return buf, fmt.Errorf("read run %s from %s: %w", id, e.seg.path, err)
+		}
+		off += n
+		for {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				break
+			}
+			if rest, ok := bytes.CutPrefix(b[:i], []byte(id)); ok && len(rest) > 0 && rest[0] == ' ' {
+				if err := fn(rest[1:]); err != nil {
+					return buf, err
+				}
+			}
+			b = b[i+1:]
+		}
+		pending = copy(buf, b)
 	}
-	return out, nil
+	return buf, nil
 }
 
-// lastLine returns run id's last line without its id and newline.
+// lastLine returns run id's last line without its id and newline,
+// reading only the end of the run's lines.
 func (g *runsLog) lastLine(id string) ([]byte, error) {
 	g.mu.Lock()
 	r := g.runs[id]
@@ -225,12 +266,29 @@ func (g *runsLog) lastLine(id string) ([]byte, error) {
 	e.seg.refs++
 	g.mu.Unlock()
 	defer g.release(e.seg)
-	b, err := readExtent(nil, e, id)
-	if err != nil {
-		return nil, err
+	return lastLineOf(e, id)
+}
+
+// lastLineOf returns the last line of e, run id's, without the id and the
+// newline. It reads e backwards from its end, a window at first, twice as
+// much each time the line does not start within it.
+func lastLineOf(e extent, id string) ([]byte, error) {
+	for size := min(int64(4<<10), e.n); ; size = min(2*size, e.n) {
+		b := make([]byte, size)
+		if _, err := e.seg.f.ReadAt(b, e.off+e.n-size); err != nil {
+			return nil, fmt.Errorf("read run %s from %s: %w", id, e.seg.path, err)
+		}
+		b = bytes.TrimSuffix(b, []byte("\n"))
+		start := bytes.LastIndexByte(b, '\n') + 1
+		if start == 0 && size < e.n {
+			continue
+		}
+		rest, ok := bytes.CutPrefix(b[start:], []byte(id))
+		if !ok || len(rest) == 0 || rest[0] != ' ' {
+			return nil, fmt.Errorf("run %s: the last line of its lines in %s is another run's", id, e.seg.path)
+		}
+		return rest[1:], nil
 	}
-	b = bytes.TrimSuffix(b, []byte("\n"))
-	return b[bytes.LastIndexByte(b, '\n')+1:], nil
 }
 
 // put writes lines (whole lines of run id) as a moved copy, so that

@@ -18,6 +18,17 @@ import (
 // This file holds the tests of the runs on disk: torn writes, crashes at
 // every byte of an event log, recovery of interrupted runs, retention.
 
+// readEvents returns the events of run id in order, read back with
+// eachEvent.
+func (s *runStore) readEvents(id string) ([]runEvent, error) {
+	var out []runEvent
+	err := s.eachEvent(id, 0, func(ev runEvent) error {
+		out = append(out, ev)
+		return nil
+	})
+	return out, err
+}
+
 // newTestRunStore opens a store in a fresh directory.
 func newTestRunStore(t *testing.T) *runStore {
 	t.Helper()

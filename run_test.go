@@ -296,7 +296,8 @@ func (r *run) eventsAfter(seq int) ([]runEvent, bool, <-chan struct{}) {
 	if r.final != nil && r.events == nil {
 		changed := r.changed
 		r.mu.Unlock()
-		return r.diskEvents(seq), true, changed
+		events, _ := r.disk.store.readEvents(r.id)
+		return slices.DeleteFunc(events, func(ev runEvent) bool { return ev.Seq <= seq }), true, changed
 	}
 	defer r.mu.Unlock()
 	if seq < 0 {

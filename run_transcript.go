@@ -135,11 +135,11 @@ func (r *run) messages() ([]json.RawMessage, bool, error) {
 	}
 	store := r.disk.store
 	r.mu.Unlock()
-	f, err := store.read(r.id)
+	lines, err := store.readMessages(r.id)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, err
 	}
-	msgs, cut := transcriptMessages(f.messages)
+	msgs, cut := transcriptMessages(lines)
 	return msgs, cut, nil
 }
 
