@@ -180,7 +180,8 @@ Usage:
   harnessd mcp conformance URL             the client side of the official MCP conformance
                                            suite (a test aid; see ./test.sh)
   harnessd check [flags]                   validate every configuration source, start nothing
-                                           (exit 0 or 2)
+                                           (exit 2 on problems; servers that cannot start
+                                           here are warnings: exit 0, or 1 with --strict)
   harnessd run [flags] PROMPT              start a run on a running harnessd and follow it;
                                            --conversation ID continues a conversation
   harnessd version                         version, VCS revision and Go version
