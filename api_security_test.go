@@ -261,7 +261,7 @@ func TestAPIRequestLimits(t *testing.T) {
 	}{
 		{name: "body over 1 MiB", method: http.MethodPost, path: "/v1/runs", body: `{"prompt":"` + strings.Repeat("a", maxRequestBody) + `"}`, wantStatus: 400, want: "over the 1048576 byte limit"},
 		{name: "unknown field", method: http.MethodPost, path: "/v1/runs", body: `{"prompt":"x","promt":"y"}`, wantStatus: 400, want: `unknown field \"promt\"`},
-		{name: "two values", method: http.MethodPost, path: "/v1/runs", body: `{"prompt":"x"}{"prompt":"y"}`, wantStatus: 400, want: "more than one JSON value"},
+		{name: "two values", method: http.MethodPost, path: "/v1/runs", body: `{"prompt":"x"}{"prompt":"y"}`, wantStatus: 400, want: "data after the JSON object"},
 		{name: "empty body", method: http.MethodPost, path: "/v1/runs", body: ``, wantStatus: 400, want: "empty"},
 		{name: "not an object", method: http.MethodPost, path: "/v1/runs", body: `[1]`, wantStatus: 400, want: "request body"},
 		{name: "unknown server field", method: http.MethodPost, path: "/v1/runs", body: `{"prompt":"x","mcp_servers":[{"name":"a","url":"http://127.0.0.1:1","hedaers":{}}]}`, wantStatus: 400, want: "hedaers"},

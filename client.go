@@ -166,6 +166,9 @@ func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, e
 		// clients' redactor, which the credentials they obtain join.
 		opts.Secrets = opts.OAuth.redactor()
 	}
+	if err := cfg.unsetErr(); err != nil {
+		return nil, err
+	}
 	startup := cfg.startupTimeout()
 	ctx, cancel := context.WithTimeout(ctx, startup)
 	defer cancel()
@@ -224,6 +227,7 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 		c.close()
 		return nil, err
 	}
+	c.started.Store(true)
 	if c.meta.Load() != nil {
 		c.listen() // list changes come through a subscription on this revision
 	}

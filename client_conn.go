@@ -41,10 +41,13 @@ type conn struct {
 	// answering bounds the server requests being answered at once.
 	answering chan struct{}
 
-	ended     chan struct{} // closed when the transport has ended (transportEnded)
-	endCause  error         // why the transport ended; set before ended is closed
-	closing   atomic.Bool   // set by close before the transport closes
-	closeErr  error         // the transport's close error; set under closeOnce
+	ended    chan struct{} // closed when the transport has ended (transportEnded)
+	endCause error         // why the transport ended; set before ended is closed
+	closing  atomic.Bool   // set by close before the transport closes
+	// started is set once the handshake succeeded: a transport that ends
+	// before fails the start, whose error says why (not a log line too).
+	started   atomic.Bool
+	closeErr  error // the transport's close error; set under closeOnce
 	closeOnce sync.Once
 	// callers are the runs with calls in flight, for server requests.
 	callers inputCallers
@@ -469,7 +472,11 @@ func (c *conn) receive(raw []byte) {
 func (c *conn) transportEnded() {
 	c.endCause = c.t.endErr()
 	if c.endCause != nil && !c.closing.Load() {
-		c.logger.Warn("server connection lost", "err", c.endCause)
+		level := slog.LevelDebug
+		if c.started.Load() {
+			level = slog.LevelWarn
+		}
+		c.logger.Log(context.Background(), level, "server connection lost", "err", c.endCause)
 	}
 	close(c.ended)
 }

@@ -21,17 +21,22 @@ home and workspace config.toml, HARNESS_MCP_SERVERS, HARNESS_MODEL,
 HARNESS_API_KEYS and the other settings, [[schedules]] (printing each one's
 next three fire times), and every profile in $HARNESS_HOME/profiles.
 Starts no server. Prints every problem at once and exits 2 if there is
-any, 0 otherwise.
+any. A server that only this machine keeps from starting (a ${VAR} that
+is not set, a command not found on PATH, a cwd that does not exist) is a
+warning: harnessd serve starts without it, marking it failed. Warnings
+exit 0, or 1 with --strict.
 
 `
 
 // check implements "harnessd check".
 func (a *app) check(_ context.Context, args []string) error {
 	var f commonFlags
+	var strict bool
 	fs := newFlagSet("check", a.stderr, checkUsage)
 	f.register(fs, a.getenv)
 	fs.Lookup("log-level").DefValue = "warn"
 	f.logLevel = "warn"
+	fs.BoolVar(&strict, "strict", false, "exit 1 when there are warnings (a server that would fail to start here)")
 	logger, workspace, err := f.parse(fs, args, a.stderr)
 	if err != nil {
 		return err
@@ -44,6 +49,16 @@ func (a *app) check(_ context.Context, args []string) error {
 		return usageError("%v", err)
 	}
 	cfg, profiles, err := checkConfig(loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger})
+	var warnings []string
+	if cfg != nil {
+		warnings = serverWarnings(cfg.Servers, a.getenv)
+	}
+	for _, p := range profiles {
+		warnings = append(warnings, serverWarnings(p.servers, a.getenv)...)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(a.stderr, "warning: %s\n", w)
+	}
 	if err != nil {
 		return usageError("check: configuration has problems:\n%v", err)
 	}
@@ -51,19 +66,32 @@ func (a *app) check(_ context.Context, args []string) error {
 	if len(cfg.Files) > 0 {
 		files = strings.Join(cfg.Files, ", ")
 	}
-	fmt.Fprintf(a.stdout, "configuration ok: %d %s (%s), %d %s\n", len(cfg.Servers), plural(len(cfg.Servers), "server"),
+	fmt.Fprintf(a.stdout, "configuration ok: %d %s (%s), %d %s", len(cfg.Servers), plural(len(cfg.Servers), "server"),
 		files, len(profiles), plural(len(profiles), "profile"))
+	if len(warnings) > 0 {
+		fmt.Fprintf(a.stdout, "; %d %s (servers that will fail to start here)", len(warnings), plural(len(warnings), "warning"))
+	}
+	fmt.Fprintln(a.stdout)
 	printSchedules(a.stdout, cfg.Schedules, time.Now())
+	if strict && len(warnings) > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("check: %d %s and --strict", len(warnings), plural(len(warnings), "warning"))}
+	}
 	return nil
+}
+
+// A checkedProfile is one profile that check loaded.
+type checkedProfile struct {
+	name    string
+	servers []serverConfig // nil when the profile has problems
 }
 
 // checkConfig loads the configuration as harnessd serve reads it and
 // checks it whole: the config files and environment, the retention
 // settings and every profile against the global servers. It returns the
-// config and the profiles' names, or an error joining every problem, each
+// config and the profiles, sorted by name, or an error joining every problem, each
 // naming its file or variable and field. opts.Home must be set. Both
 // harnessd check and a reload (SIGHUP) use it.
-func checkConfig(opts loadOptions) (*config, []string, error) {
+func checkConfig(opts loadOptions) (*config, []checkedProfile, error) {
 	opts, err := opts.resolve()
 	if err != nil {
 		return nil, nil, err
@@ -88,8 +116,8 @@ func checkConfig(opts loadOptions) (*config, []string, error) {
 
 // checkProfiles loads every profile in home/profiles and checks it against
 // the global servers of cfg (nil when the config did not load). It returns
-// the names of the profiles and an error joining every problem.
-func checkProfiles(home string, cfg *config, getenv func(string) (string, bool)) ([]string, error) {
+// the profiles, sorted by name, and an error joining every problem.
+func checkProfiles(home string, cfg *config, getenv func(string) (string, bool)) ([]checkedProfile, error) {
 	entries, err := os.ReadDir(filepath.Join(home, "profiles"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -97,15 +125,15 @@ func checkProfiles(home string, cfg *config, getenv func(string) (string, bool))
 	if err != nil {
 		return nil, fmt.Errorf("read profiles: %v; fix its permissions or remove it", err)
 	}
-	var names []string
+	var profiles []checkedProfile
 	var errs []error
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), ".toml")
 		if !ok || e.IsDir() {
 			continue
 		}
-		names = append(names, name)
 		servers, _, err := loadProfile(home, name, getenv)
+		profiles = append(profiles, checkedProfile{name: name, servers: servers})
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -116,6 +144,6 @@ func checkProfiles(home string, cfg *config, getenv func(string) (string, bool))
 			}
 		}
 	}
-	slices.Sort(names)
-	return names, errors.Join(errs...)
+	slices.SortFunc(profiles, func(a, b checkedProfile) int { return strings.Compare(a.name, b.name) })
+	return profiles, errors.Join(errs...)
 }

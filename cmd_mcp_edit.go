@@ -116,6 +116,9 @@ func (a *app) mcpAdd(_ context.Context, args []string) error {
 	if _, err := buildServer("mcp add", originGlobal, "command line", raw, anyVarSet); err != nil {
 		return usageError("%v", err)
 	}
+	for _, w := range unsetVarWarnings(raw, a.getenv) {
+		fmt.Fprintf(a.stderr, "warning: %s\n", w)
+	}
 	file, err := configFileForScope(f.scope, workspace, a.getenv)
 	if err != nil {
 		return usageError("%v", err)
@@ -138,13 +141,27 @@ func (a *app) mcpAdd(_ context.Context, args []string) error {
 // tables are removed first; replaced[i] says whether names[i] was. Nothing
 // is written unless every server can be and the result is valid.
 func spliceServers(file string, servers map[string]rawServer, names []string, replace bool) (replaced []bool, err error) {
-	data, err := readConfigFile(file)
+	data, replaced, err := planSplice(file, servers, names, replace)
 	if err != nil {
 		return nil, err
 	}
+	if err := writeConfigFile(file, data); err != nil {
+		return nil, err
+	}
+	return replaced, nil
+}
+
+// planSplice is spliceServers without the write: it returns what file
+// would hold, or the error spliceServers would refuse with (a dry run
+// reports it).
+func planSplice(file string, servers map[string]rawServer, names []string, replace bool) (data []byte, replaced []bool, err error) {
+	data, err = readConfigFile(file)
+	if err != nil {
+		return nil, nil, err
+	}
 	existing, err := fileServers(file, data)
 	if err != nil {
-		return nil, fmt.Errorf("%s has problems; fix them first, nothing was changed:\n%v", file, err)
+		return nil, nil, fmt.Errorf("%s has problems; fix them first, nothing was changed:\n%v", file, err)
 	}
 	var exists []string
 	replaced = make([]bool, len(names))
@@ -159,22 +176,22 @@ func spliceServers(file string, servers map[string]rawServer, names []string, re
 		var found bool
 		data, found = removeServerTables(data, name)
 		if !found {
-			return nil, fmt.Errorf("server %q in %s is not written as [mcp_servers.%s] tables, so it cannot be replaced; edit the file by hand", name, file, tomlKey(name))
+			return nil, nil, fmt.Errorf("server %q in %s is not written as [mcp_servers.%s] tables, so it cannot be replaced; edit the file by hand", name, file, tomlKey(name))
 		}
 		replaced[i] = true
 	}
 	if len(exists) > 0 {
-		return nil, usageError("%s already defines server %s; give --replace to overwrite, or remove it with harnessd mcp remove (nothing was changed)", file, strings.Join(exists, ", "))
+		return nil, nil, usageError("%s already defines server %s; give --replace to overwrite, or remove it with harnessd mcp remove (nothing was changed)", file, strings.Join(exists, ", "))
 	}
 	var tables []string
 	for _, name := range names {
 		tables = append(tables, serverTOML(name, servers[name]))
 	}
 	data = appendServerTable(data, strings.Join(tables, "\n"))
-	if err := writeConfigFile(file, data); err != nil {
-		return nil, err
+	if err := checkConfigData(file, data); err != nil {
+		return nil, nil, err
 	}
-	return replaced, nil
+	return data, replaced, nil
 }
 
 const mcpRemoveUsage = `Usage: harnessd mcp remove NAME [flags]

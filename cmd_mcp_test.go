@@ -301,3 +301,26 @@ func TestCommandLineJSON(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPListSaysFailureOnce: a server that fails to start is said once,
+// in the list, not again as a log line (stderr has none at the default
+// level, warn).
+func TestMCPListSaysFailureOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, table, want string }{
+		{name: "exits at start", table: "command = \"/bin/sh\"\nargs = [\"-c\", \"exit 3\"]\n", want: "exited with status 3"},
+		{name: "missing cwd", table: "command = \"/bin/sh\"\ncwd = \"/nonexistent/dir\"\n", want: `cwd "/nonexistent/dir" is not a directory`},
+		{name: "refused connection", table: "url = \"http://127.0.0.1:1/mcp\"\n", want: "connection refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			writeFile(t, home, "config.toml", "[mcp_servers.bad]\n"+tt.table)
+			code, stdout, stderr := runHarnessd(t, map[string]string{"HARNESS_HOME": home}, "mcp", "list")
+			if code != 1 || !strings.Contains(stdout, tt.want) || strings.Contains(stderr, "level=") {
+				t.Errorf("mcp list = %d, stdout %q, stderr %q; want 1 and %q said once, in the list", code, stdout, stderr, tt.want)
+			}
+		})
+	}
+}

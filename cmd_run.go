@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,7 +25,9 @@ const runUsage = `Usage: harnessd run [flags] PROMPT
 
 Start a run on a running harnessd and follow it: the model's text goes to
 stdout, tool calls and the conversation's id to stderr. Continue the
-conversation with --conversation ID. Flags come before PROMPT.
+conversation with --conversation ID. Flags may come before or after
+PROMPT; a prompt with words that start with "-" goes after --
+(harnessd run --model openai/gpt-4o -- explain what -v does).
 
 Environment: HARNESS_ADDR (the daemon's address), HARNESS_TOKEN (the API
 key's token, when the daemon has keys).
@@ -61,11 +62,8 @@ func (a *app) runPrompt(ctx context.Context, args []string) error {
 	fs.StringVar(&req.Model, "model", "", "model as provider/model (default: the daemon's)")
 	fs.StringVar(&req.Profile, "profile", "", "profile whose servers the run gets")
 	fs.StringVar(&req.SystemPrompt, "system", "", "system prompt (default: the conversation's)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return &exitError{code: 2}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	req.Prompt = strings.TrimSpace(strings.Join(fs.Args(), " "))
 	if req.Prompt == "" {

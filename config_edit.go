@@ -344,13 +344,22 @@ func isAnyVarSet(getenv func(string) (string, bool)) bool {
 	return getenv != nil && reflect.ValueOf(getenv).Pointer() == reflect.ValueOf(anyVarSet).Pointer()
 }
 
+// checkConfigData returns an error unless data would be a valid config
+// file at file (see fileServers): the one a write of it would fail with.
+func checkConfigData(file string, data []byte) error {
+	if _, err := fileServers(file, data); err != nil {
+		return fmt.Errorf("%s would not be valid, so it was not changed:\n%v", file, err)
+	}
+	return nil
+}
+
 // writeConfigFile checks that data is a valid config file and then
 // replaces file with it atomically (a temporary file in the same
 // directory, renamed over it), keeping file's permissions (0600 for a new
 // file) and creating its directory if needed.
 func writeConfigFile(file string, data []byte) error {
-	if _, err := fileServers(file, data); err != nil {
-		return fmt.Errorf("%s would not be valid, so it was not changed:\n%v", file, err)
+	if err := checkConfigData(file, data); err != nil {
+		return err
 	}
 	mode := fs.FileMode(0o600)
 	if info, err := os.Stat(file); err == nil {

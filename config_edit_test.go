@@ -245,6 +245,8 @@ func TestMCPAddPlaceholders(t *testing.T) {
 		env     map[string]string // the daemon's environment
 		wantURL string
 		wantErr string // loading with env
+		// wantUnset is the server's unsetErr: it loads, but fails to start
+		wantUnset string
 	}{
 		{name: "the whole url", args: []string{"--url", "${URL}"},
 			env: map[string]string{"URL": "https://mcp.example.com/mcp"}, wantURL: "https://mcp.example.com/mcp"},
@@ -257,8 +259,8 @@ func TestMCPAddPlaceholders(t *testing.T) {
 			env: map[string]string{"BASE": "http://h:1", "TOKEN": "t"}, wantURL: "http://h:1/mcp"},
 		{name: "a bad value is caught when loading", args: []string{"--url", "${URL}"},
 			env: map[string]string{"URL": "localhost:3001/mcp"}, wantErr: `server "x": url: no scheme; write a full URL like http://localhost:3001/mcp`},
-		{name: "an unset variable is caught when loading", args: []string{"--url", "${URL}"},
-			wantErr: `server "x": url: variable URL is not set; set it in harnessd's environment or write ${URL:-default}`},
+		{name: "an unset variable fails the server alone", args: []string{"--url", "${URL}"},
+			wantUnset: `url: variable URL is not set; set it in harnessd's environment or write ${URL:-default}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,6 +274,12 @@ func TestMCPAddPlaceholders(t *testing.T) {
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("loadConfig() after %q = %v, want an error with %q", args, err, tt.wantErr)
+				}
+				return
+			}
+			if tt.wantUnset != "" {
+				if err != nil || len(cfg.Servers) != 1 || errString(cfg.Servers[0].unsetErr()) != tt.wantUnset {
+					t.Errorf("loadConfig() after %q = %+v, %v; want one server failing with %q", args, cfg.Servers, err, tt.wantUnset)
 				}
 				return
 			}

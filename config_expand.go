@@ -13,7 +13,8 @@ import (
 // getenv; the default applies when NAME is unset or empty and is not itself
 // expanded. "$$" is a literal "$". A "$" before a letter or "_" is an error
 // (almost always a forgotten brace); any other "$" is literal. A nil getenv
-// forbids ${...}. Errors name variables but never values.
+// forbids ${...}. An unset variable without default is an *unsetVarError.
+// Errors name variables but never values.
 func expandVars(s string, getenv func(string) (string, bool)) (string, error) {
 	if !strings.Contains(s, "$") {
 		return s, nil
@@ -48,7 +49,7 @@ func expandVars(s string, getenv func(string) (string, bool)) (string, error) {
 			case hasDef:
 				b.WriteString(def)
 			default:
-				return "", fmt.Errorf("variable %s is not set; set it in harnessd's environment or write ${%s:-default}", name, name)
+				return "", &unsetVarError{name: name}
 			}
 			i += 2 + end
 		case next == '_' || isAlnum(next) && !('0' <= next && next <= '9'):
@@ -76,6 +77,15 @@ func withWorkspace(getenv func(string) (string, bool), workspace string) func(st
 		}
 		return getenv(name)
 	}
+}
+
+// An unsetVarError is expandVars' error for a ${NAME} without default whose
+// variable is not set: a problem of the environment harnessd runs in, not
+// of the text.
+type unsetVarError struct{ name string }
+
+func (e *unsetVarError) Error() string {
+	return fmt.Sprintf("variable %s is not set; set it in harnessd's environment or write ${%s:-default}", e.name, e.name)
 }
 
 // isVarName reports whether name is a valid environment variable name.

@@ -478,8 +478,11 @@ Converts the MCP servers of another client's file into [mcp_servers]
 tables of $HARNESS_HOME/config.toml (or the workspace's with --scope
 workspace): a Claude Desktop or Claude Code .mcp.json, a Cursor or VS Code
 mcp.json ({"mcpServers": ...} or {"servers": ...}), or a Codex config.toml.
-Prints what it converted and what it could not. A server that the file
-already defines is not overwritten unless --replace is given.
+Prints what it converted and what it could not, and warns (on stderr) of
+each ${VAR} it writes that is not set in this environment: such a server
+fails to start until the variable is set where harnessd runs. A server
+that the file already defines is not overwritten unless --replace is
+given; --dry-run prints the tables and refuses what the write would.
 
 `
 
@@ -518,11 +521,18 @@ func (a *app) mcpImport(_ context.Context, args []string) error {
 		for _, n := range imp.notes {
 			fmt.Fprintf(a.stdout, "  not converted: %s\n", n)
 		}
+		for _, w := range unsetVarWarnings(imp.raw, a.getenv) {
+			fmt.Fprintf(a.stderr, "warning: %s\n", w)
+		}
 		servers[imp.name] = imp.raw
 		names = append(names, imp.name)
 	}
 	if len(names) == 0 {
 		return &exitError{code: 1, err: fmt.Errorf("mcp import: no server of %s could be converted", source)}
+	}
+	file, err := configFileForScope(f.scope, workspace, a.getenv)
+	if err != nil {
+		return usageError("%v", err)
 	}
 	if dryRun {
 		for i, n := range names {
@@ -531,11 +541,10 @@ func (a *app) mcpImport(_ context.Context, args []string) error {
 			}
 			io.WriteString(a.stdout, serverTOML(n, servers[n]))
 		}
-		return nil
-	}
-	file, err := configFileForScope(f.scope, workspace, a.getenv)
-	if err != nil {
-		return usageError("%v", err)
+		// The write's refusals too (names the file has, names that
+		// clash), so that a dry run that passes would write.
+		_, _, err := planSplice(file, servers, names, f.replace)
+		return err
 	}
 	if _, err := spliceServers(file, servers, names, f.replace); err != nil {
 		return err

@@ -210,3 +210,78 @@ func TestMCPImportErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPImportUnsetVariables: each ${VAR} an import writes that is not
+// set now is warned of, naming the server and field, and the import goes
+// on (the server will fail alone until the variable is set).
+func TestMCPImportUnsetVariables(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(t.TempDir(), "mcp.json")
+	cursor := `{"mcpServers": {
+		"remote": {"url": "https://api.example.com/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}},
+		"local": {"command": "npx", "args": ["-y", "mcp-server"], "env": {"KEY": "${env:SET_KEY}", "LEVEL": "${LOG_LEVEL:-info}"}}}}`
+	if err := os.WriteFile(src, []byte(cursor), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := `warning: server "remote": headers.Authorization: ${REMOTE_TOKEN} is not set in this environment; set it where harnessd runs, or the server will fail to start` + "\n"
+	for _, args := range [][]string{{"mcp", "import", "--dry-run", src}, {"mcp", "import", src}} {
+		home := t.TempDir()
+		code, stdout, stderr := runHarnessd(t, map[string]string{"HARNESS_HOME": home, "SET_KEY": "k"}, args...)
+		data, _ := os.ReadFile(filepath.Join(home, "config.toml"))
+		if code != 0 || stderr != want || !strings.Contains(stdout+string(data), `"Bearer ${REMOTE_TOKEN}"`) {
+			t.Errorf("harnessd %q = %d, stdout %q, stderr %q; want 0, the table and the warning %q", args, code, stdout, stderr, want)
+		}
+	}
+}
+
+// TestMCPImportDryRunRefuses: a dry run refuses what the import would
+// (with the same exit status), and changes nothing.
+func TestMCPImportDryRunRefuses(t *testing.T) {
+	t.Parallel()
+	src := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(src, []byte(`{"mcpServers": {"my-db": {"command": "db-server"}, "web": {"url": "http://localhost:3001/mcp"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, existing string
+		replace        bool
+		wantCode       int
+		wantErr        string
+	}{
+		{name: "no conflict", existing: "[mcp_servers.other]\ncommand = \"x\"\n"},
+		{name: "same name", existing: "[mcp_servers.web]\ncommand = \"x\"\n", wantCode: 2,
+			wantErr: `already defines server "web"; give --replace to overwrite`},
+		{name: "same name replaced", existing: "[mcp_servers.web]\ncommand = \"x\"\n", replace: true},
+		{name: "same tool names", existing: "[mcp_servers.my_db]\ncommand = \"x\"\n", wantCode: 1,
+			wantErr: `servers "my_db" (HOME/config.toml) and "my-db" (HOME/config.toml) both make tool names start with "mcp_my_db_"; rename one`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			writeFile(t, home, "config.toml", tt.existing)
+			env := map[string]string{"HARNESS_HOME": home}
+			for _, dry := range []bool{true, false} {
+				args := []string{"mcp", "import"}
+				if dry {
+					args = append(args, "--dry-run")
+				}
+				if tt.replace {
+					args = append(args, "--replace")
+				}
+				args = append(args, src)
+				code, stdout, stderr := runHarnessd(t, env, args...)
+				stderr = strings.ReplaceAll(stderr, home, "HOME")
+				if code != tt.wantCode || !strings.Contains(stderr, tt.wantErr) {
+					t.Errorf("harnessd %q = %d, stderr %q; want %d and %q", args, code, stderr, tt.wantCode, tt.wantErr)
+				}
+				if data, _ := os.ReadFile(filepath.Join(home, "config.toml")); dry && string(data) != tt.existing {
+					t.Errorf("harnessd %q changed the file to %q", args, data)
+				}
+				if dry && !strings.Contains(stdout, "[mcp_servers.web]") {
+					t.Errorf("harnessd %q = %q, want the tables printed", args, stdout)
+				}
+			}
+		})
+	}
+}

@@ -35,13 +35,12 @@ func decodeStrict(r io.Reader, v any) error {
 	dec.DisallowUnknownFields()
 	err = dec.Decode(v)
 	if err == nil {
-		_, err = dec.Token()
-		switch {
-		case err == io.EOF:
-			return nil
-		case err == nil:
-			return errors.New("more than one JSON value: send one object")
+		// Whatever follows the value, even text that is not JSON, is
+		// the same mistake: say that, not what the scanner met in it.
+		if _, err := dec.Token(); err != io.EOF {
+			return errors.New("data after the JSON object: send exactly one JSON object")
 		}
+		return nil
 	}
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) && typeErr.Field != "" {

@@ -105,6 +105,12 @@ type serverConfig struct {
 	// ApprovalTools are globs of the server's own tool names whose calls
 	// always need approval.
 	ApprovalTools []string
+	// Unset are the ${VAR}s without default the server uses whose
+	// variables were not set when the configuration was read
+	// (config_problems.go): the server is valid but is not started; its
+	// status is failed, naming the first. The fields that use them keep
+	// their text unexpanded.
+	Unset []unsetVar
 	// Source labels where the definition came from, for display only: a
 	// file path, "HARNESS_MCP_SERVERS", "profile <name>", "run",
 	// "connect_mcp" or "command line".
@@ -235,6 +241,7 @@ func buildServer(label string, origin serverOrigin, source string, raw rawServer
 	b.checkToolFilters()
 	b.checkApproval()
 	b.checkProtocolVersion(s.Transport)
+	s.Unset = b.unset
 	slices.SortFunc(b.errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
 	return s, errors.Join(b.errs...)
 }
@@ -246,6 +253,8 @@ type serverBuilder struct {
 	raw    rawServer
 	getenv func(string) (string, bool)
 	errs   []error
+	// unset are the fields' variables that getenv does not set.
+	unset []unsetVar
 	// unexpanded holds the fields whose ${VAR} expansion failed: they keep
 	// their raw text, so that inference still sees which of command and
 	// url is set, and get no further complaint.
@@ -260,12 +269,19 @@ func (b *serverBuilder) bad(field, format string, args ...any) {
 	b.errs = append(b.errs, fmt.Errorf("%s: server %q: %s: %s", b.label, b.raw.Name, field, fmt.Sprintf(format, args...)))
 }
 
-// expand returns s with its variables expanded, or s itself (recording
-// the problem and marking field unexpanded) when expansion fails.
+// expand returns s with its variables expanded, or s itself (marking
+// field unexpanded) when expansion fails: an unset variable is recorded in
+// unset (the server is valid but cannot start here), any other failure is
+// a problem of the configuration.
 func (b *serverBuilder) expand(field, s string) string {
 	v, err := expandVars(s, b.getenv)
 	if err != nil {
-		b.bad(field, "%v", err)
+		var u *unsetVarError
+		if errors.As(err, &u) {
+			b.unset = append(b.unset, unsetVar{Field: field, Name: u.name})
+		} else {
+			b.bad(field, "%v", err)
+		}
 		b.unexpanded[field] = true
 		return s
 	}

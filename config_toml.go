@@ -1,7 +1,7 @@
 package main
 
 import (
-	"errors"
+	"bytes"
 	"fmt"
 	"maps"
 	"reflect"
@@ -17,7 +17,8 @@ import (
 // type. The decoder stops at the first value of the wrong type and
 // describes it in its own terms; tomlTypeErrors finds every one and says
 // each as harnessd's JSON inputs do: the file, the table (the server's),
-// the field, and what to write instead.
+// the field, and what to write instead; the rest of the file is then
+// decoded without them, so that every problem of a file is said at once.
 
 // A tomlFile is the kind of TOML file decodeTOML reads, which decides the
 // hints of its unknown keys.
@@ -29,17 +30,38 @@ const (
 )
 
 // decodeTOML decodes data, a file of the given kind, into v. It returns a
-// syntax error, or every value of the wrong type, as fatal, and otherwise an error for each unknown
-// key (only the outermost of nested unknown keys). label names the file in
-// errors.
-func decodeTOML(label string, data []byte, v any, kind tomlFile) (md toml.MetaData, unknown []error, fatal error) {
+// syntax error as fatal. Otherwise it returns an error for each value of
+// the wrong type (v then holds the rest of the file, so that its other
+// problems are found too) and for each unknown key (only the outermost of
+// nested unknown keys). md's Keys are in file order. label names the file
+// in errors.
+func decodeTOML(label string, data []byte, v any, kind tomlFile) (md toml.MetaData, problems []error, fatal error) {
 	md, err := toml.Decode(string(data), v)
 	if err != nil {
-		if typeErrs := tomlTypeErrors(label, data, v); len(typeErrs) > 0 {
-			return md, nil, errors.Join(typeErrs...)
+		rest, order, typeErrs := tomlTypeErrors(label, data, v)
+		if len(typeErrs) == 0 {
+			return md, nil, fmt.Errorf("parse %s: %v", label, err)
 		}
-		return md, nil, fmt.Errorf("parse %s: %v", label, err)
+		// The decoder stops at the first value of the wrong type: decode
+		// the file without them. Should that fail, the type errors are
+		// still the file's first problems.
+		var buf bytes.Buffer
+		if err := toml.NewEncoder(&buf).Encode(rest); err != nil {
+			return order, typeErrs, nil
+		}
+		reflect.ValueOf(v).Elem().SetZero()
+		if md, err = toml.Decode(buf.String(), v); err != nil {
+			return order, typeErrs, nil
+		}
+		return order, append(typeErrs, unknownTOMLKeys(label, md, kind)...), nil
 	}
+	return md, unknownTOMLKeys(label, md, kind), nil
+}
+
+// unknownTOMLKeys returns an error for each key of md that was not
+// decoded (only the outermost of nested ones), with a hint by kind.
+func unknownTOMLKeys(label string, md toml.MetaData, kind tomlFile) []error {
+	var unknown []error
 	undecoded := md.Undecoded()
 	seen := make(map[string]bool, len(undecoded))
 	for _, k := range undecoded {
@@ -62,18 +84,18 @@ func decodeTOML(label string, data []byte, v any, kind tomlFile) (md toml.MetaDa
 		}
 		unknown = append(unknown, fmt.Errorf("%s: unknown key %q; %s", label, k.String(), hint))
 	}
-	return md, unknown, nil
+	return unknown
 }
 
 // tomlTypeErrors returns an error for every value of data (a TOML file
-// that parses) whose type does not fit v's field, in file order. label
-// names the file. It returns nil when data does not parse or every value
-// fits.
-func tomlTypeErrors(label string, data []byte, v any) []error {
-	var doc map[string]any
-	md, err := toml.Decode(string(data), &doc)
+// that parses) whose type does not fit v's field, in file order, and the
+// file decoded as a table without those values, with its metadata. label
+// names the file. It returns no errors when data does not parse or every
+// value fits.
+func tomlTypeErrors(label string, data []byte, v any) (rest map[string]any, md toml.MetaData, errs []error) {
+	md, err := toml.Decode(string(data), &rest)
 	if err != nil {
-		return nil
+		return nil, md, nil
 	}
 	order := map[string]int{}
 	for i, k := range md.Keys() {
@@ -86,8 +108,8 @@ func tomlTypeErrors(label string, data []byte, v any) []error {
 		}
 	}
 	w := tomlTypeWalk{label: label, order: order}
-	w.table("", nil, "", doc, reflect.TypeOf(v).Elem())
-	return w.errs
+	w.table("", nil, "", rest, reflect.TypeOf(v).Elem())
+	return rest, md, w.errs
 }
 
 // A tomlTypeWalk collects the type errors of one file.
@@ -105,9 +127,10 @@ func tomlFieldsOf(t reflect.Type) map[string]reflect.Type {
 		f := t.Field(i)
 		tag := f.Tag.Get("toml")
 		switch {
-		case tag == "-" || !f.IsExported():
-		case f.Anonymous && tag == "":
+		case f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct:
+			// Embedded structs count, exported or not (runLimits).
 			maps.Copy(fields, tomlFieldsOf(f.Type))
+		case tag == "-" || !f.IsExported():
 		case tag != "":
 			fields[tag] = f.Type
 		default:
@@ -118,9 +141,10 @@ func tomlFieldsOf(t reflect.Type) map[string]reflect.Type {
 }
 
 // table checks the keys of the TOML table m, at key in the file, against
-// struct or map type t. Errors name the section the table is in ([model],
-// [mcp_servers.NAME], [[auth.keys]] #N; "" for the top level) and field,
-// the table's dotted path inside it.
+// struct or map type t, and removes from m each value of the wrong type.
+// Errors name the section the table is in ([model], [mcp_servers.NAME],
+// [[auth.keys]] #N; "" for the top level) and field, the table's dotted
+// path inside it.
 func (w *tomlTypeWalk) table(section string, key toml.Key, field string, m map[string]any, t reflect.Type) {
 	switch {
 	case len(key) == 1 && section == "", len(key) == 2 && key[0] == "mcp_servers":
@@ -142,7 +166,9 @@ func (w *tomlTypeWalk) table(section string, key toml.Key, field string, m map[s
 			}
 			ft = func() reflect.Type { return known }
 		}
-		w.value(section, append(slices.Clone(key), name), joinField(field, name), m[name], ft())
+		if !w.value(section, append(slices.Clone(key), name), joinField(field, name), m[name], ft()) {
+			delete(m, name)
+		}
 	}
 }
 
@@ -155,7 +181,10 @@ func joinField(field, name string) string {
 }
 
 // value checks the value v at key (field in its section) against type t.
-func (w *tomlTypeWalk) value(section string, key toml.Key, field string, v any, t reflect.Type) {
+// It returns false when v must go: it or, in a list of values, one of its
+// elements has the wrong type. The tables in v lose their wrong values
+// themselves.
+func (w *tomlTypeWalk) value(section string, key toml.Key, field string, v any, t reflect.Type) bool {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -175,10 +204,14 @@ func (w *tomlTypeWalk) value(section string, key toml.Key, field string, v any, 
 	case reflect.Slice:
 		switch list := v.(type) {
 		case []any:
-			for i, e := range list {
-				w.value(section, key, fmt.Sprintf("%s[%d]", field, i), e, t.Elem())
-			}
 			ok = true
+			keep := true
+			for i, e := range list {
+				keep = w.value(section, key, fmt.Sprintf("%s[%d]", field, i), e, t.Elem()) && keep
+			}
+			if !keep {
+				return false // its errors are said
+			}
 		case []map[string]any:
 			if ok = t.Elem().Kind() == reflect.Struct; ok {
 				for i, e := range list {
@@ -203,6 +236,7 @@ func (w *tomlTypeWalk) value(section string, key toml.Key, field string, v any, 
 		}
 		w.errs = append(w.errs, fmt.Errorf("%s field %q: %s is not allowed here; write %s", where, field, tomlValueKind(v), want))
 	}
+	return ok
 }
 
 // tomlValueKind describes a decoded TOML value, never the value itself (it

@@ -206,7 +206,9 @@ func (t *streamableTransport) fail(err error) {
 	}
 	t.endCause = fmt.Errorf("server unreachable: %w", err)
 	t.mu.Unlock()
-	t.logger.Warn("mcp http server unreachable; ending the session", "err", err)
+	// The session's end is logged once, by the conn (a warning once the
+	// session had started; before, the start's error says it).
+	t.logger.Debug("mcp http server unreachable; ending the session", "err", err)
 	// Owned by the transport; ends when close returns (bounded).
 	go t.close()
 }

@@ -180,7 +180,8 @@ Usage:
   harnessd mcp conformance URL             the client side of the official MCP conformance
                                            suite (a test aid; see ./test.sh)
   harnessd check [flags]                   validate every configuration source, start nothing
-                                           (exit 0 or 2)
+                                           (exit 2 on problems; servers that cannot start
+                                           here are warnings: exit 0, or 1 with --strict)
   harnessd run [flags] PROMPT              start a run on a running harnessd and follow it;
                                            --conversation ID continues a conversation
   harnessd version                         version, VCS revision and Go version
@@ -234,11 +235,8 @@ func (c *commonFlags) logger(w io.Writer) (*slog.Logger, error) {
 // for. A bad flag is a usage error (exit 2) whose message the flag package
 // has printed; -h gives flag.ErrHelp.
 func (c *commonFlags) parse(fs *flag.FlagSet, args []string, w io.Writer) (*slog.Logger, string, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, "", err
-		}
-		return nil, "", &exitError{code: 2}
+	if err := parseFlags(fs, args); err != nil {
+		return nil, "", err
 	}
 	logger, err := c.logger(w)
 	if err != nil {
@@ -274,6 +272,58 @@ func absDir(dir string) (string, error) {
 		return "", errors.New("not a directory")
 	}
 	return filepath.Abs(dir)
+}
+
+// parseFlags parses args into fs, flags anywhere among the other
+// arguments (see interspersed). A bad flag is a usage error (exit 2) whose
+// message the flag package has printed; -h gives flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(interspersed(fs, args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &exitError{code: 2}
+	}
+	return nil
+}
+
+// interspersed returns args with the flags first and the other arguments
+// after a "--", in their order, so that fs, which stops at the first
+// argument that is not a flag, also takes the flags people type after
+// them (mcp call TOOL ARGS --json). A flag of fs that takes a value takes
+// the next argument along unless it is written -flag=value; an unknown
+// flag stays a flag, for fs to refuse. Everything after a "--" is left
+// as it is, flags included (mcp add NAME -- COMMAND --its-flag).
+func interspersed(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		switch {
+		case arg == "--":
+			rest = append(rest, args[i+1:]...)
+			i = len(args)
+		case len(arg) > 1 && arg[0] == '-':
+			flags = append(flags, arg)
+			name := strings.TrimLeft(arg, "-")
+			if f := fs.Lookup(name); f != nil && !isBoolFlag(f) && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		default:
+			rest = append(rest, arg)
+		}
+	}
+	if len(rest) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), rest...)
+}
+
+// isBoolFlag reports whether f is a boolean flag, which takes no value
+// unless written -flag=value.
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.

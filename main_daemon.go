@@ -211,6 +211,12 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 	return d, nil
 }
 
+// noModelHint says how to give the daemon a model; a daemon started
+// without one logs it.
+const noModelHint = "set HARNESS_MODEL=provider/model (like openai/gpt-4o or anthropic/claude-sonnet-4-5) and the provider's key " +
+	"(OPENAI_API_KEY, ANTHROPIC_API_KEY; OPENAI_BASE_URL for a compatible server), or [model] name in config.toml; " +
+	"under systemd put the variables in /etc/harnessd/env, then restart"
+
 // startServing builds the registry (answering requests outside runs' calls
 // by outside), the runs (with the default budgets) and the API over cfg and
 // serves the API on ln.
@@ -260,6 +266,9 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 	go func() { d.serveErr <- d.srv.Serve(ln) }()
 	logger.Info("harnessd listening", "addr", ln.Addr().String(), "version", buildVersion, "servers", len(cfg.Servers),
 		"auth", len(cfg.AuthKeys) > 0, "config_files", cfg.Files, "model", model.name())
+	if model.Provider == "" {
+		logger.Warn("no model configured: POST /v1/runs is refused until one is set", "how", noModelHint)
+	}
 	d.schedules.start()
 }
 

@@ -48,6 +48,9 @@ func TestSystemdUnit(t *testing.T) {
 			t.Errorf("%s = %q (set: %t), want %q", k, got, ok, want)
 		}
 	}
+	if got, want := settings["EnvironmentFile"], "-/etc/harnessd/env"; got != want {
+		t.Errorf("EnvironmentFile = %q, want %q: the model's key needs a place outside the unit, optional", got, want)
+	}
 	if !strings.Contains(settings["Environment"], "HARNESS_HOME=/var/lib/harnessd") {
 		t.Errorf("Environment = %q, want HARNESS_HOME in the state directory", settings["Environment"])
 	}

@@ -471,7 +471,10 @@ func (s *managedServer) supervise(ctx context.Context, sv supervision) {
 		}
 		failures++
 		delay := backoffDelay(sv.backoffMin, sv.backoffMax, failures)
-		if !s.settle(ended != nil, err, sv.restart, delay) || !sleepContext(ctx, delay) {
+		// A server whose variables are unset fails the same way until
+		// the environment or the configuration changes: no retries.
+		restart := sv.restart && !isUnsetVars(err)
+		if !s.settle(ended != nil, err, restart, delay) || !sleepContext(ctx, delay) {
 			return
 		}
 		if ended != nil {
@@ -496,7 +499,7 @@ func (s *managedServer) session(ctx context.Context, sv supervision, opened func
 		}
 		level := slog.LevelError
 		if !sv.restart {
-			level = slog.LevelWarn // the mcp commands report it themselves
+			level = slog.LevelInfo // the mcp commands report it themselves, once
 		}
 		s.logger.Log(ctx, level, "server failed to start", "err", err)
 		return nil, false, err

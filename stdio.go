@@ -82,11 +82,10 @@ func startStdio(cfg serverConfig, env []string, groups *procGroups, grace time.D
 	if cfg.Command == "" {
 		return nil, errors.New("start: command is empty")
 	}
-	// exec blames a missing working directory on the command: check it first.
-	if cfg.Cwd != "" {
-		if info, err := os.Stat(cfg.Cwd); err != nil || !info.IsDir() {
-			return nil, fmt.Errorf("start: cwd %q is not a directory; create it or fix the server's cwd", cfg.Cwd)
-		}
+	// exec blames a missing working directory on the command, and says
+	// nothing of what to do: the same check as harnessd check's first.
+	if problems := cfg.launchProblems(os.Getenv("PATH")); len(problems) > 0 {
+		return nil, fmt.Errorf("start: %s", problems[0])
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Env = env

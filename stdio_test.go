@@ -300,7 +300,7 @@ func TestStdioStartupFailures(t *testing.T) {
 		{
 			name: "no such command",
 			cfg:  func(c serverConfig) serverConfig { c.Command = "/nonexistent/mcp-server"; return c },
-			want: []string{`server "fake"`, `start "/nonexistent/mcp-server"`, "check the server's command"},
+			want: []string{`server "fake"`, `start: command "/nonexistent/mcp-server" does not exist`, "fix the server's command"},
 		},
 	}
 	for _, tt := range tests {
