@@ -222,3 +222,21 @@ env = { NODE_ENV = "production" }
 		}
 	}
 }
+
+// TestServerViewMasksOnlySecrets checks what mcp get shows of a server's
+// configuration: ordinary env values as written, secret ones masked,
+// other secrets redacted from the command line.
+func TestServerViewMasksOnlySecrets(t *testing.T) {
+	servers, err := parseServerJSON("test", []byte(`[{"name":"s","command":"srv","args":["--token","${GITHUB_TOKEN}","--db","postgres://app:pg-pass-112233@db/x"],
+		"env":{"NODE_ENV":"production","API_KEY":"key-value-0099","TARGET":"blue-cluster-7","DATABASE_URL":"postgres://app:pg-pass-112233@db/x"},"secret_env":["TARGET"]}]`),
+		fakeEnv(map[string]string{"GITHUB_TOKEN": "ghp-view-secret-0123"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := viewOf(servers[0])
+	wantEnv := map[string]string{"NODE_ENV": "production", "API_KEY": maskedValue, "TARGET": maskedValue, "DATABASE_URL": "postgres://app:[redacted]@db/x"}
+	wantArgs := []string{"--token", "[redacted]", "--db", "postgres://app:[redacted]@db/x"}
+	if fmt.Sprint(view.Env) != fmt.Sprint(wantEnv) || !slices.Equal(view.Args, wantArgs) {
+		t.Errorf("viewOf() env %v, args %q; want %v, %q", view.Env, view.Args, wantEnv, wantArgs)
+	}
+}
