@@ -296,7 +296,7 @@ func TestAPIRequestLimits(t *testing.T) {
 func TestCommandServersNeedAdmin(t *testing.T) {
 	f := newFakeModel(t, providerOpenAI)
 	m, reg := runsOver(t, f, registryOptions{})
-	keys, err := parseAuthKeysJSON([]byte(`[{"name":"writer","token":"writer-token-0123456789","scopes":["runs:write"]},{"name":"reader","token":"reader-token-0123456789","scopes":["runs:read"]}]`))
+	keys, _, err := parseAuthKeysJSON([]byte(`[{"name":"writer","token":"writer-token-0123456789","scopes":["runs:write"]},{"name":"reader","token":"reader-token-0123456789","scopes":["runs:read"]}]`))
 	if err != nil {
 		t.Fatal(err)
 	}

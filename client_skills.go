@@ -48,13 +48,19 @@ type skillEntry struct {
 	Dynamic     bool            `json:"-"`
 }
 
-// name returns the skill's frontmatter name.
-func (e *skillEntry) name() string { s, _ := e.Frontmatter["name"].(string); return s }
+// name returns the skill's frontmatter name, its controls escaped
+// (escapeControls): what the model and an operator see, and what
+// load_skill matches.
+func (e *skillEntry) name() string {
+	s, _ := e.Frontmatter["name"].(string)
+	return escapeControls(s)
+}
 
-// description returns the skill's frontmatter description.
+// description returns the skill's frontmatter description, its controls
+// escaped.
 func (e *skillEntry) description() string {
 	s, _ := e.Frontmatter["description"].(string)
-	return s
+	return escapeControls(s)
 }
 
 var skillDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)

@@ -248,8 +248,8 @@ type serverDetails struct {
 	Tools  []toolView   `json:"tools"`
 }
 
-// A serverView is a serverConfig for display: env and header values
-// masked.
+// A serverView is a serverConfig for display: header values and secret
+// env values masked, other secrets redacted.
 type serverView struct {
 	Name           string            `json:"name"`
 	Source         string            `json:"source"`
@@ -278,18 +278,33 @@ type toolView struct {
 // maskedValue stands for a secret value in output.
 const maskedValue = "********"
 
-// viewOf returns cfg for display, its env and header values masked and
-// its URL's user information removed.
+// viewOf returns cfg for display: its header values and the env values
+// that are secrets as a whole masked, every other secret of cfg
+// (config_secrets.go) redacted from its command, args and env values, and
+// its URL's user information removed. Ordinary env values are shown as
+// written.
 func viewOf(cfg serverConfig) serverView {
-	mask := func(m map[string]string) map[string]string {
-		if m == nil {
-			return nil
+	rd := newRedactor(cfg.secretValues()...)
+	var env, headers map[string]string
+	for k, v := range cfg.Env {
+		if env == nil {
+			env = make(map[string]string, len(cfg.Env))
 		}
-		out := make(map[string]string, len(m))
-		for k := range m {
-			out[k] = maskedValue
+		if cfg.isSecretEnv(k) {
+			env[k] = maskedValue
+		} else {
+			env[k] = rd.redact(v)
 		}
-		return out
+	}
+	for k := range cfg.Headers {
+		if headers == nil {
+			headers = make(map[string]string, len(cfg.Headers))
+		}
+		headers[k] = maskedValue
+	}
+	var args []string
+	for _, a := range cfg.Args {
+		args = append(args, rd.redact(a))
 	}
 	u := cfg.URL
 	if parsed, err := parseHTTPURL(u); err == nil && parsed.User != nil {
@@ -297,8 +312,8 @@ func viewOf(cfg serverConfig) serverView {
 		u = parsed.String()
 	}
 	return serverView{
-		Name: cfg.Name, Source: cfg.Source, Transport: cfg.Transport, Command: cfg.Command,
-		Args: cfg.Args, URL: u, Env: mask(cfg.Env), Cwd: cfg.Cwd, Headers: mask(cfg.Headers),
+		Name: cfg.Name, Source: cfg.Source, Transport: cfg.Transport, Command: rd.redact(cfg.Command),
+		Args: args, URL: rd.redact(u), Env: env, Cwd: cfg.Cwd, Headers: headers,
 		Timeout: cfg.requestTimeout().String(), StartupTimeout: cfg.startupTimeout().String(),
 		Enabled: cfg.Enabled, IncludeTools: cfg.IncludeTools, ExcludeTools: cfg.ExcludeTools,
 	}

@@ -31,6 +31,9 @@ type config struct {
 	Model   modelSettings
 	// AuthKeys is empty when auth is off.
 	AuthKeys []authKey
+	// APITokens are the plaintext tokens of HARNESS_API_KEYS, kept only to
+	// be redacted (secretValues); AuthKeys holds their hashes.
+	APITokens []string
 	// ConnectAllowHosts is nil when [connect_mcp].allow_hosts is not set.
 	ConnectAllowHosts []string
 	// AllowedHosts are the Host names the API answers besides the listen

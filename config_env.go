@@ -84,14 +84,16 @@ func (cfg *config) applyEnvKeptRuns(getenv func(string) (string, bool)) error {
 	return err
 }
 
-// addEnvKeys appends the keys of HARNESS_API_KEYS to cfg's TOML keys and
-// checks that no two of them share a name or a token.
+// addEnvKeys appends the keys of HARNESS_API_KEYS to cfg's TOML keys (and
+// their plaintext tokens to cfg.APITokens) and checks that no two of them
+// share a name or a token.
 func (cfg *config) addEnvKeys(getenv func(string) (string, bool)) error {
 	var errs []error
 	if raw, ok := getenv("HARNESS_API_KEYS"); ok && strings.TrimSpace(raw) != "" {
-		envKeys, err := parseAuthKeysJSON([]byte(raw))
+		envKeys, tokens, err := parseAuthKeysJSON([]byte(raw))
 		errs = append(errs, err)
 		cfg.AuthKeys = append(cfg.AuthKeys, envKeys...)
+		cfg.APITokens = append(cfg.APITokens, tokens...)
 	}
 	errs = append(errs, checkAuthKeys(cfg.AuthKeys))
 	return errors.Join(errs...)

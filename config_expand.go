@@ -14,12 +14,15 @@ import (
 // expanded. "$$" is a literal "$". A "$" before a letter or "_" is an error
 // (almost always a forgotten brace); any other "$" is literal. A nil getenv
 // forbids ${...}. An unset variable without default is an *unsetVarError.
-// Errors name variables but never values.
-func expandVars(s string, getenv func(string) (string, bool)) (string, error) {
+// Errors name variables but never values. It also returns the text each
+// ${NAME} whose name says it is secret (isSecretName) put in, its default
+// included, for the redactor.
+func expandVars(s string, getenv func(string) (string, bool)) (string, []string, error) {
 	if !strings.Contains(s, "$") {
-		return s, nil
+		return s, nil, nil
 	}
 	var b strings.Builder
+	var secrets []string
 	for i := 0; i < len(s); i++ {
 		if s[i] != '$' || i+1 == len(s) {
 			b.WriteByte(s[i])
@@ -33,32 +36,34 @@ func expandVars(s string, getenv func(string) (string, bool)) (string, error) {
 		case next == '{':
 			end := strings.IndexByte(s[i+2:], '}')
 			if end < 0 {
-				return "", errors.New("unterminated \"${\"; close it with \"}\" or write \"$$\" for a literal \"$\"")
+				return "", nil, errors.New("unterminated \"${\"; close it with \"}\" or write \"$$\" for a literal \"$\"")
 			}
 			name, def, hasDef := strings.Cut(s[i+2:i+2+end], ":-")
 			if !isVarName(name) {
-				return "", errors.New("invalid variable name in \"${...}\"; use letters, digits and \"_\", not starting with a digit")
+				return "", nil, errors.New("invalid variable name in \"${...}\"; use letters, digits and \"_\", not starting with a digit")
 			}
 			if getenv == nil {
-				return "", fmt.Errorf("${%s}: a per-run server cannot read harnessd's environment; put the value itself in the request", name)
+				return "", nil, fmt.Errorf("${%s}: a per-run server cannot read harnessd's environment; put the value itself in the request", name)
 			}
 			v, ok := getenv(name)
 			switch {
-			case ok && (v != "" || !hasDef):
-				b.WriteString(v)
-			case hasDef:
-				b.WriteString(def)
-			default:
-				return "", &unsetVarError{name: name}
+			case hasDef && v == "":
+				v = def
+			case !ok:
+				return "", nil, &unsetVarError{name: name}
+			}
+			b.WriteString(v)
+			if isSecretName(name) && v != "" {
+				secrets = append(secrets, v)
 			}
 			i += 2 + end
 		case next == '_' || isAlnum(next) && !('0' <= next && next <= '9'):
-			return "", errors.New("\"$\" followed by a name is not expanded; write ${NAME} to expand a variable or \"$$\" for a literal \"$\"")
+			return "", nil, errors.New("\"$\" followed by a name is not expanded; write ${NAME} to expand a variable or \"$$\" for a literal \"$\"")
 		default:
 			b.WriteByte('$')
 		}
 	}
-	return b.String(), nil
+	return b.String(), secrets, nil
 }
 
 // workspaceVar names the workspace in harnessd's environment and in

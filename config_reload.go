@@ -282,9 +282,8 @@ func (d *daemon) reload() error {
 	d.opts.flags.overlay(cfg)
 	// Secrets first: the new servers' lines and answers are hidden from
 	// their first byte.
-	secrets := append(serverSecrets(cfg.Servers), cfg.Webhooks.Secret)
 	// d.secrets is the runs' live redactor too.
-	d.secrets.add(secrets...)
+	d.secrets.add(cfg.secretValues()...)
 	diff, started, err := d.reg.reload(cfg.Servers)
 	if err != nil {
 		d.metrics.reloaded(false, serverDiff{})

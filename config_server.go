@@ -61,14 +61,20 @@ type serverConfig struct {
 	Args              []string
 	URL               string
 	Env               map[string]string
-	Cwd               string
-	Headers           map[string]string
-	Timeout           time.Duration
-	StartupTimeout    time.Duration
-	Enabled           bool
-	IncludeTools      []string
-	ExcludeTools      []string
-	MaxMessageBytes   int
+	// SecretEnv names the variables of Env whose values the operator
+	// marked secret (secret_env), besides those whose name says so.
+	SecretEnv []string
+	// ExpandedSecrets are the values that ${VAR}s whose name says they are
+	// secret expanded to, in any field (config_secrets.go).
+	ExpandedSecrets []string
+	Cwd             string
+	Headers         map[string]string
+	Timeout         time.Duration
+	StartupTimeout  time.Duration
+	Enabled         bool
+	IncludeTools    []string
+	ExcludeTools    []string
+	MaxMessageBytes int
 	// Untrusted marks a server whose URL the operator did not write: one
 	// the model named through connect_mcp or a run request of a non-admin
 	// key gave. Its HTTP client refuses blocked addresses at dial time
@@ -117,13 +123,6 @@ type serverConfig struct {
 	Source string
 }
 
-// secretValues returns the env and header values of cfg, which may be
-// secrets; newRedactor keeps those long enough and their credential parts.
-func (cfg serverConfig) secretValues() []string {
-	values := append(slices.Collect(maps.Values(cfg.Env)), slices.Collect(maps.Values(cfg.Headers))...)
-	return append(values, cfg.OAuth.secrets()...)
-}
-
 // requestTimeout returns the deadline of one request to the server. A
 // config built by this file always sets it; a zero one (a literal in a
 // test, say) means the default.
@@ -158,6 +157,7 @@ type rawServer struct {
 	Args            []string          `json:"args" toml:"args"`
 	URL             string            `json:"url" toml:"url"`
 	Env             map[string]string `json:"env" toml:"env"`
+	SecretEnv       []string          `json:"secret_env" toml:"secret_env"`
 	Cwd             string            `json:"cwd" toml:"cwd"`
 	Headers         map[string]string `json:"headers" toml:"headers"`
 	Timeout         *string           `json:"timeout" toml:"timeout"`
@@ -229,6 +229,7 @@ func buildServer(label string, origin serverOrigin, source string, raw rawServer
 		s.Args = append(s.Args, b.expand(fmt.Sprintf("args[%d]", i), a))
 	}
 	s.Env = b.expandMap("env", raw.Env, envRule)
+	s.SecretEnv = b.secretEnv()
 	s.Headers = b.expandMap("headers", raw.Headers, headerRule)
 	s.Transport, s.TransportInferred = resolveTransport(raw.Transport, s.Command, s.URL, b.bad)
 	b.checkTransportFields(s)
@@ -242,6 +243,7 @@ func buildServer(label string, origin serverOrigin, source string, raw rawServer
 	b.checkApproval()
 	b.checkProtocolVersion(s.Transport)
 	s.Unset = b.unset
+	s.ExpandedSecrets = b.expandedSecrets
 	slices.SortFunc(b.errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
 	return s, errors.Join(b.errs...)
 }
@@ -262,6 +264,9 @@ type serverBuilder struct {
 	// shapeOnly: variables stand for values not known yet (anyVarSet), so
 	// a field that starts with one is not checked further.
 	shapeOnly bool
+	// expandedSecrets collects what ${VAR}s whose name says they are
+	// secret expanded to.
+	expandedSecrets []string
 }
 
 // bad records a problem with field.
@@ -274,7 +279,8 @@ func (b *serverBuilder) bad(field, format string, args ...any) {
 // unset (the server is valid but cannot start here), any other failure is
 // a problem of the configuration.
 func (b *serverBuilder) expand(field, s string) string {
-	v, err := expandVars(s, b.getenv)
+	v, secrets, err := expandVars(s, b.getenv)
+	b.expandedSecrets = append(b.expandedSecrets, secrets...)
 	if err != nil {
 		var u *unsetVarError
 		if errors.As(err, &u) {
@@ -329,6 +335,18 @@ func (b *serverBuilder) expandMap(field string, m map[string]string, rule mapRul
 		out[k] = v
 	}
 	return out
+}
+
+// secretEnv returns the raw secret_env, recording a problem for each name
+// that is not a variable of the server's env: a misspelt name would leave
+// a secret shown.
+func (b *serverBuilder) secretEnv() []string {
+	for i, name := range b.raw.SecretEnv {
+		if _, ok := b.raw.Env[name]; !ok {
+			b.bad(fmt.Sprintf("secret_env[%d]", i), "%q is not a variable of this server's env; name one of its env keys, or remove it", name)
+		}
+	}
+	return b.raw.SecretEnv
 }
 
 // checkTransportFields checks what depends on s's resolved transport: an

@@ -225,12 +225,12 @@ func TestExpandVars(t *testing.T) {
 		{in: "${A-B}", wantErr: `invalid variable name in "${...}"; use letters, digits and "_", not starting with a digit`},
 	}
 	for _, tt := range tests {
-		got, err := expandVars(tt.in, env)
+		got, _, err := expandVars(tt.in, env)
 		if got != tt.want || errString(err) != tt.wantErr {
 			t.Errorf("expandVars(%q) = %q, %v, want %q, %q", tt.in, got, err, tt.want, tt.wantErr)
 		}
 	}
-	if _, err := expandVars("${A}", nil); errString(err) != "${A}: a per-run server cannot read harnessd's environment; put the value itself in the request" {
+	if _, _, err := expandVars("${A}", nil); errString(err) != "${A}: a per-run server cannot read harnessd's environment; put the value itself in the request" {
 		t.Errorf("expandVars(${A}, nil) error = %v, want the per-run refusal", err)
 	}
 }

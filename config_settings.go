@@ -191,14 +191,16 @@ func mergeModel(m *modelSettings, layer configLayer) {
 
 // parseAuthKeysJSON parses HARNESS_API_KEYS: a JSON array of
 // {"name", "token" | "token_sha256", "scopes"}. Plaintext tokens are hashed
-// at once. It returns the valid keys and an error joining every problem.
-func parseAuthKeysJSON(data []byte) ([]authKey, error) {
+// at once. It returns the valid keys, the plaintext tokens (for the
+// redactor only) and an error joining every problem.
+func parseAuthKeysJSON(data []byte) ([]authKey, []string, error) {
 	const label = "HARNESS_API_KEYS"
 	entries, err := decodeJSONArray(label, `[{"name": ..., "token": ..., "scopes": [...]}]`, data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var keys []authKey
+	var tokens []string
 	var errs []error
 	for i, entry := range entries {
 		entryLabel := fmt.Sprintf("%s[%d]", label, i)
@@ -207,6 +209,9 @@ func parseAuthKeysJSON(data []byte) ([]authKey, error) {
 			errs = append(errs, fmt.Errorf("%s: %v", entryLabel, err))
 			continue
 		}
+		if raw.Token != nil {
+			tokens = append(tokens, *raw.Token)
+		}
 		key, err := buildAuthKey(entryLabel, label, raw)
 		if err != nil {
 			errs = append(errs, err)
@@ -214,7 +219,7 @@ func parseAuthKeysJSON(data []byte) ([]authKey, error) {
 		}
 		keys = append(keys, key)
 	}
-	return keys, errors.Join(errs...)
+	return keys, tokens, errors.Join(errs...)
 }
 
 // buildAuthKey validates one key; exactly one of Token and TokenSHA256 must

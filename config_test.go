@@ -271,11 +271,11 @@ API_KEY = "${SECRET}"
 	}
 	src := filepath.Join(home, "config.toml")
 	want := []serverConfig{
-		{Name: "zeta", Transport: transportSSE, URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer t0k"},
+		{Name: "zeta", Transport: transportSSE, URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer t0k"}, ExpandedSecrets: []string{"t0k"},
 			Timeout: 5 * time.Second, StartupTimeout: time.Minute, Enabled: true, IncludeTools: []string{"read_*"},
 			ExcludeTools: []string{"read_secret"}, MaxMessageBytes: 2048, Sampling: true, Source: src},
 		{Name: "alpha", Transport: transportStdio, TransportInferred: true, Command: "/usr/bin/srv",
-			Args: []string{"--root", "/home/u/data", "$literal"}, Env: map[string]string{"API_KEY": "s3"}, Cwd: "/tmp",
+			Args: []string{"--root", "/home/u/data", "$literal"}, Env: map[string]string{"API_KEY": "s3"}, ExpandedSecrets: []string{"s3"}, Cwd: "/tmp",
 			Timeout: defaultTimeout, StartupTimeout: defaultStartupTimeout, MaxMessageBytes: defaultMaxMessageBytes, Sampling: true, Source: src},
 	}
 	if got, w := fmt.Sprintf("%+v", cfg.Servers), fmt.Sprintf("%+v", want); got != w {
@@ -307,7 +307,7 @@ func TestServerJSONEnvelope(t *testing.T) {
 func TestUnknownTOMLKeys(t *testing.T) {
 	tests := []struct{ name, toml, wantErr string }{
 		{name: "server key", toml: tomlServer("a", "x") + "comand = \"y\"\n",
-			wantErr: `F: unknown key "mcp_servers.a.comand"; valid keys are transport, command, args, url, env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required, roots, sampling, log_level, protocol_version, approval, approval_tools`},
+			wantErr: `F: unknown key "mcp_servers.a.comand"; valid keys are transport, command, args, url, env, secret_env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required, roots, sampling, log_level, protocol_version, approval, approval_tools`},
 		{name: "name inside table", toml: tomlServer("a", "x") + "name = \"a\"\n",
 			wantErr: `F: unknown key "mcp_servers.a.name"; the table key [mcp_servers.<name>] is the server's name; remove this key`},
 		{name: "unknown table reported once", toml: "[server]\nx = 1\ny = 2\n",

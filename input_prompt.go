@@ -24,8 +24,12 @@ func isTTY(r io.Reader) bool { return isCharDevice(r) }
 // isTerminalWriter reports whether w is a character device (a terminal).
 func isTerminalWriter(w io.Writer) bool { return isCharDevice(w) }
 
-// isCharDevice reports whether v is an *os.File on a character device.
+// isCharDevice reports whether v is an *os.File on a character device,
+// or a terminalWriter over one.
 func isCharDevice(v any) bool {
+	if tw, ok := v.(terminalWriter); ok {
+		v = tw.w
+	}
 	f, ok := v.(*os.File)
 	if !ok || f == nil {
 		return false

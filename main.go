@@ -94,12 +94,16 @@ func exitCode(err error, stderr io.Writer) int {
 			return code
 		}
 	}
-	fmt.Fprintf(stderr, "harnessd: %v\n", err)
+	fmt.Fprintf(stderr, "harnessd: %s\n", escapeControls(err.Error()))
 	return code
 }
 
-// run dispatches the subcommand.
+// run dispatches the subcommand. Everything it writes to stdout and
+// stderr passes a terminalWriter, so that a server's text (a tool's
+// description, a result, an error, a log line) is shown on a terminal,
+// never acted on.
 func (a *app) run(ctx context.Context, args []string) error {
+	a.stdout, a.stderr = newTerminalWriter(a.stdout), newTerminalWriter(a.stderr)
 	if len(args) == 0 {
 		return a.serve(ctx, nil)
 	}

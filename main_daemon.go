@@ -164,7 +164,7 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 	}
 	// Every line the daemon logs passes here; servers' loggers add their
 	// own values (serverLogger), a reload the new servers' values.
-	d.secrets = newLiveRedactor(baseSecrets(cfg.Servers, a.getenv).with(cfg.Webhooks.Secret))
+	d.secrets = newLiveRedactor(newRedactor(daemonSecrets(cfg, a.getenv)...))
 	d.logger = redactLoggerLive(d.logger, d.secrets)
 	d.load.Logger = d.logger
 	if err := o.checkAuth(cfg.AuthKeys); err != nil {
@@ -357,4 +357,11 @@ func isLoopbackAddr(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// daemonSecrets returns what the daemon hides from every line it logs and
+// everything it stores and answers, before anything else is added: the
+// secrets of cfg and the model's keys that getenv holds.
+func daemonSecrets(cfg *config, getenv func(string) (string, bool)) []string {
+	return append(cfg.secretValues(), modelSecrets(getenv)...)
 }

@@ -187,6 +187,26 @@ type wireDefaults struct {
 	keyEnv, baseURLEnv, defaultBaseURL, path string
 }
 
+// modelSecrets returns the model API keys and the passwords in the base
+// URLs that getenv holds for every provider, for the redactor: a model
+// may echo its key, and an error may quote its URL. A nil getenv holds
+// none.
+func modelSecrets(getenv func(string) (string, bool)) []string {
+	var values []string
+	if getenv == nil {
+		return nil
+	}
+	for _, w := range []wireDefaults{openaiDefaults, anthropicDefaults} {
+		if v, ok := getenv(w.keyEnv); ok {
+			values = append(values, strings.TrimSpace(v))
+		}
+		if v, ok := getenv(w.baseURLEnv); ok {
+			values = append(values, urlPasswords(v)...)
+		}
+	}
+	return values
+}
+
 // newModelProvider returns the provider spec names. getenv looks up the API
 // key and base URL variables (os.LookupEnv in the daemon); an empty value
 // counts as unset. It fails on an unknown provider, a bad base URL, or a
@@ -294,7 +314,7 @@ func newModelEndpoint(spec modelSpec, wire wireDefaults, getenv func(string) (st
 		baseURLOrigin:  origin,
 		keyEnv:         wire.keyEnv,
 		key:            key,
-		secrets:        newRedactor(key),
+		secrets:        newRedactor(append(urlPasswords(base), key)...),
 		publicAPI:      publicAPI,
 		header:         header,
 		client:         &http.Client{},

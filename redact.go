@@ -7,16 +7,18 @@ import (
 	"encoding/json"
 	"log/slog"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 )
 
-// This file holds the redaction of secrets (server env and header values,
-// model keys) from what harnessd logs, stores and answers, and the cutting
-// of text to a length: whatever is cut is redacted first, so no prefix of
-// a secret survives a cut.
+// This file holds the redaction of secrets from what harnessd logs,
+// stores and answers, and the cutting of text to a length: whatever is cut
+// is redacted first, so no prefix of a secret survives a cut. It is a
+// leaf: which values are secrets is decided by those who hand them over
+// (config_secrets.go, the model's key, the credentials OAuth obtains).
 
 // minSecretLength is the shortest value treated as a secret; shorter
 // values ("1", "true", an "ollama" key) are not secrets and would blank out
@@ -140,6 +142,37 @@ func secretParts(v string) []string {
 		}
 	}
 	return parts
+}
+
+// urlPasswords returns the password of the userinfo of every URL in s
+// ("postgres://app:hunter22@db/x" gives "hunter22"), as written and, when
+// it differs, percent-decoded: a server may quote either. It returns nil
+// when s holds no URL with a password.
+func urlPasswords(s string) []string {
+	var out []string
+	for rest := s; ; {
+		i := strings.Index(rest, "://")
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+3:]
+		authority := rest
+		if end := strings.IndexAny(authority, "/?# \t\r\n\"'<>"); end >= 0 {
+			authority = authority[:end]
+		}
+		at := strings.LastIndexByte(authority, '@')
+		if at < 0 {
+			continue
+		}
+		_, pass, ok := strings.Cut(authority[:at], ":")
+		if !ok || pass == "" {
+			continue
+		}
+		out = append(out, pass)
+		if plain, err := url.PathUnescape(pass); err == nil && plain != pass {
+			out = append(out, plain)
+		}
+	}
 }
 
 // isSchemeName reports whether s looks like an HTTP auth scheme (Bearer,
@@ -490,58 +523,4 @@ func cutAll(rds []*redactor, s string, n int) string {
 		s = rd.redact(s)
 	}
 	return truncate(s, n)
-}
-
-// serverLogger returns logger for the server cfg: with its name, and with
-// its env and header values redacted from every line (their redactor is
-// built at the first line).
-func serverLogger(logger *slog.Logger, cfg serverConfig) *slog.Logger {
-	logger = logger.With("server", cfg.Name)
-	values := cfg.secretValues()
-	if len(values) == 0 {
-		return logger
-	}
-	return redactLoggerLive(logger, (*liveRedactor)(nil).derive(values...))
-}
-
-// baseSecrets returns the redactor of what every run may quote: the env
-// and header values of the global servers, the model API keys and the
-// plaintext API tokens of HARNESS_API_KEYS found through getenv (nil for
-// none).
-func baseSecrets(globals []serverConfig, getenv func(string) (string, bool)) *redactor {
-	return newRedactor(baseSecretValues(globals, getenv)...)
-}
-
-// baseSecretValues returns the values baseSecrets hides.
-func baseSecretValues(globals []serverConfig, getenv func(string) (string, bool)) []string {
-	values := serverSecrets(globals)
-	if getenv != nil {
-		for _, w := range []wireDefaults{openaiDefaults, anthropicDefaults} {
-			if v, ok := getenv(w.keyEnv); ok {
-				values = append(values, strings.TrimSpace(v))
-			}
-		}
-		if raw, ok := getenv("HARNESS_API_KEYS"); ok {
-			var keys []struct {
-				Token string `json:"token"`
-			}
-			if json.Unmarshal([]byte(raw), &keys) == nil {
-				for _, k := range keys {
-					values = append(values, k.Token)
-				}
-			}
-		}
-	}
-	return values
-}
-
-// serverSecrets returns the env and header values of servers.
-func serverSecrets(servers ...[]serverConfig) []string {
-	var values []string
-	for _, list := range servers {
-		for _, s := range list {
-			values = append(values, s.secretValues()...)
-		}
-	}
-	return values
 }

@@ -128,7 +128,7 @@ func TestSecretLeakPaths(t *testing.T) {
 	t.Cleanup(echoing.Close)
 	globals := []serverConfig{
 		{Name: "printer", Transport: transportStdio, Command: "/bin/sh", Args: []string{"-c", script},
-			Env: map[string]string{"S": envSecret}, Timeout: 5 * time.Second, StartupTimeout: 5 * time.Second, Enabled: true},
+			Env: map[string]string{"S": envSecret}, SecretEnv: []string{"S"}, Timeout: 5 * time.Second, StartupTimeout: 5 * time.Second, Enabled: true},
 		{Name: "bearer", Transport: transportHTTP, URL: echoing.URL, Headers: map[string]string{"Authorization": "Bearer " + bearerSecret},
 			Timeout: 5 * time.Second, StartupTimeout: 5 * time.Second, Enabled: true},
 	}
@@ -150,8 +150,12 @@ func TestSecretLeakPaths(t *testing.T) {
 		}
 		return f.getenv(key)
 	}
+	cfg := &config{Servers: globals}
+	if err := cfg.addEnvKeys(getenv); err != nil {
+		t.Fatal(err)
+	}
 	var logs lockedBuffer
-	logger := redactLoggerLive(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), newLiveRedactor(baseSecrets(globals, getenv)))
+	logger := redactLoggerLive(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), newLiveRedactor(newRedactor(daemonSecrets(cfg, getenv)...)))
 	reg := newRegistry(globals, registryOptions{Logger: logger, Client: clientOptions{}})
 	t.Cleanup(reg.close)
 	if err := reg.waitReady(t.Context()); err != nil {

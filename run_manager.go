@@ -214,9 +214,11 @@ func newRunManager(opts runManagerOptions) *runManager {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	opts.Limits = opts.Limits.resolve()
-	// The registry's live redactor is the daemon's: what every run may
-	// quote joins it, and so do the credentials its servers obtain.
-	opts.Registry.secrets().add(append(baseSecretValues(opts.Registry.globals(), opts.Getenv), opts.Webhooks.Secret)...)
+	// The registry's live redactor is the daemon's: it holds the global
+	// servers' secrets, and the model's key and the webhook secret join it
+	// (the daemon's holds them already), as do the credentials its servers
+	// obtain.
+	opts.Registry.secrets().add(append(modelSecrets(opts.Getenv), opts.Webhooks.Secret)...)
 	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}, conversations: map[string]*conversation{},
 		pruneKick: make(chan struct{}, 1), pruned: make(chan struct{})}
 	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: m.connectAllowHosts,

@@ -105,3 +105,15 @@ func TestSkillsPromptBounds(t *testing.T) {
 		t.Error("a run without skills gets a skills section")
 	}
 }
+
+// TestSkillsPromptEscapesControls lists a skill whose name and
+// description carry terminal escapes: the model sees them escaped, as an
+// operator does, and the escaped name is the one load_skill matches.
+func TestSkillsPromptEscapesControls(t *testing.T) {
+	entry := skillEntry{Frontmatter: map[string]any{"name": "esc" + hostileText, "description": "skill " + hostileText}}
+	got := skillsPrompt([]scopeSkill{{server: "evil", entry: entry}})
+	checkNoRawControls(t, "the skills section", got)
+	if !strings.Contains(got, "skill "+hostileEscaped) || entry.name() != "esc"+hostileEscaped {
+		t.Errorf("skills section:\n%s\nname %q; want the name and description escaped", got, entry.name())
+	}
+}
