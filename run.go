@@ -384,10 +384,11 @@ func (r *run) loop(ctx context.Context) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		if err := r.budget.check(); err != nil {
+		resp, err := r.callModel(ctx, step, messages)
+		var exceeded *budgetExceededError
+		if errors.As(err, &exceeded) {
 			return "", err
 		}
-		resp, err := r.callModel(ctx, step, messages)
 		if err != nil {
 			return "", errors.New(r.modelFailure(step, err))
 		}
@@ -448,7 +449,8 @@ func (r *run) begin(ctx context.Context) error {
 }
 
 // callModel sends the conversation with the tools offered now, records
-// the step's usage and emits model.response.
+// the step's usage and emits model.response. It returns a
+// *budgetExceededError, without calling, when the run's budgets are spent.
 func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (*modelResponse, error) {
 	offered := r.catalog.offered()
 	defs := make([]toolDef, 0, len(offered))
@@ -456,7 +458,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 		defs = append(defs, toolDef{Name: e.Name, Description: e.Description, InputSchema: e.InputSchema})
 	}
 	deltas := &deltaWriter{r: r, step: step}
-	resp, err := r.provider.complete(ctx, modelRequest{
+	req := modelRequest{
 		Model:     r.model.Model,
 		System:    r.systemPrompt(),
 		Messages:  messages,
@@ -464,12 +466,20 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 		MaxTokens: r.model.MaxTokens,
 		OnText:    deltas.write,
 		OnRetry:   deltas.retry,
-	})
+	}
+	// The call holds its worst case against the run's budgets while it is
+	// made, so that sampling served meanwhile sees it.
+	hold, err := r.budget.holdStep(r.provider.name(), req.estimateInputTokens(), r.model.outputLimit())
+	if err != nil {
+		return nil, err
+	}
+	defer hold.release()
+	resp, err := r.provider.complete(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	deltas.flush()
-	resp.Usage = r.budget.spend(r.provider.name(), resp.Usage)
+	resp.Usage = hold.settle(resp.Usage)
 	r.mu.Lock()
 	r.steps = step
 	r.usage.add(resp.Usage)
