@@ -126,14 +126,17 @@ type run struct {
 	profileFound  *bool
 	output        string
 	errMsg        string
-	steps         int
-	toolCalls     int
-	usage         modelUsage
-	startedAt     time.Time
-	endedAt       time.Time
-	events        []runEvent
-	changed       chan struct{} // closed and replaced on every new event
-	live          liveLog       // recent live-only events (run_live.go)
+	// errDetail is errMsg with the detail of a failed exchange with an
+	// address a caller chose, for admins; "" when errMsg has none.
+	errDetail string
+	steps     int
+	toolCalls int
+	usage     modelUsage
+	startedAt time.Time
+	endedAt   time.Time
+	events    []runEvent
+	changed   chan struct{} // closed and replaced on every new event
+	live      liveLog       // recent live-only events (run_live.go)
 	// final is the ended run when it is kept on disk: its events and large
 	// bodies are read from there, and events is nil.
 	final *runView
@@ -357,8 +360,25 @@ func (r *run) execute(ctx context.Context) {
 	case ctx.Err() != nil:
 		r.endEarly(ctx, nil)
 	default:
+		if detail := peerDetail(err); detail != err.Error() {
+			// An address a caller chose failed: the error names a fixed
+			// reason, the detail is for admins (errorDetail).
+			r.mu.Lock()
+			r.errDetail = detail
+			r.mu.Unlock()
+		}
 		r.finish(runFailed, "", err.Error())
 	}
+}
+
+// errorDetail returns the run's error with the detail of each failed
+// exchange with an address a caller chose in place of its fixed reason,
+// for an admin's view; "" when the error has no such part (or the run
+// was loaded from disk, which keeps only the error).
+func (r *run) errorDetail() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.errDetail
 }
 
 // loop begins the run and runs its steps: each asks the model and runs
@@ -436,7 +456,7 @@ func (r *run) begin(ctx context.Context) error {
 			r.emit(evServerFailed, serverFailedEvent(ev.Server, ev.Source, ev.Err))
 			if required[ev.Server] {
 				mu.Lock()
-				failed = append(failed, fmt.Errorf("required server failed to start: %v; fix it, or mark it \"required\": false to run without it", ev.Err))
+				failed = append(failed, fmt.Errorf("required server failed to start: %w; fix it, or mark it \"required\": false to run without it", ev.Err))
 				mu.Unlock()
 			}
 			return
