@@ -324,19 +324,9 @@ func (b *runBudget) priced(model string, u modelUsage) modelUsage {
 	return u
 }
 
-// check returns a *budgetExceededError when the tokens or the cost spent,
-// with what the calls under way hold, have reached their budget, or nil:
-// no further model call may be made.
-func (b *runBudget) check() error {
-	if b == nil {
-		return nil
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.reachedLocked()
-}
-
-// reachedLocked is check under mu.
+// reachedLocked returns a *budgetExceededError when the tokens or the
+// cost spent, with what the calls under way hold, have reached their
+// budget, or nil. Called under mu.
 func (b *runBudget) reachedLocked() error {
 	if b.limits.Tokens > 0 && b.tokens+b.heldTokens >= b.limits.Tokens {
 		return b.exceededLocked(budgetTokens, nil)
@@ -424,7 +414,11 @@ func (b *runBudget) reserve(model string, input, maxOutput int) (int, *budgetHol
 			out = min(out, int64(math.Floor(left*perMillion/p.Output+1e-6)))
 		}
 		if out < 1 || left < 0 {
-			return 0, nil, b.exceededLocked(budgetCostUSD, roundUSD(inputCost))
+			var asked any // an input that costs nothing is not worth naming
+			if inputCost > 0 {
+				asked = roundUSD(inputCost)
+			}
+			return 0, nil, b.exceededLocked(budgetCostUSD, asked)
 		}
 	}
 	cost := p.cost(modelUsage{InputTokens: input, OutputTokens: int(out)})

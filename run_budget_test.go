@@ -322,7 +322,7 @@ func TestRunBudgetReserve(t *testing.T) {
 		{name: "cost cut to what is left", limits: budgetLimits{CostUSD: 0.5}, ops: []op{
 			{action: "reserve", maxOutput: 4000, wantOut: 4000},
 			{action: "reserve", maxOutput: 4000, wantOut: 1000},
-			{action: "reserve", maxOutput: 10, wantErr: "budget max_cost_usd exceeded: the run cost 0 USD and model calls under way hold 0.5 USD more, which leaves no room for a call of about 0 USD of input and its answer, its limit is 0.5 USD"},
+			{action: "reserve", maxOutput: 10, wantErr: "budget max_cost_usd exceeded: the run cost 0 USD and model calls under way hold 0.5 USD more, its limit is 0.5 USD; raise max_cost_usd to allow more"},
 			{action: "settle", n: 0, usage: modelUsage{OutputTokens: 2000}},
 			{action: "reserve", maxOutput: 4000, wantOut: 2000},
 		}, wantTokens: 2000, wantCost: 0.2, held: 3000},
