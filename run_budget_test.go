@@ -2,8 +2,10 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"slices"
@@ -472,5 +474,57 @@ func TestBudgetConcurrentSampling(t *testing.T) {
 	}
 	if refused := eventData(r, evSamplingRefused); len(refused) != sent-fit {
 		t.Errorf("sampling.refused events = %d, want %d", len(refused), sent-fit)
+	}
+	r.budget.mu.Lock()
+	defer r.budget.mu.Unlock()
+	if r.budget.heldTokens != 0 || r.budget.heldCost != 0 || roundUSD(r.budget.cost) != 0.5 {
+		t.Errorf("after the run: %d tokens and %v USD held, %v USD spent; want nothing held and 0.5 USD spent", r.budget.heldTokens, r.budget.heldCost, r.budget.cost)
+	}
+}
+
+// TestSamplingHoldReleased serves a sampling request whose model call
+// fails or is cancelled: what it held against the run's budget, its
+// sampling caps and the outside budget is freed, and nothing is spent.
+func TestSamplingHoldReleased(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		turn   fakeTurn
+		cancel bool
+	}{
+		{name: "the model refuses", turn: fakeTurn{Status: http.StatusBadRequest, Text: "bad request"}},
+		{name: "the call is cancelled", turn: fakeTurn{Hang: true}, cancel: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			turn := tt.turn
+			if tt.cancel {
+				// Cancelled once the model has the request.
+				turn.Check = func(fakeRequest) error { cancel(); return nil }
+			}
+			f := newFakeModel(t, providerOpenAI, turn)
+			runBudget := &runBudget{limits: budgetLimits{Tokens: 10_000, CostUSD: 1}, prices: map[string]modelPrice{"openai/fake-model": {Input: 1, Output: 10}}}
+			caps := newSamplingBudget(5, 5_000)
+			outside := newOutsideSamplingBudget(5, 5_000)
+			policy := &inputPolicy{Sampler: &sampler{Provider: f.provider(t), Spec: f.spec(), Budget: caps, RunBudget: runBudget},
+				Outside: outside, Logger: slog.New(slog.DiscardHandler)}
+			_, rpcErr := policy.sample(ctx, serverConfig{Name: "s", Sampling: true}, json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":100}`))
+			if rpcErr == nil {
+				t.Fatal("sample succeeded, want the model's failure")
+			}
+			runBudget.mu.Lock()
+			defer runBudget.mu.Unlock()
+			caps.mu.Lock()
+			defer caps.mu.Unlock()
+			outside.mu.Lock()
+			defer outside.mu.Unlock()
+			if runBudget.heldTokens != 0 || runBudget.heldCost != 0 || runBudget.tokens != 0 || caps.held != 0 || caps.tokens != 0 || outside.servers["s"].held != 0 {
+				t.Errorf("after %s: run budget held %d tokens and %v USD, spent %d; caps held %d, spent %d; outside held %d; want nothing",
+					tt.name, runBudget.heldTokens, runBudget.heldCost, runBudget.tokens, caps.held, caps.tokens, outside.servers["s"].held)
+			}
+		})
 	}
 }
