@@ -17,7 +17,9 @@ import (
 // max_duration, their defaults (TOML max_run_tokens, max_run_cost_usd and
 // max_run_duration, the HARNESS_ variables of their upper-case names, and
 // the flags of their names with dashes), the model price table
-// ([model.prices."provider/model"]) and the stop of a run past a budget.
+// ([model.prices."provider/model"]), what model calls under way hold
+// against a run's budget (their worst case, until they settle) and the
+// stop of a run past a budget.
 
 // Budget names, as run requests, errors, events and metrics name them.
 const (
