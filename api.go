@@ -342,7 +342,11 @@ func (a *api) findRun(w http.ResponseWriter, r *http.Request, info authInfo) *ru
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if run := a.findRun(w, r, info); run != nil {
 		v := run.view()
-		v.Webhook = run.webhook.status()
+		admin := info.has(scopeAdmin)
+		v.Webhook = run.webhook.status(admin)
+		if detail := run.errorDetail(); admin && detail != "" {
+			v.Error = detail
+		}
 		writeBody(w, http.StatusOK, run.redactor().marshal(v, true))
 	}
 }

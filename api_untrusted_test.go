@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +94,124 @@ func TestNonMCPAnswerFailsAtOnce(t *testing.T) {
 			}
 			if d := time.Since(start); d > 10*time.Second {
 				t.Errorf("connect(%s) failed after %v, want at once", tt.name, d)
+			}
+		})
+	}
+}
+
+// bannerAddr starts a loopback TCP service that is not HTTP: it reads an
+// HTTP request, answers with line, as an SSH server's banner, and hangs
+// up. It returns its host:port.
+func bannerAddr(t *testing.T, line string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	// Owned by the test; ends when the listener is closed at its end.
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+				io.Copy(io.Discard, req.Body)
+			}
+			c.Write([]byte(line + "\r\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// closedAddr returns a loopback host:port that nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestUntrustedPeerErrorsAreGeneric points a non-admin key's webhook_url
+// and per-run server url at a loopback service that is not HTTP, at a
+// closed port and at an HTTP server answering 500 with a page: the run's
+// view for that key (its error, its webhook's last_error, its servers)
+// and its events give a fixed reason, the same for the banner as for the
+// closed port, without the peer's bytes; an admin key's view of the same
+// run gives the detail.
+func TestUntrustedPeerErrorsAreGeneric(t *testing.T) {
+	const banner = "internal-banner-secret"
+	const page = "internal-page-content"
+	http500 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, page, http.StatusInternalServerError)
+	}))
+	t.Cleanup(http500.Close)
+	tests := []struct {
+		name       string
+		kind       string // "webhook" or "server"
+		addr       string
+		wantReason string // in the non-admin view
+		wantDetail string // in the admin view, never in the non-admin one
+	}{
+		{name: "webhook to a service that is not HTTP", kind: "webhook", addr: bannerAddr(t, "SSH-2.0 "+banner), wantReason: peerUnreachable, wantDetail: banner},
+		{name: "webhook to a closed port", kind: "webhook", addr: closedAddr(t), wantReason: peerUnreachable, wantDetail: "connection refused"},
+		{name: "webhook answered 500", kind: "webhook", addr: strings.TrimPrefix(http500.URL, "http://"), wantReason: "HTTP status 500", wantDetail: page},
+		{name: "server that is not HTTP", kind: "server", addr: bannerAddr(t, "SSH-2.0 "+banner), wantReason: peerUnreachable, wantDetail: banner},
+		{name: "server at a closed port", kind: "server", addr: closedAddr(t), wantReason: peerUnreachable, wantDetail: "connection refused"},
+	}
+	webhooks := 0
+	for _, tt := range tests {
+		if tt.kind == "webhook" {
+			webhooks++
+		}
+	}
+	f := newFakeModel(t, providerOpenAI, slices.Repeat([]fakeTurn{{Text: "done"}}, webhooks)...)
+	m := newWebhookRuns(t, f, "", webhookTiming{MaxAttempts: 1})
+	const adminToken, writerToken = "Bearer admin-token-0123456789", "Bearer writer-token-0123456789"
+	a := newAPI(m, m.opts.Registry, []authKey{
+		testKey("admin", strings.TrimPrefix(adminToken, "Bearer "), scopeAdmin),
+		testKey("writer", strings.TrimPrefix(writerToken, "Bearer "), scopeRunsWrite),
+	}, m.opts.Metrics, nil, nil)
+	srv := httptest.NewServer(a)
+	t.Cleanup(srv.Close)
+	at := &apiTest{url: srv.URL, client: srv.Client(), api: a, runs: m}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := fmt.Sprintf(`{"prompt":"x","webhook_url":"http://%s/hook"}`, tt.addr)
+			if tt.kind == "server" {
+				body = fmt.Sprintf(`{"prompt":"x","mcp_servers":[{"name":"s","url":"http://%s/mcp"}]}`, tt.addr)
+			}
+			resp, data := at.do(t, "POST", "/v1/runs", writerToken, body)
+			var started struct {
+				RunID string `json:"run_id"`
+			}
+			if resp.StatusCode != http.StatusAccepted || json.Unmarshal(data, &started) != nil {
+				t.Fatalf("POST /v1/runs = %d %s, want 202", resp.StatusCode, data)
+			}
+			r := m.get(started.RunID)
+			waitRun(t, r)
+			if tt.kind == "webhook" {
+				waitWebhook(t, r)
+			}
+			_, writerView := at.do(t, "GET", "/v1/runs/"+r.id, writerToken, "")
+			_, adminView := at.do(t, "GET", "/v1/runs/"+r.id, adminToken, "")
+			_, events := at.do(t, "GET", "/v1/runs/"+r.id+"/events", writerToken, "")
+			// A webhook's outcome is in the view only; a server's failure is
+			// in the events too.
+			seen := map[string][]byte{"the writer's view": writerView, "the events": events}
+			for what, text := range seen {
+				if strings.Contains(string(text), tt.wantDetail) || (!strings.Contains(string(text), tt.wantReason) && (tt.kind == "server" || what != "the events")) {
+					t.Errorf("%s = %s\nwant %q without %q", what, text, tt.wantReason, tt.wantDetail)
+				}
+			}
+			if !strings.Contains(string(adminView), tt.wantDetail) {
+				t.Errorf("the admin's view = %s\nwant the detail %q", adminView, tt.wantDetail)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -49,6 +50,74 @@ func httpRequestError(op string, ctx, lifetime context.Context, err error) error
 		err = urlErr.Err
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// Reasons a failed exchange with an address a caller chose is reported
+// with (see peerError).
+const (
+	peerUnreachable  = "could not reach an HTTP server at that address"
+	peerTimedOut     = "timed out"
+	peerRefusedByUs  = "refused by the address policy: "
+	peerStatusFormat = "HTTP status %d"
+)
+
+// A peerError is a failed exchange with an address a caller without the
+// admin scope chose (an untrusted server's URL, a run's webhook_url): its
+// message is a fixed reason that quotes nothing the peer sent, while the
+// error it wraps, the detail, is for the log and for admins. The address
+// may be an internal service the caller cannot reach otherwise: quoting
+// its banner would read it for them, and telling a closed port ("connection
+// refused") from an open one that is not HTTP ("malformed HTTP status
+// code") would map its ports, so both are peerUnreachable.
+type peerError struct {
+	reason string
+	detail error
+}
+
+func (e *peerError) Error() string { return e.reason }
+func (e *peerError) Unwrap() error { return e.detail }
+
+// hidePeer returns err, from an exchange with an address a caller chose,
+// as a *peerError with a fixed reason: refused by the address policy,
+// timed out, the HTTP status of an answer, else peerUnreachable. A nil err
+// stays nil.
+func hidePeer(err error) error {
+	if err == nil {
+		return nil
+	}
+	var status *httpStatusError
+	var netErr net.Error
+	reason := peerUnreachable
+	switch {
+	case errors.Is(err, errBlockedAddress):
+		reason = peerRefusedByUs + errBlockedAddress.Error()
+	case errors.As(err, &status):
+		reason = fmt.Sprintf(peerStatusFormat, status.StatusCode)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		reason = peerTimedOut
+	}
+	return &peerError{reason: reason, detail: err}
+}
+
+// peerDetail returns err's message with the detail of the *peerError it
+// holds in place of its reason: what the log and admins see.
+func peerDetail(err error) string {
+	var pe *peerError
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	return strings.Replace(err.Error(), pe.reason, pe.detail.Error(), 1)
+}
+
+// requestError is httpRequestError for this endpoint: for an untrusted
+// server the network error is a *peerError, its detail logged.
+func (e httpEndpoint) requestError(op string, ctx, lifetime context.Context, err error) error {
+	err = httpRequestError(op, ctx, lifetime, err)
+	if !e.untrusted || errors.Is(err, errTransportClosed) || ctx.Err() != nil {
+		return err
+	}
+	e.logger.Warn("http exchange with a server a caller chose failed", "op", op, "err", err)
+	return fmt.Errorf("%s: %w", op, hidePeer(errors.Unwrap(err)))
 }
 
 // statusError turns a non-success answer into an error and closes its body.

@@ -17,6 +17,9 @@ import (
 // addresses carrying an IPv4 one), the allow_hosts of
 // connect_mcp, and redirects kept within the first request's origin.
 
+// errBlockedAddress is why the guarded dialer refuses an address.
+var errBlockedAddress = errors.New("a link-local or metadata address harnessd never connects to")
+
 // refuseBlockedAddress is a dialer control that refuses link-local and
 // metadata addresses, after name resolution.
 func refuseBlockedAddress(network, address string, _ syscall.RawConn) error {
@@ -25,7 +28,7 @@ func refuseBlockedAddress(network, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("dial %s: %w", address, err)
 	}
 	if isBlockedIP(net.ParseIP(host)) {
-		return fmt.Errorf("dial %s: a link-local or metadata address harnessd never connects to", address)
+		return fmt.Errorf("dial %s: %w", address, errBlockedAddress)
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func newSSETransport(ctx context.Context, cfg serverConfig, secrets *liveRedacto
 	resp, err := t.client.Do(req)
 	if err != nil {
 		cancel()
-		return nil, httpRequestError("sse connect", ctx, ctx, err)
+		return nil, t.requestError("sse connect", ctx, ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		err := t.statusError("sse connect", resp) // reads the body: before cancel
@@ -205,7 +205,7 @@ func (t *sseTransport) send(ctx context.Context, msg []byte) error {
 	req.Header[headerContentType] = contentTypeRPC
 	resp, err := t.client.Do(req)
 	if err != nil {
-		return httpRequestError("post message", ctx, t.ctx, err)
+		return t.requestError("post message", ctx, t.ctx, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return t.statusError("post message", resp)

@@ -88,7 +88,7 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 		return req, err
 	})
 	if err != nil {
-		err = httpRequestError("post message", ctx, t.ctx, err)
+		err = t.requestError("post message", ctx, t.ctx, err)
 		if isUnreachable(err) || errors.Is(err, errNeedsAuth) {
 			t.fail(err)
 		}
@@ -203,7 +203,7 @@ func (t *streamableTransport) openStream(ctx context.Context, lastID string) (*h
 		return req, err
 	})
 	if err != nil {
-		return nil, httpRequestError("get event stream", ctx, t.ctx, err)
+		return nil, t.requestError("get event stream", ctx, t.ctx, err)
 	}
 	t.captureSession(resp)
 	switch {

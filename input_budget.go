@@ -101,10 +101,11 @@ type outsideSamplingBudget struct {
 }
 
 // An outsideUse is one server's use of the budget: in its current hour,
-// and since start (for /metrics).
+// the tokens its requests under way hold, and since start (for /metrics).
 type outsideUse struct {
 	windowStart            time.Time
 	requests, tokens       int
+	held                   int
 	served, refused, spent uint64
 }
 
@@ -128,15 +129,20 @@ func (b *outsideSamplingBudget) useLocked(server string) *outsideUse {
 	return u
 }
 
-// take counts one request of server and returns the tokens it may spend,
-// or an error naming the setting that refuses it.
-func (b *outsideSamplingBudget) take(server string) (int, error) {
+// take counts one request of server of about input tokens that asks for
+// up to maxOutput output tokens, and holds its worst case. It returns the
+// output tokens it may use, maxOutput cut to what the server's hour leaves
+// after what was spent and what its requests under way hold, and the hold
+// to settle or release; or an error naming the setting that refuses it.
+// A nil budget bounds nothing.
+func (b *outsideSamplingBudget) take(server string, input, maxOutput int) (int, *budgetHold, error) {
 	if b == nil {
-		return defaultSamplingTokens, nil
+		return maxOutput, nil, nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	u := b.useLocked(server)
+	out := min(maxOutput, b.maxTokens-u.tokens-u.held-input)
 	var err error
 	switch {
 	case b.maxRequests == 0 || b.maxTokens == 0:
@@ -145,27 +151,28 @@ func (b *outsideSamplingBudget) take(server string) (int, error) {
 		err = fmt.Errorf("server %q used its budget of sampling outside a call, max_outside_sampling_requests (%d per hour); raise it or wait", server, b.maxRequests)
 	case u.tokens >= b.maxTokens:
 		err = fmt.Errorf("server %q used its budget of sampling outside a call, max_outside_sampling_tokens (%d per hour); raise it or wait", server, b.maxTokens)
+	case out < 1:
+		err = fmt.Errorf("server %q: its budget of sampling outside a call, max_outside_sampling_tokens (%d per hour), has %d tokens spent and %d held by requests under way, no room for this one's %d input tokens and an answer; raise it or wait", server, b.maxTokens, u.tokens, u.held, input)
 	}
 	if err != nil {
 		u.refused++
-		return 0, err
+		return 0, nil, err
 	}
 	u.requests++
 	u.served++
-	return b.maxTokens - u.tokens, nil
-}
-
-// spend counts the tokens of one served request of server.
-func (b *outsideSamplingBudget) spend(server string, usage modelUsage) {
-	if b == nil {
-		return
-	}
-	n := usage.InputTokens + usage.OutputTokens
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	u := b.useLocked(server)
-	u.tokens += n
-	u.spent += uint64(n)
+	hold := input + out
+	u.held += hold
+	return out, newBudgetHold(func(used *modelUsage) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		u := b.useLocked(server)
+		u.held -= hold
+		if used != nil {
+			n := used.InputTokens + used.OutputTokens
+			u.tokens += n
+			u.spent += uint64(n)
+		}
+	}), nil
 }
 
 // writeMetrics writes the budget's counters in the exposition format.

@@ -64,27 +64,32 @@ func TestOutsideSamplingWindow(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	b := newOutsideSamplingBudget(2, 100)
 	b.now = func() time.Time { return now }
+	take := func(server string) (int, error) {
+		left, hold, err := b.take(server, 0, 1000)
+		hold.release()
+		return left, err
+	}
 	for range 2 {
-		if _, err := b.take("a"); err != nil {
+		if _, err := take("a"); err != nil {
 			t.Fatalf("take within budget = %v", err)
 		}
 	}
-	if _, err := b.take("a"); err == nil || !strings.Contains(err.Error(), "max_outside_sampling_requests") {
+	if _, err := take("a"); err == nil || !strings.Contains(err.Error(), "max_outside_sampling_requests") {
 		t.Errorf("third take = %v, want a refusal naming max_outside_sampling_requests", err)
 	}
-	if _, err := b.take("b"); err != nil {
+	if _, err := take("b"); err != nil {
 		t.Errorf("another server's take = %v, want its own budget", err)
 	}
 	now = now.Add(time.Hour)
-	left, err := b.take("a")
+	left, hold, err := b.take("a", 0, 1000)
 	if err != nil || left != 100 {
 		t.Fatalf("take an hour later = %d, %v, want 100 tokens", left, err)
 	}
-	b.spend("a", modelUsage{InputTokens: 80, OutputTokens: 20})
-	if _, err := b.take("a"); err == nil || !strings.Contains(err.Error(), "max_outside_sampling_tokens") {
+	hold.settle(modelUsage{InputTokens: 80, OutputTokens: 20})
+	if _, err := take("a"); err == nil || !strings.Contains(err.Error(), "max_outside_sampling_tokens") {
 		t.Errorf("take past the tokens = %v, want a refusal naming max_outside_sampling_tokens", err)
 	}
-	if _, err := newOutsideSamplingBudget(0, 100).take("a"); err == nil || !strings.Contains(err.Error(), "is 0") {
+	if _, _, err := newOutsideSamplingBudget(0, 100).take("a", 0, 10); err == nil || !strings.Contains(err.Error(), "is 0") {
 		t.Errorf("take with a zero budget = %v, want a refusal", err)
 	}
 }

@@ -28,14 +28,15 @@ const (
 // not serve (the specification's example uses -1 for a user's refusal).
 const codeSamplingRefused = -1
 
-// A samplingBudget is one run's allowance for sampling. Safe for
-// concurrent use.
+// A samplingBudget is one run's allowance for sampling: requests are
+// counted as they come, tokens held for each request's worst case until
+// it ends (held) and counted as spent after. Safe for concurrent use.
 type samplingBudget struct {
 	maxRequests, maxTokens int
 
 	mu sync.Mutex
-	// guards requests and tokens
-	requests, tokens int
+	// guards requests, tokens and held
+	requests, tokens, held int
 }
 
 // newSamplingBudget returns a budget; zero or negative limits take the
@@ -50,26 +51,35 @@ func newSamplingBudget(maxRequests, maxTokens int) *samplingBudget {
 	return &samplingBudget{maxRequests: maxRequests, maxTokens: maxTokens}
 }
 
-// take counts one request and returns the tokens left, or an error when
-// the run is over either cap.
-func (b *samplingBudget) take() (int, error) {
+// take counts one request of about input tokens that asks for up to
+// maxOutput output tokens and holds its worst case. It returns the output
+// tokens the request may use, maxOutput cut to what the token cap leaves
+// after what was spent and what requests under way hold, and the hold to
+// settle or release; or an error when the run is over either cap.
+func (b *samplingBudget) take(input, maxOutput int) (int, *budgetHold, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.requests >= b.maxRequests {
-		return 0, fmt.Errorf("the run's sampling cap of %d requests is reached", b.maxRequests)
+		return 0, nil, fmt.Errorf("the run's sampling cap of %d requests is reached", b.maxRequests)
 	}
 	if b.tokens >= b.maxTokens {
-		return 0, fmt.Errorf("the run's sampling cap of %d tokens is reached", b.maxTokens)
+		return 0, nil, fmt.Errorf("the run's sampling cap of %d tokens is reached", b.maxTokens)
+	}
+	out := min(maxOutput, b.maxTokens-b.tokens-b.held-input)
+	if out < 1 {
+		return 0, nil, fmt.Errorf("the run's sampling cap of %d tokens is reached: %d spent and %d held by requests under way leave no room for this one's %d input tokens and an answer", b.maxTokens, b.tokens, b.held, input)
 	}
 	b.requests++
-	return b.maxTokens - b.tokens, nil
-}
-
-// spend counts the tokens of one served request.
-func (b *samplingBudget) spend(u modelUsage) {
-	b.mu.Lock()
-	b.tokens += u.InputTokens + u.OutputTokens
-	b.mu.Unlock()
+	hold := input + out
+	b.held += hold
+	return out, newBudgetHold(func(used *modelUsage) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.held -= hold
+		if used != nil {
+			b.tokens += used.InputTokens + used.OutputTokens
+		}
+	}), nil
 }
 
 // A sampler serves sampling requests with one model, or with another
@@ -323,19 +333,6 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	if err != nil {
 		return nil, &rpcError{Code: codeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
 	}
-	left := defaultSamplingTokens
-	if s.Budget != nil {
-		if left, err = s.Budget.take(); err != nil {
-			return nil, refuse("%v", err)
-		}
-	}
-	if p.Outside != nil {
-		outsideLeft, err := p.Outside.take(server.Name)
-		if err != nil {
-			return nil, refuse("%v", err)
-		}
-		left = min(left, outsideLeft)
-	}
 	maxTokens := s.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = defaultSamplingMaxTokens
@@ -343,12 +340,26 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	if req.MaxTokens > 0 {
 		maxTokens = min(maxTokens, req.MaxTokens)
 	}
-	mreq.MaxTokens = min(maxTokens, left)
-
-	provider := s.providerFor(&req, p.logger().With("server", server.Name))
-	if err := s.RunBudget.allowSampling(provider.name()); err != nil {
+	// Each budget holds the request's worst case until it ends, so that
+	// requests served at once cannot together spend past it; each may cut
+	// maxTokens to what it has left. The deferred releases free what a
+	// request that fails, or is refused by a later budget, held.
+	input := mreq.estimateInputTokens()
+	var samplingHold, outsideHold, runHold *budgetHold
+	defer func() { samplingHold.release(); outsideHold.release(); runHold.release() }()
+	if s.Budget != nil {
+		if maxTokens, samplingHold, err = s.Budget.take(input, maxTokens); err != nil {
+			return nil, refuse("%v", err)
+		}
+	}
+	if maxTokens, outsideHold, err = p.Outside.take(server.Name, input, maxTokens); err != nil {
 		return nil, refuse("%v", err)
 	}
+	provider := s.providerFor(&req, p.logger().With("server", server.Name))
+	if maxTokens, runHold, err = s.RunBudget.reserve(provider.name(), input, maxTokens); err != nil {
+		return nil, refuse("%v", err)
+	}
+	mreq.MaxTokens = maxTokens
 	p.emit(evSamplingRequested, map[string]any{"server": server.Name, "model": provider.name(), "messages": len(req.Messages), "tools": len(mreq.Tools), "max_tokens": mreq.MaxTokens})
 	start := time.Now()
 	resp, err := provider.complete(ctx, mreq)
@@ -357,11 +368,9 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 		p.emit(evSamplingCompleted, map[string]any{"server": server.Name, "error": err.Error(), "duration_ms": elapsed.Milliseconds()})
 		return nil, &rpcError{Code: codeInternalError, Message: "sampling/createMessage: " + err.Error()}
 	}
-	if s.Budget != nil {
-		s.Budget.spend(resp.Usage)
-	}
-	resp.Usage = s.RunBudget.spend(provider.name(), resp.Usage)
-	p.Outside.spend(server.Name, resp.Usage)
+	samplingHold.settle(resp.Usage)
+	resp.Usage = runHold.settle(resp.Usage)
+	outsideHold.settle(resp.Usage)
 	if s.OnUsage != nil {
 		s.OnUsage(resp.Usage)
 	}

@@ -246,16 +246,17 @@ func TestSamplingToModelRequest(t *testing.T) {
 func TestSamplingBudget(t *testing.T) {
 	t.Parallel()
 	b := newSamplingBudget(2, 100)
-	if left, err := b.take(); err != nil || left != 100 {
-		t.Fatalf("take() = %d, %v, want 100, nil", left, err)
+	left, hold, err := b.take(0, 1000)
+	if err != nil || left != 100 {
+		t.Fatalf("take(0, 1000) = %d, %v, want 100, nil", left, err)
 	}
-	b.spend(modelUsage{InputTokens: 60, OutputTokens: 50})
-	if _, err := b.take(); err == nil || !strings.Contains(err.Error(), "100 tokens") {
+	hold.settle(modelUsage{InputTokens: 60, OutputTokens: 50})
+	if _, _, err := b.take(0, 1000); err == nil || !strings.Contains(err.Error(), "100 tokens") {
 		t.Errorf("take() over the token cap = %v, want an error naming it", err)
 	}
 	b = newSamplingBudget(1, 1000)
-	b.take()
-	if _, err := b.take(); err == nil || !strings.Contains(err.Error(), "1 requests") {
+	b.take(0, 10)
+	if _, _, err := b.take(0, 10); err == nil || !strings.Contains(err.Error(), "1 requests") {
 		t.Errorf("take() over the request cap = %v, want an error naming it", err)
 	}
 }

@@ -104,6 +104,31 @@ type modelRequest struct {
 	OnRetry func(attempt int, err error)
 }
 
+// bytesPerTokenEstimate is how many bytes of a request one input token
+// is taken to cover when a call's cost is held before it is made: the
+// usual tokenizers make a token of 3 to 4 bytes of English or JSON, so 3
+// errs towards holding too much.
+const bytesPerTokenEstimate = 3
+
+// estimateInputTokens returns an estimate, erring high, of the input
+// tokens req will use: its system prompt, messages (text, tool calls,
+// tool results) and tool definitions, at bytesPerTokenEstimate bytes a
+// token, plus a few tokens of framing per message and tool.
+func (req modelRequest) estimateInputTokens() int {
+	const framing = 4 // tokens a provider adds around each message or tool
+	n := len(req.System)
+	for _, m := range req.Messages {
+		n += len(m.Role) + len(m.Content) + len(m.ToolCallID)
+		for _, c := range m.ToolCalls {
+			n += len(c.ID) + len(c.Name) + len(c.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		n += len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	return (n+bytesPerTokenEstimate-1)/bytesPerTokenEstimate + framing*(len(req.Messages)+len(req.Tools)+1)
+}
+
 // A modelUsage counts the tokens of one or more model calls. InputTokens
 // includes tokens read from or written to a prompt cache.
 type modelUsage struct {
@@ -182,6 +207,15 @@ func (s modelSpec) name() string {
 	return s.Provider + "/" + s.Model
 }
 
+// outputLimit returns the output tokens an answer of the model may use:
+// MaxTokens, else 4096 for Anthropic, else 0 for no limit of harnessd's.
+func (s modelSpec) outputLimit() int {
+	if s.MaxTokens <= 0 && s.Provider == providerAnthropic {
+		return defaultAnthropicMaxTokens
+	}
+	return max(s.MaxTokens, 0)
+}
+
 // A wireDefaults is what a provider takes from the environment and where it posts.
 type wireDefaults struct {
 	keyEnv, baseURLEnv, defaultBaseURL, path string
@@ -233,11 +267,7 @@ func newModelProvider(spec modelSpec, getenv func(string) (string, bool), logger
 			ep.header.Set("X-Api-Key", ep.key)
 		}
 		ep.header.Set("Anthropic-Version", anthropicVersion)
-		maxTokens := spec.MaxTokens
-		if maxTokens <= 0 {
-			maxTokens = defaultAnthropicMaxTokens
-		}
-		return &anthropicProvider{modelEndpoint: ep, model: spec.Model, maxTokens: maxTokens}, nil
+		return &anthropicProvider{modelEndpoint: ep, model: spec.Model, maxTokens: spec.outputLimit()}, nil
 	}
 	return nil, fmt.Errorf("model %q: unknown provider %q: want openai or anthropic", spec.Provider+"/"+spec.Model, spec.Provider)
 }

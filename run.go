@@ -126,14 +126,17 @@ type run struct {
 	profileFound  *bool
 	output        string
 	errMsg        string
-	steps         int
-	toolCalls     int
-	usage         modelUsage
-	startedAt     time.Time
-	endedAt       time.Time
-	events        []runEvent
-	changed       chan struct{} // closed and replaced on every new event
-	live          liveLog       // recent live-only events (run_live.go)
+	// errDetail is errMsg with the detail of a failed exchange with an
+	// address a caller chose, for admins; "" when errMsg has none.
+	errDetail string
+	steps     int
+	toolCalls int
+	usage     modelUsage
+	startedAt time.Time
+	endedAt   time.Time
+	events    []runEvent
+	changed   chan struct{} // closed and replaced on every new event
+	live      liveLog       // recent live-only events (run_live.go)
 	// final is the ended run when it is kept on disk: its events and large
 	// bodies are read from there, and events is nil.
 	final *runView
@@ -359,8 +362,25 @@ func (r *run) execute(ctx context.Context) {
 	case ctx.Err() != nil:
 		r.endEarly(ctx, nil)
 	default:
+		if detail := peerDetail(err); detail != err.Error() {
+			// An address a caller chose failed: the error names a fixed
+			// reason, the detail is for admins (errorDetail).
+			r.mu.Lock()
+			r.errDetail = detail
+			r.mu.Unlock()
+		}
 		r.finish(runFailed, "", err.Error())
 	}
+}
+
+// errorDetail returns the run's error with the detail of each failed
+// exchange with an address a caller chose in place of its fixed reason,
+// for an admin's view; "" when the error has no such part (or the run
+// was loaded from disk, which keeps only the error).
+func (r *run) errorDetail() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.errDetail
 }
 
 // loop begins the run and runs its steps: each asks the model and runs
@@ -386,10 +406,11 @@ func (r *run) loop(ctx context.Context) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
-		if err := r.budget.check(); err != nil {
+		resp, err := r.callModel(ctx, step, messages)
+		var exceeded *budgetExceededError
+		if errors.As(err, &exceeded) {
 			return "", err
 		}
-		resp, err := r.callModel(ctx, step, messages)
 		if err != nil {
 			return "", errors.New(r.modelFailure(step, err))
 		}
@@ -439,7 +460,7 @@ func (r *run) begin(ctx context.Context) error {
 			r.emit(evServerFailed, serverFailedEvent(ev.Server, ev.Source, ev.Err))
 			if required[ev.Server] {
 				mu.Lock()
-				failed = append(failed, fmt.Errorf("required server failed to start: %v; fix it, or mark it \"required\": false to run without it", ev.Err))
+				failed = append(failed, fmt.Errorf("required server failed to start: %w; fix it, or mark it \"required\": false to run without it", ev.Err))
 				mu.Unlock()
 			}
 			return
@@ -460,7 +481,8 @@ func (r *run) begin(ctx context.Context) error {
 }
 
 // callModel sends the conversation with the tools offered now, records
-// the step's usage and emits model.response.
+// the step's usage and emits model.response. It returns a
+// *budgetExceededError, without calling, when the run's budgets are spent.
 func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (*modelResponse, error) {
 	offered := r.catalog.offered()
 	defs := make([]toolDef, 0, len(offered))
@@ -468,7 +490,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 		defs = append(defs, toolDef{Name: e.Name, Description: e.Description, InputSchema: e.InputSchema})
 	}
 	deltas := &deltaWriter{r: r, step: step}
-	resp, err := r.provider.complete(ctx, modelRequest{
+	req := modelRequest{
 		Model:     r.model.Model,
 		System:    r.systemPrompt(),
 		Messages:  messages,
@@ -476,12 +498,20 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 		MaxTokens: r.model.MaxTokens,
 		OnText:    deltas.write,
 		OnRetry:   deltas.retry,
-	})
+	}
+	// The call holds its worst case against the run's budgets while it is
+	// made, so that sampling served meanwhile sees it.
+	hold, err := r.budget.holdStep(r.provider.name(), req.estimateInputTokens(), r.model.outputLimit())
+	if err != nil {
+		return nil, err
+	}
+	defer hold.release()
+	resp, err := r.provider.complete(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	deltas.flush()
-	resp.Usage = r.budget.spend(r.provider.name(), resp.Usage)
+	resp.Usage = hold.settle(resp.Usage)
 	r.mu.Lock()
 	r.steps = step
 	r.usage.add(resp.Usage)

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -274,5 +280,251 @@ func TestBudgetsReload(t *testing.T) {
 	}
 	if after, _ := runs.budgets(); after != budgets {
 		t.Errorf("default budgets after a refused reload = %+v, want %+v kept", after, budgets)
+	}
+}
+
+// TestRunBudgetReserve holds, settles and releases model calls against a
+// run's budgets: what a call may use is cut to what is left after what
+// was spent and what calls under way hold, a call with no room is refused
+// with the budget's error, a settle counts the real use and frees the
+// rest, a release frees all, and only the first of the two acts.
+func TestRunBudgetReserve(t *testing.T) {
+	t.Parallel()
+	prices := map[string]modelPrice{"openai/m": {Input: 1, Output: 100, CachedInput: 1}}
+	// An op acts on the budget: reserve (a sampling request) and step (a
+	// run's own call) add a hold; settle and release end hold number n.
+	type op struct {
+		action           string
+		n                int
+		input, maxOutput int
+		usage            modelUsage
+		wantOut          int
+		wantErr          string
+	}
+	tests := []struct {
+		name             string
+		limits           budgetLimits
+		model            string
+		ops              []op
+		wantTokens, held int64
+		wantCost         float64
+	}{
+		{name: "tokens cut to what is left", limits: budgetLimits{Tokens: 1000}, ops: []op{
+			{action: "reserve", input: 100, maxOutput: 500, wantOut: 500},
+			{action: "reserve", input: 100, maxOutput: 500, wantOut: 300},
+			{action: "reserve", input: 100, maxOutput: 500, wantErr: "budget max_tokens exceeded: the run used 0 tokens and model calls under way hold 1000 tokens more, which leaves no room for a call of about 100 tokens of input and its answer, its limit is 1000 tokens"},
+			{action: "release", n: 0},
+			{action: "reserve", input: 100, maxOutput: 500, wantOut: 500},
+		}, held: 1000},
+		{name: "settle counts the real use and frees the rest", limits: budgetLimits{Tokens: 1000}, ops: []op{
+			{action: "reserve", input: 100, maxOutput: 800, wantOut: 800},
+			{action: "settle", n: 0, usage: modelUsage{InputTokens: 40, OutputTokens: 60}},
+			{action: "reserve", input: 100, maxOutput: 1000, wantOut: 800},
+		}, wantTokens: 100, wantCost: 0.00604, held: 900},
+		{name: "cost cut to what is left", limits: budgetLimits{CostUSD: 0.5}, ops: []op{
+			{action: "reserve", maxOutput: 4000, wantOut: 4000},
+			{action: "reserve", maxOutput: 4000, wantOut: 1000},
+			{action: "reserve", maxOutput: 10, wantErr: "budget max_cost_usd exceeded: the run cost 0 USD and model calls under way hold 0.5 USD more, its limit is 0.5 USD; raise max_cost_usd to allow more"},
+			{action: "settle", n: 0, usage: modelUsage{OutputTokens: 2000}},
+			{action: "reserve", maxOutput: 4000, wantOut: 2000},
+		}, wantTokens: 2000, wantCost: 0.2, held: 3000},
+		{name: "the input is priced", limits: budgetLimits{CostUSD: 0.01}, ops: []op{
+			{action: "reserve", input: 10_000, maxOutput: 10, wantErr: "a call of about 0.01 USD of input"},
+			{action: "reserve", input: 5_000, maxOutput: 100, wantOut: 50},
+		}, held: 5050},
+		{name: "an unpriced model under a cost budget", limits: budgetLimits{CostUSD: 1}, model: "openai/other", ops: []op{
+			{action: "reserve", maxOutput: 10, wantErr: `model "openai/other" has no price and the run has a cost budget`},
+		}},
+		{name: "a settle after a release counts nothing", limits: budgetLimits{Tokens: 1000}, ops: []op{
+			{action: "reserve", input: 10, maxOutput: 10, wantOut: 10},
+			{action: "release", n: 0},
+			{action: "settle", n: 0, usage: modelUsage{InputTokens: 500}},
+			{action: "release", n: 0},
+		}},
+		{name: "a step is held and refused once the budget is held", limits: budgetLimits{Tokens: 1000}, ops: []op{
+			{action: "step", input: 100, maxOutput: 400},
+			{action: "reserve", input: 100, maxOutput: 1000, wantOut: 400},
+			{action: "step", input: 1, wantErr: "budget max_tokens exceeded: the run used 0 tokens and model calls under way hold 1000 tokens more, its limit is 1000 tokens"},
+			{action: "settle", n: 0, usage: modelUsage{InputTokens: 90, OutputTokens: 10}},
+			{action: "step", input: 1},
+		}, wantTokens: 100, wantCost: 0.00109, held: 501},
+		{name: "no limit refuses nothing", ops: []op{
+			{action: "reserve", input: 1e6, maxOutput: 1e6, wantOut: 1e6},
+			{action: "step", input: 1e6, maxOutput: 1e6},
+			{action: "settle", n: 0, usage: modelUsage{InputTokens: 5}},
+		}, wantTokens: 5, wantCost: 0.000005, held: 2e6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			model := cmp.Or(tt.model, "openai/m")
+			b := &runBudget{limits: tt.limits, prices: prices}
+			var holds []*budgetHold
+			for i, o := range tt.ops {
+				var (
+					out  = -1
+					hold *budgetHold
+					err  error
+				)
+				switch o.action {
+				case "reserve":
+					out, hold, err = b.reserve(model, o.input, o.maxOutput)
+				case "step":
+					hold, err = b.holdStep(model, o.input, o.maxOutput)
+				case "settle":
+					holds[o.n].settle(o.usage)
+				case "release":
+					holds[o.n].release()
+				}
+				if hold != nil {
+					holds = append(holds, hold)
+				}
+				switch {
+				case o.wantErr != "":
+					if err == nil || !strings.Contains(err.Error(), o.wantErr) {
+						t.Errorf("op %d %s(%d, %d) = %v, want an error containing %q", i, o.action, o.input, o.maxOutput, err, o.wantErr)
+					}
+				case err != nil:
+					t.Errorf("op %d %s(%d, %d) = %v", i, o.action, o.input, o.maxOutput, err)
+				case o.action == "reserve" && out != o.wantOut:
+					t.Errorf("op %d reserve(%d, %d) = %d output tokens, want %d", i, o.input, o.maxOutput, out, o.wantOut)
+				}
+			}
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.tokens != tt.wantTokens || b.heldTokens != tt.held || roundUSD(b.cost) != tt.wantCost {
+				t.Errorf("spent %d tokens and %v USD, held %d tokens; want %d, %v and %d", b.tokens, roundUSD(b.cost), b.heldTokens, tt.wantTokens, tt.wantCost, tt.held)
+			}
+		})
+	}
+}
+
+// TestRunBudgetReserveConcurrent has 50 goroutines reserve at once calls
+// of up to 0.1 USD under a budget of 0.5 USD: exactly 5 are held, and
+// once all are released nothing is held or spent.
+func TestRunBudgetReserveConcurrent(t *testing.T) {
+	t.Parallel()
+	b := &runBudget{limits: budgetLimits{CostUSD: 0.5}, prices: map[string]modelPrice{"openai/m": {Output: 100}}}
+	const callers = 50
+	holds := make(chan *budgetHold, callers)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		// Owned by the test; ends after one reserve.
+		go func() {
+			defer wg.Done()
+			if out, hold, err := b.reserve("openai/m", 0, 1000); err == nil {
+				if out != 1000 {
+					t.Errorf("reserve = %d output tokens, want the whole 1000 or a refusal", out)
+				}
+				holds <- hold
+			}
+		}()
+	}
+	wg.Wait()
+	close(holds)
+	n := 0
+	for h := range holds {
+		n++
+		h.release()
+		h.release()
+	}
+	if n != 5 {
+		t.Errorf("%d of %d concurrent calls of 0.1 USD were held under 0.5 USD, want 5", n, callers)
+	}
+	if b.heldCost != 0 || b.heldTokens != 0 || b.cost != 0 {
+		t.Errorf("after the releases: held %v USD and %d tokens, spent %v USD; want nothing", b.heldCost, b.heldTokens, b.cost)
+	}
+}
+
+// TestBudgetConcurrentSampling has one tool call whose stdio server sends
+// 15 sampling requests at once, each for up to 1000 output tokens at 100
+// USD per million (0.1 USD at worst), under max_cost_usd 0.5: five are
+// served, the others refused with the budget's error, the run spends no
+// more than its budget and stops at its next step.
+func TestBudgetConcurrentSampling(t *testing.T) {
+	t.Parallel()
+	const sent, fit = 15, 5
+	// The model answers with all the output it was allowed.
+	sampled := fakeTurn{Reply: func(req fakeRequest) fakeTurn {
+		return fakeTurn{Text: "sampled", Usage: modelUsage{InputTokens: 3, OutputTokens: req.MaxTokens}}
+	}}
+	script := append([]fakeTurn{{ToolCalls: calls("mcp_fake_burst", fmt.Sprintf(`{"size":%d}`, sent))}}, slices.Repeat([]fakeTurn{sampled}, fit)...)
+	cfg := fakeServerConfig(t, "sampler")
+	cfg.Sampling = true
+	at := newAPITest(t, newFakeModel(t, providerOpenAI, script...), nil, cfg)
+	at.runs.setBudgets(budgetLimits{}, map[string]modelPrice{"openai/fake-model": {Input: 0, Output: 100}})
+	r := at.startRun(t, `{"prompt":"sample at once","max_cost_usd":0.5}`)
+	v := requireBudgetStop(t, at, r, budgetCostUSD, "cost 0.5 USD", "limit is 0.5 USD")
+	if v.Usage.CostUSD > 0.5 || v.Usage.OutputTokens != fit*burstMaxTokens {
+		t.Errorf("usage = %+v, want %d output tokens costing 0.5 USD at most", v.Usage, fit*burstMaxTokens)
+	}
+	completed := eventData(r, evToolCallCompleted)
+	if len(completed) != 1 {
+		t.Fatalf("tool.call.completed events = %v, want one", completed)
+	}
+	result, _ := completed[0]["result"].(string)
+	if want := fmt.Sprintf("served=%d refused=%d\n", fit, sent-fit); !strings.HasPrefix(result, want) {
+		t.Errorf("the server saw %q, want it to begin %q", result, want)
+	}
+	for _, reason := range strings.Split(result, "\n")[1:] {
+		if !strings.HasPrefix(reason, "sampling refused by harnessd: budget max_cost_usd exceeded: the run cost") || !strings.Contains(reason, "raise max_cost_usd to allow more") {
+			t.Errorf("refusal %q, want the budget's error saying what to raise", reason)
+		}
+	}
+	if refused := eventData(r, evSamplingRefused); len(refused) != sent-fit {
+		t.Errorf("sampling.refused events = %d, want %d", len(refused), sent-fit)
+	}
+	r.budget.mu.Lock()
+	defer r.budget.mu.Unlock()
+	if r.budget.heldTokens != 0 || r.budget.heldCost != 0 || roundUSD(r.budget.cost) != 0.5 {
+		t.Errorf("after the run: %d tokens and %v USD held, %v USD spent; want nothing held and 0.5 USD spent", r.budget.heldTokens, r.budget.heldCost, r.budget.cost)
+	}
+}
+
+// TestSamplingHoldReleased serves a sampling request whose model call
+// fails or is cancelled: what it held against the run's budget, its
+// sampling caps and the outside budget is freed, and nothing is spent.
+func TestSamplingHoldReleased(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		turn   fakeTurn
+		cancel bool
+	}{
+		{name: "the model refuses", turn: fakeTurn{Status: http.StatusBadRequest, Text: "bad request"}},
+		{name: "the call is cancelled", turn: fakeTurn{Hang: true}, cancel: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			turn := tt.turn
+			if tt.cancel {
+				// Cancelled once the model has the request.
+				turn.Check = func(fakeRequest) error { cancel(); return nil }
+			}
+			f := newFakeModel(t, providerOpenAI, turn)
+			runBudget := &runBudget{limits: budgetLimits{Tokens: 10_000, CostUSD: 1}, prices: map[string]modelPrice{"openai/fake-model": {Input: 1, Output: 10}}}
+			caps := newSamplingBudget(5, 5_000)
+			outside := newOutsideSamplingBudget(5, 5_000)
+			policy := &inputPolicy{Sampler: &sampler{Provider: f.provider(t), Spec: f.spec(), Budget: caps, RunBudget: runBudget},
+				Outside: outside, Logger: slog.New(slog.DiscardHandler)}
+			_, rpcErr := policy.sample(ctx, serverConfig{Name: "s", Sampling: true}, json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":100}`))
+			if rpcErr == nil {
+				t.Fatal("sample succeeded, want the model's failure")
+			}
+			runBudget.mu.Lock()
+			defer runBudget.mu.Unlock()
+			caps.mu.Lock()
+			defer caps.mu.Unlock()
+			outside.mu.Lock()
+			defer outside.mu.Unlock()
+			if runBudget.heldTokens != 0 || runBudget.heldCost != 0 || runBudget.tokens != 0 || caps.held != 0 || caps.tokens != 0 || outside.servers["s"].held != 0 {
+				t.Errorf("after %s: run budget held %d tokens and %v USD, spent %d; caps held %d, spent %d; outside held %d; want nothing",
+					tt.name, runBudget.heldTokens, runBudget.heldCost, runBudget.tokens, caps.held, caps.tokens, outside.servers["s"].held)
+			}
+		})
 	}
 }

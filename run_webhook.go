@@ -66,10 +66,14 @@ type webhookStatus struct {
 
 // A webhookRecord is one delivery as kept on disk: its status with the
 // whole URL, and whether the URL came from a caller without the admin
-// scope (then every attempt goes through the guarded dialer).
+// scope (then every attempt goes through the guarded dialer, and
+// last_error is a fixed reason whose detail only admins see).
 type webhookRecord struct {
 	webhookStatus
 	Untrusted bool `json:"untrusted,omitempty"`
+	// LastErrorDetail is the last attempt's error as the log has it, when
+	// LastError is the fixed reason of an untrusted URL.
+	LastErrorDetail string `json:"last_error_detail,omitempty"`
 }
 
 // A runWebhook is the delivery of one run's end. Safe for concurrent use;
@@ -83,8 +87,10 @@ type runWebhook struct {
 }
 
 // status returns what the run view shows of the delivery: nil for a run
-// without a webhook.
-func (w *runWebhook) status() *webhookStatus {
+// without a webhook. An admin (admin true) sees the detail of the last
+// error of a URL a caller without the admin scope chose; others its fixed
+// reason.
+func (w *runWebhook) status(admin bool) *webhookStatus {
 	if w == nil {
 		return nil
 	}
@@ -92,6 +98,9 @@ func (w *runWebhook) status() *webhookStatus {
 	defer w.mu.Unlock()
 	s := w.rec.webhookStatus
 	s.URL = redactedURL(s.URL)
+	if admin && w.rec.LastErrorDetail != "" {
+		s.LastError = w.rec.LastErrorDetail
+	}
 	return &s
 }
 
@@ -338,16 +347,24 @@ func (s *webhookSender) deliver(r *run) {
 		default:
 			s.metrics.webhookDelivery("retried")
 		}
+		var reason, detail string
+		if err != nil {
+			reason, detail = err.Error(), peerDetail(err)
+			if detail == reason {
+				detail = ""
+			}
+		}
 		saveErr := w.update(func(rec *webhookRecord) {
 			rec.Attempts, rec.NextAttemptAt = attempt, nil
+			rec.LastError, rec.LastErrorDetail = reason, detail
 			switch {
 			case err == nil:
-				rec.Status, rec.LastError, rec.DeliveredAt = webhookDelivered, "", &now
+				rec.Status, rec.DeliveredAt = webhookDelivered, &now
 			case last:
-				rec.Status, rec.LastError = webhookFailed, err.Error()
+				rec.Status = webhookFailed
 			default:
 				at := now.Add(backoffDelay(s.timing.RetryBase, s.timing.RetryMax, attempt))
-				rec.LastError, rec.NextAttemptAt = err.Error(), &at
+				rec.NextAttemptAt = &at
 			}
 		})
 		if saveErr != nil {
@@ -358,10 +375,10 @@ func (s *webhookSender) deliver(r *run) {
 			logger.Info("webhook delivered", "attempts", attempt)
 			return
 		case last:
-			logger.Warn("webhook delivery failed; giving up", "attempts", attempt, "err", err)
+			logger.Warn("webhook delivery failed; giving up", "attempts", attempt, "err", peerDetail(err))
 			return
 		}
-		logger.Warn("webhook attempt failed; retrying", "attempt", attempt, "err", err)
+		logger.Warn("webhook attempt failed; retrying", "attempt", attempt, "err", peerDetail(err))
 	}
 }
 
@@ -381,8 +398,18 @@ func (s *webhookSender) body(r *run) []byte {
 
 // post makes one attempt: POST body to target within the attempt timeout,
 // signed when a secret is set. Any answer but a 2xx is an error, which
-// never holds the URL.
+// never holds the URL; for an untrusted target it is a *peerError, whose
+// message quotes nothing the receiver sent.
 func (s *webhookSender) post(target string, untrusted bool, body []byte) error {
+	err := s.attempt(target, untrusted, body)
+	if untrusted {
+		return hidePeer(err)
+	}
+	return err
+}
+
+// attempt is post with the error in full.
+func (s *webhookSender) attempt(target string, untrusted bool, body []byte) error {
 	ctx, cancel := context.WithTimeout(s.ctx, s.timing.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
@@ -405,19 +432,16 @@ func (s *webhookSender) post(target string, untrusted bool, body []byte) error {
 			err = urlErr.Err // without the URL, which may hold a token
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("no answer within %s", s.timing.AttemptTimeout)
+			return fmt.Errorf("no answer within %s: %w", s.timing.AttemptTimeout, err)
 		}
-		return fmt.Errorf("post: %v", err)
+		return fmt.Errorf("post: %w", err)
 	}
 	defer drainClose(resp.Body)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
 	prefix, _ := io.ReadAll(io.LimitReader(resp.Body, webhookErrorBytes))
-	if text := shortText(printable(prefix), webhookErrorBytes); text != "" {
-		return fmt.Errorf("http status %d: %s", resp.StatusCode, text)
-	}
-	return fmt.Errorf("http status %d", resp.StatusCode)
+	return &httpStatusError{StatusCode: resp.StatusCode, Body: shortText(printable(prefix), webhookErrorBytes)}
 }
 
 // signWebhook returns the Harness-Signature of body sent at t:

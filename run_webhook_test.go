@@ -139,7 +139,7 @@ func waitWebhook(t *testing.T, r *run) webhookStatus {
 	t.Helper()
 	waitRun(t, r)
 	waitUntil(t, "the webhook of "+r.id+" is settled", func() bool { return !r.webhook.pending() })
-	return *r.webhook.status()
+	return *r.webhook.status(true)
 }
 
 func TestWebhookDeliversEachOutcome(t *testing.T) {
@@ -259,7 +259,7 @@ func TestWebhookResumesAfterRestart(t *testing.T) {
 	if err := first.shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if st := r.webhook.status(); st.Status != webhookPending || st.Attempts != 0 {
+	if st := r.webhook.status(true); st.Status != webhookPending || st.Attempts != 0 {
 		t.Fatalf("webhook after shutdown = %+v, want pending with no attempt recorded", st)
 	}
 	first.opts.Store.close()

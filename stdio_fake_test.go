@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,11 +116,21 @@ func text(s string) map[string]any {
 // ask sends a request to the client with the given raw id and waits for
 // the answer.
 func (s *fakeServer) ask(id, method string) json.RawMessage {
+	return s.askWith(id, method, nil)
+}
+
+// askWith sends a request with params (none when nil) to the client with
+// the given raw id and waits for the answer: its result or its error.
+func (s *fakeServer) askWith(id, method string, params any) json.RawMessage {
 	ch := make(chan json.RawMessage, 1)
 	s.mu.Lock()
 	s.waiting[id] = ch
 	s.mu.Unlock()
-	s.writeRaw([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q}`, id, method)))
+	msg := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(id), "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	s.write(msg)
 	select {
 	case r := <-ch:
 		return r
@@ -273,6 +284,9 @@ func (s *fakeServer) listTools(id, params json.RawMessage) {
 		if s.mode == "gate" {
 			tools = append(tools, tool("gate"))
 		}
+		if s.mode == "sampler" {
+			tools = append(tools, tool("burst"))
+		}
 		if _, ok := os.LookupEnv(faultTagEnv); ok {
 			// The fault suite calls every tool through a run's catalog.
 			for _, name := range []string{"big", "noise", "stderr-flood", "server-requests", "unknown-messages", "grandchild"} {
@@ -318,6 +332,8 @@ func (s *fakeServer) call(id, params json.RawMessage) {
 			f.Close()
 		}
 		s.reply(id, text("released"))
+	case "burst":
+		s.reply(id, text(s.sampleBurst(p.Arguments.Size)))
 	case "big":
 		// The id comes last, as the TypeScript SDK writes it.
 		s.writeRaw([]byte(fmt.Sprintf(`{"result":{"content":[{"type":"text","text":"%s"}]},"jsonrpc":"2.0","id":%s}`, strings.Repeat("x", p.Arguments.Size), id)))
@@ -410,4 +426,47 @@ func (s *fakeServer) handleModern(id json.RawMessage, method string, params json
 		return true
 	}
 	return false
+}
+
+// burstMaxTokens is the maxTokens of each sampling request of the tool
+// burst.
+const burstMaxTokens = 1000
+
+// sampleBurst sends n sampling/createMessage requests at once, each for
+// up to burstMaxTokens, waits for every answer and returns
+// "served=S refused=R" followed by each distinct refusal, one a line.
+func (s *fakeServer) sampleBurst(n int) string {
+	answers := make([]json.RawMessage, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		// Owned by sampleBurst; ends with the answer (or ask's timeout).
+		go func() {
+			defer wg.Done()
+			answers[i] = s.askWith(fmt.Sprintf(`"burst-%d"`, i), "sampling/createMessage", map[string]any{
+				"messages":  []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": fmt.Sprintf("sample %d", i)}}},
+				"maxTokens": burstMaxTokens,
+			})
+		}()
+	}
+	wg.Wait()
+	served, refused := 0, 0
+	var reasons []string
+	for _, a := range answers {
+		var answer struct {
+			Role    string `json:"role"`
+			Message string `json:"message"`
+		}
+		json.Unmarshal(a, &answer)
+		switch {
+		case answer.Role != "":
+			served++
+		case answer.Message != "":
+			refused++
+			if !slices.Contains(reasons, answer.Message) {
+				reasons = append(reasons, answer.Message)
+			}
+		}
+	}
+	return fmt.Sprintf("served=%d refused=%d\n%s", served, refused, strings.Join(reasons, "\n"))
 }
