@@ -73,12 +73,21 @@ type elicitResult struct {
 // process outside runs, are answered. Its fields are set before use and
 // not changed after; it is safe for concurrent use.
 type inputPolicy struct {
-	// Queue, when set, holds elicitations for the API's caller (an
-	// interactive run). Nil with Prompt nil declines every elicitation.
+	// Queue, when set, holds the run's open approvals (always) and, when
+	// Interactive, its servers' questions (elicitations) for the API's
+	// caller.
 	Queue *inputQueue
-	// Timeout bounds the wait for an answer; zero means
+	// Interactive lets elicitations wait in Queue; without it (or
+	// without Queue) and without Prompt they are declined.
+	Interactive bool
+	// Timeout bounds the wait for an answer to a question; zero means
 	// defaultInputTimeout.
 	Timeout time.Duration
+	// ApprovalTimeout bounds the wait for an approval, and
+	// ApprovalTimeoutSetting names where it came from (approval_timeout
+	// or input_timeout); zero means defaultApprovalTimeout.
+	ApprovalTimeout        time.Duration
+	ApprovalTimeoutSetting string
 	// Prompt asks a person at a terminal (mcp call); used when Queue is nil.
 	Prompt func(ctx context.Context, server string, req elicitRequest, schema *elicitSchema) (elicitResult, error)
 	// DeclineReason says why elicitations are declined when there is
@@ -119,13 +128,22 @@ func (p *inputPolicy) logger() *slog.Logger {
 	return orDiscard(p.Logger)
 }
 
-// answerTimeout returns how long a queued question or approval waits for
+// answerTimeout returns how long a queued question waits for
 // an answer: Timeout, or defaultInputTimeout when it is zero.
 func (p *inputPolicy) answerTimeout() time.Duration {
 	if p.Timeout <= 0 {
 		return defaultInputTimeout
 	}
 	return p.Timeout
+}
+
+// approvalTimeout returns how long a queued approval waits for a
+// decision, and the setting that says so.
+func (p *inputPolicy) approvalTimeout() (time.Duration, string) {
+	if p.ApprovalTimeout <= 0 {
+		return defaultApprovalTimeout, "approval_timeout"
+	}
+	return p.ApprovalTimeout, p.ApprovalTimeoutSetting
 }
 
 // answerInput answers one server request for input under policy p (nil
@@ -188,7 +206,7 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 	}
 	log := p.logger().With("server", server, "mode", req.Mode)
 	switch {
-	case p.Queue != nil:
+	case p.Queue != nil && p.Interactive:
 		res, how := p.Queue.ask(ctx, ir, p.answerTimeout(), func(r *inputRequest) {
 			p.emit(evInputRequested, r)
 			log.Info("input requested", "id", r.ID)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -113,9 +112,6 @@ type run struct {
 	// transcript is what the run kept of its conversation (run_transcript.go);
 	// guarded by mu.
 	transcript transcript
-	// approvalSeq numbers the approvals of a run that is not interactive
-	// (an interactive run's queue numbers its own).
-	approvalSeq atomic.Int64
 
 	mu sync.Mutex
 	// guards everything below

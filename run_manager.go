@@ -51,9 +51,10 @@ type runRequest struct {
 	MCPServers   json.RawMessage `json:"mcp_servers,omitempty"`
 	// Interactive lets the run wait for the caller to answer servers'
 	// questions (POST /v1/runs/{id}/input/{request_id}); otherwise they
-	// are declined at once.
+	// are declined at once. Approvals wait either way.
 	Interactive bool `json:"interactive,omitempty"`
-	// InputTimeout bounds each wait for an answer (default 10m).
+	// InputTimeout bounds each wait for an answer (default 10m) or a
+	// decision (default approval_timeout).
 	InputTimeout string `json:"input_timeout,omitempty"`
 	// Roots are the roots of the run's own servers (see withRunRoots).
 	Roots []string `json:"roots,omitempty"`
