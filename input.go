@@ -103,6 +103,9 @@ type inputPolicy struct {
 	Progress func(server string, note progressParams)
 	// Emit records an event (the run's history); nil for none.
 	Emit func(typ string, data any)
+	// QuestionOpened is told when a question starts waiting in Queue,
+	// after its event (the run's webhook); nil for none.
+	QuestionOpened func()
 	// Logger receives what the policy decides; nil discards it.
 	Logger *slog.Logger
 	// Outside bounds sampling per server and hour: set on the policy of
@@ -210,6 +213,9 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 		res, how := p.Queue.ask(ctx, ir, p.answerTimeout(), func(r *inputRequest) {
 			p.emit(evInputRequested, r)
 			log.Info("input requested", "id", r.ID)
+			if p.QuestionOpened != nil {
+				p.QuestionOpened()
+			}
 		})
 		p.emit(evInputAnswered, map[string]any{"id": ir.ID, "server": server, "action": res.Action, "by": how})
 		log.Info("input answered", "id", ir.ID, "action", res.Action, "by", how)

@@ -160,6 +160,7 @@ func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessag
 		asked = true
 		r.emit(evApprovalRequested, approvalRequestedEvent(opened.approvalView()))
 		r.logger.Info("approval requested", "approval", opened.ID, "tool", entry.Name)
+		r.env.webhooks.waiting(r, webhookType(runWaitingApproval))
 	})
 	if !asked { // refused at once: still on the record
 		r.emit(evApprovalRequested, approvalRequestedEvent(req.approvalView()))

@@ -51,8 +51,9 @@ func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(
 				r.mu.Unlock()
 			},
 		},
-		Emit:   r.emit,
-		Logger: r.logger,
+		Emit:           r.emit,
+		QuestionOpened: func() { r.env.webhooks.waiting(r, webhookType(runWaitingInput)) },
+		Logger:         r.logger,
 	}
 	if !r.req.Interactive {
 		p.DeclineReason = "the run is not interactive (start it with \"interactive\": true to answer)"

@@ -61,8 +61,8 @@ type runRequest struct {
 	// ConversationID continues that conversation; empty starts a new one
 	// (run_conversation.go).
 	ConversationID string `json:"conversation_id,omitempty"`
-	// WebhookURL receives the run's end (run_webhook.go); empty means
-	// [webhooks] url, if set.
+	// WebhookURL is told when the run starts waiting and when it ends
+	// (run_webhook.go); empty means [webhooks] url, if set.
 	WebhookURL string `json:"webhook_url,omitempty"`
 	// Owner is who the run belongs to: the key's name (authInfo.owner),
 	// or schedule:<name> for a scheduled run. Never read from a request.
