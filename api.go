@@ -366,7 +366,7 @@ func (a *api) answerRunInput(w http.ResponseWriter, r *http.Request, info authIn
 		return
 	}
 	id := r.PathValue("request_id")
-	if run.input == nil || run.input.Queue == nil {
+	if run.input == nil || run.input.Queue == nil || !run.input.Interactive {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: input request %q: not open (the run is not interactive: its requests were declined)", run.id, id))
 		return
 	}
@@ -398,7 +398,7 @@ func (a *api) answerRunApproval(w http.ResponseWriter, r *http.Request, info aut
 	}
 	id := r.PathValue("approval_id")
 	if run.input == nil || run.input.Queue == nil {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: approval %q: not open (the run is not interactive: its calls that need approval were denied)", run.id, id))
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: approval %q: not open (the run has ended or never asked)", run.id, id))
 		return
 	}
 	by := info.key

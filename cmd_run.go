@@ -18,8 +18,10 @@ import (
 // This file holds "harnessd run": a client of a running harnessd that
 // starts one run (in a new conversation, or continuing one), follows its
 // events on the terminal (the model's text as it is written, a line per
-// tool call, servers' questions asked at the terminal) and ends with the
-// conversation's id, to follow up with another run.
+// tool call, approvals and servers' questions asked at the terminal, or,
+// without one, printed with the request that answers them while it keeps
+// following) and ends with the conversation's id, to follow up with
+// another run.
 
 const runUsage = `Usage: harnessd run [flags] PROMPT
 
@@ -28,6 +30,11 @@ stdout, tool calls and the conversation's id to stderr. Continue the
 conversation with --conversation ID. Flags may come before or after
 PROMPT; a prompt with words that start with "-" goes after --
 (harnessd run --model openai/gpt-4o -- explain what -v does).
+
+A tool call that needs approval is asked at the terminal; when stdin is
+not a terminal the command prints the curl command that decides it and
+keeps following until the run ends (decided elsewhere, or denied once its
+approval_timeout passes).
 
 Environment: HARNESS_ADDR (the daemon's address), HARNESS_TOKEN (the API
 key's token, when the daemon has keys).
@@ -331,6 +338,10 @@ type runEventFields struct {
 	Reason    string          `json:"reason"`
 	ID        string          `json:"id"`
 	Mode      string          `json:"mode"`
+	Approval  string          `json:"approval_id"`
+	Decision  string          `json:"decision"`
+	By        string          `json:"by"`
+	Action    string          `json:"action"`
 	URL       string          `json:"url"`
 	Schema    json.RawMessage `json:"requested_schema"`
 	Trimmed   int             `json:"tool_results_trimmed"`
@@ -367,6 +378,12 @@ func (f *runFollower) show(ctx context.Context, typ string, raw json.RawMessage)
 		f.ask(ctx, d)
 	case evApprovalRequested:
 		f.decide(ctx, raw)
+	case evApprovalResolved:
+		f.line("approval %s: %s by %s%s", d.Approval, d.Decision, d.By, parenthesized(d.Reason))
+	case evInputAnswered:
+		if d.ID != "" {
+			f.line("question %s: %s by %s", d.ID, d.Action, d.By)
+		}
 	case evBudgetExceeded:
 		f.line("budget exceeded: %s", shortText(d.Error, 300))
 	default:
@@ -384,14 +401,43 @@ func (f *runFollower) show(ctx context.Context, typ string, raw json.RawMessage)
 	return false
 }
 
+// parenthesized returns " (s)", or "" for an empty s.
+func parenthesized(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// howToAnswer prints the curl command that posts body to path, then what
+// else body may say; the command keeps following the run meanwhile.
+func (f *runFollower) howToAnswer(path, body, other string) {
+	auth := ""
+	if f.c.token != "" {
+		auth = ` -H "Authorization: Bearer $HARNESS_TOKEN"`
+	}
+	f.line("  curl -X POST %s%s -H 'Content-Type: application/json'%s -d '%s'", f.c.base, path, auth, body)
+	f.line("  %s; this command goes on once it is answered", other)
+}
+
 // decide asks for the decision on a tool call waiting for approval at the
-// terminal and posts it. Without a terminal it says what waits: the run's
-// input_timeout then denies it.
+// terminal and posts it. Without a terminal, or when the terminal gives
+// no answer, it prints how to decide it elsewhere and returns, so the
+// run's events go on being shown: a decision made elsewhere, or the
+// timeout's denial, follows as approval.resolved.
 func (f *runFollower) decide(ctx context.Context, payload json.RawMessage) {
+	var a approvalRequest
+	json.Unmarshal(payload, &a)
+	elsewhere := func(why string) {
+		until := ""
+		if !a.ExpiresAt.IsZero() {
+			until = ", denied if undecided by " + a.ExpiresAt.UTC().Format(time.DateTime) + " UTC"
+		}
+		f.line("tool call %s %s waits for approval %s%s; %s, so decide it with:", a.Tool, shortText(a.Arguments, 160), a.ID, until, why)
+		f.howToAnswer("/v1/runs/"+f.runID+"/approvals/"+a.ID, `{"decision":"approve"}`, `or "deny", with a "reason"`)
+	}
 	if f.c.prompter == nil {
-		var a approvalRequest
-		json.Unmarshal(payload, &a)
-		f.line("tool call %s waits for approval (stdin is not a terminal: approve it with POST /v1/runs/%s/approvals/%s)", a.Tool, f.runID, a.ID)
+		elsewhere("stdin is not a terminal")
 		return
 	}
 	type decision struct {
@@ -413,7 +459,7 @@ func (f *runFollower) decide(ctx context.Context, payload json.RawMessage) {
 		return
 	}
 	if d.err != nil {
-		f.line("the approval was not decided: %v", d.err)
+		elsewhere(fmt.Sprintf("the terminal gave no decision (%v)", d.err))
 		return
 	}
 	status, data, err := f.c.do(ctx, http.MethodPost, "/v1/runs/"+f.runID+"/approvals/"+d.id, d.answer)
@@ -426,15 +472,16 @@ func (f *runFollower) decide(ctx context.Context, payload json.RawMessage) {
 }
 
 // ask answers a server's question at the terminal and posts the answer.
-// Without a terminal, or for a question already declined, it says what
-// was asked.
+// For a question already declined it says what was asked; for an open one
+// without a terminal, how to answer it elsewhere.
 func (f *runFollower) ask(ctx context.Context, d runEventFields) {
-	if d.ID == "" || f.c.prompter == nil {
-		reason := d.Reason
-		if reason == "" {
-			reason = "stdin is not a terminal"
-		}
-		f.line("server %s asked: %s (declined: %s)", d.Server, shortText(d.Message, 300), reason)
+	if d.ID == "" {
+		f.line("server %s asked: %s (declined: %s)", d.Server, shortText(d.Message, 300), d.Reason)
+		return
+	}
+	if f.c.prompter == nil {
+		f.line("server %s asks: %s (question %s); stdin is not a terminal, so answer it with:", d.Server, shortText(d.Message, 300), d.ID)
+		f.howToAnswer("/v1/runs/"+f.runID+"/input/"+d.ID, `{"action":"accept","content":{...}}`, `or "decline" or "cancel", without content`)
 		return
 	}
 	f.line("")

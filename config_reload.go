@@ -333,7 +333,7 @@ func (d serverDiff) summary() []any {
 func restartSettings(started, next *config) []string {
 	var names []string
 	for _, s := range limitSettings {
-		if *s.field(&started.Limits) != *s.field(&next.Limits) {
+		if s.value(&started.Limits) != s.value(&next.Limits) {
 			names = append(names, s.key)
 		}
 	}

@@ -189,7 +189,11 @@ func (w *tomlTypeWalk) value(section string, key toml.Key, field string, v any, 
 		t = t.Elem()
 	}
 	ok := false
-	switch t.Kind() {
+	kind, isDuration := t.Kind(), t == reflect.TypeFor[time.Duration]()
+	if isDuration {
+		kind = reflect.String // decoded from a string like "15m"
+	}
+	switch kind {
 	case reflect.String:
 		_, ok = v.(string)
 	case reflect.Bool:
@@ -231,7 +235,7 @@ func (w *tomlTypeWalk) value(section string, key toml.Key, field string, v any, 
 			where += " " + section
 		}
 		want := tomlKind(t)
-		if name := key[len(key)-1]; t.Kind() == reflect.String && (strings.HasSuffix(name, "timeout") || strings.HasSuffix(name, "_age") || strings.HasSuffix(name, "_duration")) {
+		if name := key[len(key)-1]; isDuration || t.Kind() == reflect.String && (strings.HasSuffix(name, "timeout") || strings.HasSuffix(name, "_age") || strings.HasSuffix(name, "_duration")) {
 			want = `a duration like "30s"`
 		}
 		w.errs = append(w.errs, fmt.Errorf("%s field %q: %s is not allowed here; write %s", where, field, tomlValueKind(v), want))

@@ -73,12 +73,21 @@ type elicitResult struct {
 // process outside runs, are answered. Its fields are set before use and
 // not changed after; it is safe for concurrent use.
 type inputPolicy struct {
-	// Queue, when set, holds elicitations for the API's caller (an
-	// interactive run). Nil with Prompt nil declines every elicitation.
+	// Queue, when set, holds the run's open approvals (always) and, when
+	// Interactive, its servers' questions (elicitations) for the API's
+	// caller.
 	Queue *inputQueue
-	// Timeout bounds the wait for an answer; zero means
+	// Interactive lets elicitations wait in Queue; without it (or
+	// without Queue) and without Prompt they are declined.
+	Interactive bool
+	// Timeout bounds the wait for an answer to a question; zero means
 	// defaultInputTimeout.
 	Timeout time.Duration
+	// ApprovalTimeout bounds the wait for an approval, and
+	// ApprovalTimeoutSetting names where it came from (approval_timeout
+	// or input_timeout); zero means defaultApprovalTimeout.
+	ApprovalTimeout        time.Duration
+	ApprovalTimeoutSetting string
 	// Prompt asks a person at a terminal (mcp call); used when Queue is nil.
 	Prompt func(ctx context.Context, server string, req elicitRequest, schema *elicitSchema) (elicitResult, error)
 	// DeclineReason says why elicitations are declined when there is
@@ -94,6 +103,9 @@ type inputPolicy struct {
 	Progress func(server string, note progressParams)
 	// Emit records an event (the run's history); nil for none.
 	Emit func(typ string, data any)
+	// QuestionOpened is told when a question starts waiting in Queue,
+	// after its event (the run's webhook); nil for none.
+	QuestionOpened func()
 	// Logger receives what the policy decides; nil discards it.
 	Logger *slog.Logger
 	// Outside bounds sampling per server and hour: set on the policy of
@@ -119,13 +131,22 @@ func (p *inputPolicy) logger() *slog.Logger {
 	return orDiscard(p.Logger)
 }
 
-// answerTimeout returns how long a queued question or approval waits for
+// answerTimeout returns how long a queued question waits for
 // an answer: Timeout, or defaultInputTimeout when it is zero.
 func (p *inputPolicy) answerTimeout() time.Duration {
 	if p.Timeout <= 0 {
 		return defaultInputTimeout
 	}
 	return p.Timeout
+}
+
+// approvalTimeout returns how long a queued approval waits for a
+// decision, and the setting that says so.
+func (p *inputPolicy) approvalTimeout() (time.Duration, string) {
+	if p.ApprovalTimeout <= 0 {
+		return defaultApprovalTimeout, "approval_timeout"
+	}
+	return p.ApprovalTimeout, p.ApprovalTimeoutSetting
 }
 
 // answerInput answers one server request for input under policy p (nil
@@ -187,10 +208,13 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 	}
 	log := p.logger().With("server", server, "mode", req.Mode)
 	switch {
-	case p.Queue != nil:
+	case p.Queue != nil && p.Interactive:
 		res, how := p.Queue.ask(ctx, ir, p.answerTimeout(), func(r *inputRequest) {
 			p.emit(evInputRequested, r)
 			log.Info("input requested", "id", r.ID)
+			if p.QuestionOpened != nil {
+				p.QuestionOpened()
+			}
 		})
 		p.emit(evInputAnswered, map[string]any{"id": ir.ID, "server": server, "action": res.Action, "by": how})
 		log.Info("input answered", "id", ir.ID, "action", res.Action, "by", how)

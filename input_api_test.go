@@ -172,3 +172,26 @@ func TestInputSamplingThroughRun(t *testing.T) {
 		t.Errorf("sampling.refused events = %v, want one", refused)
 	}
 }
+
+func TestInputWebhookTellsWaiting(t *testing.T) {
+	t.Parallel()
+	at := newInputAPITest(t, fakeTurn{ToolCalls: calls(elicitTool, `{}`)}, answerWithResults)
+	at.runs.setWebhooks(webhookSettings{Secret: testWebhookSecret})
+	rcv := newWebhookReceiver(t)
+	r := at.startRun(t, fmt.Sprintf(`{"prompt":"ask me","interactive":true,"webhook_url":%q}`, rcv.srv.URL))
+	id := requestedID(t, r)
+	waitUntil(t, "the waiting delivery", func() bool { return len(rcv.received()) == 1 })
+	d := rcv.received()[0]
+	if !d.signedOK || d.Type != "run.waiting_input" || d.Run.Status != runWaitingInput || len(d.Run.InputRequests) != 1 || d.Run.InputRequests[0].ID != id {
+		t.Fatalf("delivery = %s (signed %v) of a %s run with questions %+v, want a signed run.waiting_input listing %s",
+			d.Type, d.signedOK, d.Run.Status, d.Run.InputRequests, id)
+	}
+	if resp, data := at.do(t, http.MethodPost, fmt.Sprintf("/v1/runs/%s/input/%s", r.id, id), "", `{"action":"decline"}`); resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST decline = %d %s, want 200", resp.StatusCode, data)
+	}
+	requireCompleted(t, waitRun(t, r))
+	waitUntil(t, "the end's delivery", func() bool { return len(rcv.received()) == 2 })
+	if d := rcv.received()[1]; !d.signedOK || d.Type != "run.completed" || d.Run.ID != r.id {
+		t.Errorf("second delivery = %s of run %s (signed %v), want run.completed of %s, signed", d.Type, d.Run.ID, d.signedOK, r.id)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -33,8 +32,8 @@ const (
 
 // Who resolved an approval, besides the API key that answered it.
 const (
-	resolvedByTimeout   = "timeout"   // nobody answered within input_timeout
-	resolvedByPolicy    = "policy"    // the run cannot ask (not interactive, too many open)
+	resolvedByTimeout   = "timeout"   // nobody answered within approval_timeout (or input_timeout)
+	resolvedByPolicy    = "policy"    // the run cannot ask (too many open)
 	resolvedByCancelled = "cancelled" // the run ended while the call waited
 	// resolvedByCaller answers for the caller when API auth is off and
 	// requests carry no key name.
@@ -132,9 +131,10 @@ func needsApproval(entry toolEntry, cfg serverConfig, runMode string) bool {
 }
 
 // approval asks for the approval of a call of entry with args when it
-// needs one, and blocks until it is given, denied, timed out or ctx is
-// done. ok is true when the call may go ahead; otherwise denied is the
-// tool error the model gets. A run that is not interactive denies at once.
+// needs one, and blocks until it is given, denied, timed out (the run's
+// input_timeout, else approval_timeout) or ctx is done, whether the run is
+// interactive or not. ok is true when the call may go ahead; otherwise
+// denied is the tool error the model gets.
 func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessage) (denied toolResult, ok bool) {
 	var cfg serverConfig
 	if entry.Server != "" {
@@ -153,19 +153,14 @@ func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessag
 	}
 	a.Arguments, a.ArgumentsBytes = r.secrets.load().cutSized(string(args), r.env.limits.MaxToolEventBytes)
 	p := r.input
-	if p == nil || p.Queue == nil {
-		a.ID = "approval_" + strconv.FormatInt(r.approvalSeq.Add(1), 10)
-		r.emit(evApprovalRequested, approvalRequestedEvent(a))
-		r.resolveApproval(a.ID, decisionDeny, resolvedByPolicy, "the run is not interactive")
-		return toolError(entry.Server, "tool %s needs an operator's approval, and nobody can give it: this run is not interactive (runs started with \"interactive\": true can ask); do without this tool, or say in your answer that it needs approval", entry.Name), false
-	}
-	timeout := p.answerTimeout()
+	timeout, setting := p.approvalTimeout()
 	req := &inputRequest{Server: entry.Server, approval: &a}
 	asked := false // set by wait's callback, on this goroutine
 	out := p.Queue.wait(ctx, req, "approval_", timeout, func(opened *inputRequest) {
 		asked = true
 		r.emit(evApprovalRequested, approvalRequestedEvent(opened.approvalView()))
 		r.logger.Info("approval requested", "approval", opened.ID, "tool", entry.Name)
+		r.env.webhooks.waiting(r, webhookType(runWaitingApproval))
 	})
 	if !asked { // refused at once: still on the record
 		r.emit(evApprovalRequested, approvalRequestedEvent(req.approvalView()))
@@ -173,7 +168,7 @@ func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessag
 	decision, by, reason := decisionDeny, out.how, out.decision.Reason
 	switch out.how {
 	case "timeout":
-		by, reason = resolvedByTimeout, fmt.Sprintf("no answer within %s (input_timeout)", timeout)
+		by, reason = resolvedByTimeout, fmt.Sprintf("no answer within %s (%s)", timeout, setting)
 	case "cancelled", "run ended":
 		by, reason = resolvedByCancelled, "the run ended while the call waited"
 	case "too many open requests":

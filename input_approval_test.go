@@ -1,18 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // This file tests tool approvals: which calls need one (table), the
 // config fields' validation, and runs over a real server-everything with
 // the scripted model: approve and deny of parallel calls over the API,
-// timeout, a run that is not interactive, and a run's approval that
-// tightens and never loosens.
+// timeout, a run that is not interactive waiting all the same (approved,
+// or denied by approval_timeout), and a run's approval that tightens and
+// never loosens.
 
 const (
 	echoTool   = "mcp_everything_echo"                     // readOnlyHint: true
@@ -242,24 +245,60 @@ func TestApprovalTimeoutDenies(t *testing.T) {
 	}
 }
 
-func TestApprovalNonInteractiveDeniesWrites(t *testing.T) {
+func TestApprovalNonInteractiveWaits(t *testing.T) {
 	t.Parallel()
-	at := newApprovalAPITest(t, approvalWrites, nil, nil,
-		fakeTurn{ToolCalls: calls(echoTool, `{"message":"free"}`, toggleTool, `{}`)}, answerWithResults)
-	r := at.startRun(t, `{"prompt":"echo and toggle"}`)
-	v := waitRun(t, r)
-	requireCompleted(t, v)
-	lines := resultLines(v.Output)
-	if len(lines) != 2 || lines[0] != "ok: Echo: free" || !strings.HasPrefix(lines[1], "error: tool "+toggleTool+" needs an operator's approval") || !strings.Contains(lines[1], "not interactive") {
-		t.Errorf("tool results = %q, want echo (read-only) run and the toggle denied as needing approval", lines)
+	tests := []struct {
+		name            string
+		approvalTimeout time.Duration // the limit; 0 keeps the default
+		decide          string        // the body posted once the call waits; "" for none
+		wantResult      string        // the toggle's result, as a prefix
+		wantBy          string
+	}{
+		{name: "approved over the API", decide: `{"decision":"approve"}`, wantResult: "ok: ", wantBy: resolvedByCaller},
+		{name: "denied by approval_timeout", approvalTimeout: 150 * time.Millisecond,
+			wantResult: "error: the operator denied this call: no answer within 150ms (approval_timeout)", wantBy: resolvedByTimeout},
 	}
-	requested, resolved := eventData(r, evApprovalRequested), eventData(r, evApprovalResolved)
-	if len(requested) != 1 || requested[0]["tool"] != toggleTool || len(resolved) != 1 || resolved[0]["by"] != resolvedByPolicy || resolved[0]["approval_id"] != requested[0]["approval_id"] {
-		t.Errorf("approval events = %v then %v, want the toggle requested and denied by policy", requested, resolved)
-	}
-	resp, _ := at.do(t, http.MethodPost, fmt.Sprintf("/v1/runs/%s/approvals/%s", r.id, requested[0]["approval_id"]), "", `{"decision":"approve"}`)
-	if resp.StatusCode != http.StatusNotFound {
-		t.Errorf("POST approve on a run that is not interactive = %d, want 404", resp.StatusCode)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			at := newApprovalAPITest(t, approvalWrites, nil, nil,
+				fakeTurn{ToolCalls: calls(echoTool, `{"message":"free"}`, toggleTool, `{}`)}, answerWithResults)
+			if tt.approvalTimeout != 0 {
+				at.runs.opts.Limits.ApprovalTimeout = tt.approvalTimeout
+			}
+			r := at.startRun(t, `{"prompt":"echo and toggle"}`) // not interactive
+			var open []approvalRequest
+			waitUntil(t, "the toggle waits for approval", func() bool {
+				_, open = at.runApprovals(t, "", r)
+				return len(open) == 1
+			})
+			if open[0].Tool != toggleTool {
+				t.Errorf("open approval = %+v, want the toggle's", open[0])
+			}
+			wantExpiry := cmp.Or(tt.approvalTimeout, defaultApprovalTimeout)
+			if got := open[0].ExpiresAt.Sub(open[0].CreatedAt); got != wantExpiry {
+				t.Errorf("approval expires %s after it opened, want %s", got, wantExpiry)
+			}
+			if tt.decide != "" {
+				if status, _ := at.runApprovals(t, "", r); status != runWaitingApproval {
+					t.Errorf("status of a run whose call waits = %s, want %s", status, runWaitingApproval)
+				}
+				path := fmt.Sprintf("/v1/runs/%s/approvals/%s", r.id, open[0].ID)
+				if resp, data := at.do(t, http.MethodPost, path, "", tt.decide); resp.StatusCode != http.StatusOK {
+					t.Fatalf("POST %s = %d %s, want 200", path, resp.StatusCode, data)
+				}
+			}
+			v := waitRun(t, r)
+			requireCompleted(t, v)
+			lines := resultLines(v.Output)
+			if len(lines) != 2 || lines[0] != "ok: Echo: free" || !strings.HasPrefix(lines[1], tt.wantResult) {
+				t.Errorf("tool results = %q, want echo (read-only) run, then the toggle's result starting %q", lines, tt.wantResult)
+			}
+			requested, resolved := eventData(r, evApprovalRequested), eventData(r, evApprovalResolved)
+			if len(requested) != 1 || len(resolved) != 1 || resolved[0]["by"] != tt.wantBy || resolved[0]["approval_id"] != requested[0]["approval_id"] {
+				t.Errorf("approval events = %v then %v, want the toggle requested and resolved by %s", requested, resolved, tt.wantBy)
+			}
+		})
 	}
 }
 
@@ -278,7 +317,7 @@ func TestApprovalRunTightensOnly(t *testing.T) {
 			t.Errorf("POST /v1/runs approval %s = %d %s, want 400 containing %s", tt.approval, resp.StatusCode, data, tt.want)
 		}
 	}
-	r := at.startRun(t, `{"prompt":"all four","approval":"writes"}`)
+	r := at.startRun(t, `{"prompt":"all four","approval":"writes","input_timeout":"200ms"}`)
 	v := waitRun(t, r)
 	requireCompleted(t, v)
 	lines := resultLines(v.Output)
@@ -286,9 +325,16 @@ func TestApprovalRunTightensOnly(t *testing.T) {
 		t.Fatalf("tool results = %q, want echo run and three denied", lines)
 	}
 	for i, tool := range []string{toggleTool, sumTool, toolConnectMCP} {
-		if !strings.HasPrefix(lines[i+1], "error: tool "+tool+" needs an operator's approval") {
-			t.Errorf("result of %s = %q, want it denied as needing approval", tool, lines[i+1])
+		if want := "error: the operator denied this call: no answer within 200ms (input_timeout)"; lines[i+1] != want {
+			t.Errorf("result of %s = %q, want %q", tool, lines[i+1], want)
 		}
+	}
+	requested := map[any]bool{}
+	for _, d := range eventData(r, evApprovalRequested) {
+		requested[d["tool"]] = true
+	}
+	if len(requested) != 3 || !requested[toggleTool] || !requested[sumTool] || !requested[toolConnectMCP] || requested[echoTool] {
+		t.Errorf("approvals requested for %v, want the toggle, get-sum and connect_mcp", requested)
 	}
 }
 

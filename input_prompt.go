@@ -18,24 +18,21 @@ import (
 // by field; without a terminal every elicitation is declined. mcp call
 // also shows its call's progress notifications on a terminal.
 
-// isTTY reports whether r is a character device (a terminal).
-func isTTY(r io.Reader) bool { return isCharDevice(r) }
+// isTTY reports whether r is a terminal.
+func isTTY(r io.Reader) bool { return isTerminalValue(r) }
 
-// isTerminalWriter reports whether w is a character device (a terminal).
-func isTerminalWriter(w io.Writer) bool { return isCharDevice(w) }
+// isTerminalWriter reports whether w is a terminal.
+func isTerminalWriter(w io.Writer) bool { return isTerminalValue(w) }
 
-// isCharDevice reports whether v is an *os.File on a character device,
-// or a terminalWriter over one.
-func isCharDevice(v any) bool {
+// isTerminalValue reports whether v is an *os.File on a terminal
+// (isTerminalFile), or a terminalWriter over one: /dev/null, a pipe or a
+// file is none.
+func isTerminalValue(v any) bool {
 	if tw, ok := v.(terminalWriter); ok {
 		v = tw.w
 	}
 	f, ok := v.(*os.File)
-	if !ok || f == nil {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && f != nil && isTerminalFile(f)
 }
 
 // commandInput is the input policy of a command: prompts on the terminal

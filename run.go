@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -51,8 +50,8 @@ type runView struct {
 	StartedAt     *time.Time     `json:"started_at,omitempty"`
 	EndedAt       *time.Time     `json:"ended_at,omitempty"`
 
-	// Webhook is the delivery of the run's end, when it has one; set by
-	// the API, never kept in the run's record.
+	// Webhook is the run's latest webhook delivery (waiting or end), when
+	// it has a webhook; set by the API, never kept in the run's record.
 	Webhook *webhookStatus `json:"webhook,omitempty"`
 	// Approvals are the tool calls waiting for the caller's approval.
 	Approvals []approvalRequest `json:"approvals"`
@@ -72,7 +71,7 @@ type runEnv struct {
 	// queuePosition returns a run's place in the manager's queue, 0 when
 	// it is not queued.
 	queuePosition func(*run) int
-	// webhooks delivers the runs' ends (run_webhook.go).
+	// webhooks delivers the runs' waits and ends (run_webhook.go).
 	webhooks *webhookSender
 	store    *runStore // nil when runs are kept in memory only
 }
@@ -103,7 +102,7 @@ type run struct {
 	// conv is the run's conversation (run_conversation.go); set before
 	// the run is kept.
 	conv *runConversation
-	// webhook is the delivery of the run's end; nil without one.
+	// webhook is the run's webhook deliveries; nil without one.
 	webhook *runWebhook
 	// input answers the servers' questions during the run.
 	input *inputPolicy
@@ -113,9 +112,6 @@ type run struct {
 	// transcript is what the run kept of its conversation (run_transcript.go);
 	// guarded by mu.
 	transcript transcript
-	// approvalSeq numbers the approvals of a run that is not interactive
-	// (an interactive run's queue numbers its own).
-	approvalSeq atomic.Int64
 
 	mu sync.Mutex
 	// guards everything below

@@ -116,8 +116,8 @@ func conversationTrimmedEvent(conversation string, t conversationTrim, limit int
 }
 
 // approvalRequestedEvent is the payload of approval.requested: a tool call
-// waits for the caller's approval (or, in a run that is not interactive,
-// is denied at once, with an approval.resolved right after).
+// waits for the caller's approval (or, when the run already waits on too
+// many, is denied at once, with an approval.resolved right after).
 func approvalRequestedEvent(a approvalRequest) map[string]any {
 	data := map[string]any{"approval_id": a.ID, "tool": a.Tool, "server": a.Server, "server_tool": a.ServerTool,
 		"arguments": a.Arguments, "annotations": a.Annotations}

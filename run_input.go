@@ -3,31 +3,40 @@ package main
 import "time"
 
 // This file holds a run's wiring to the input layer: its input policy
-// (interactive or declining, its sampler), its open input requests and the
+// (its queue of approvals, questions asked or declined, its sampler), its
+// open input requests and the
 // waiting_input and waiting_approval statuses they bring.
 
 // setupInput validates the run request's input fields (input_timeout,
-// roots) and gives the run its policy: an interactive run queues
-// elicitations for the API's caller, any other declines them; sampling is
+// roots) and gives the run its policy: every run queues its approvals for
+// the API's caller, waiting up to input_timeout when the request sets it,
+// else approval_timeout (limits'); an interactive run queues elicitations
+// too, any other declines them; sampling is
 // served by the run's own model, or one of models a request's hints pick,
 // within the run's caps (limits' sampling fields, zero for the defaults).
 // newProvider builds a picked model's provider. The scope's servers
 // answer by it too. Errors are *requestError.
 func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(modelSpec) (modelProvider, error)) error {
 	timeout := defaultInputTimeout
+	approvalTimeout, approvalSetting := limits.ApprovalTimeout, "approval_timeout"
 	if r.req.InputTimeout != "" {
 		d, err := time.ParseDuration(r.req.InputTimeout)
 		if err != nil || d <= 0 || d > maxInputTimeout {
 			return badRequest("input_timeout", "%q: want a duration from 1s to %s, like \"10m\"", r.req.InputTimeout, maxInputTimeout)
 		}
 		timeout = d
+		approvalTimeout, approvalSetting = d, "input_timeout"
 	}
 	if err := validateRoots("roots", r.req.Roots); err != nil {
 		return invalidRequest(err)
 	}
 	r.scope.roots = r.req.Roots
 	p := &inputPolicy{
-		Timeout: timeout,
+		Queue:                  &inputQueue{},
+		Interactive:            r.req.Interactive,
+		Timeout:                timeout,
+		ApprovalTimeout:        approvalTimeout,
+		ApprovalTimeoutSetting: approvalSetting,
 		Sampler: &sampler{
 			Provider:    r.provider,
 			Spec:        r.model,
@@ -42,12 +51,11 @@ func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(
 				r.mu.Unlock()
 			},
 		},
-		Emit:   r.emit,
-		Logger: r.logger,
+		Emit:           r.emit,
+		QuestionOpened: func() { r.env.webhooks.waiting(r, webhookType(runWaitingInput)) },
+		Logger:         r.logger,
 	}
-	if r.req.Interactive {
-		p.Queue = &inputQueue{}
-	} else {
+	if !r.req.Interactive {
 		p.DeclineReason = "the run is not interactive (start it with \"interactive\": true to answer)"
 	}
 	r.input = p

@@ -51,17 +51,18 @@ type runRequest struct {
 	MCPServers   json.RawMessage `json:"mcp_servers,omitempty"`
 	// Interactive lets the run wait for the caller to answer servers'
 	// questions (POST /v1/runs/{id}/input/{request_id}); otherwise they
-	// are declined at once.
+	// are declined at once. Approvals wait either way.
 	Interactive bool `json:"interactive,omitempty"`
-	// InputTimeout bounds each wait for an answer (default 10m).
+	// InputTimeout bounds each wait for an answer (default 10m) or a
+	// decision (default approval_timeout).
 	InputTimeout string `json:"input_timeout,omitempty"`
 	// Roots are the roots of the run's own servers (see withRunRoots).
 	Roots []string `json:"roots,omitempty"`
 	// ConversationID continues that conversation; empty starts a new one
 	// (run_conversation.go).
 	ConversationID string `json:"conversation_id,omitempty"`
-	// WebhookURL receives the run's end (run_webhook.go); empty means
-	// [webhooks] url, if set.
+	// WebhookURL is told when the run starts waiting and when it ends
+	// (run_webhook.go); empty means [webhooks] url, if set.
 	WebhookURL string `json:"webhook_url,omitempty"`
 	// Owner is who the run belongs to: the key's name (authInfo.owner),
 	// or schedule:<name> for a scheduled run. Never read from a request.

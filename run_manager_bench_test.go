@@ -82,7 +82,7 @@ func BenchmarkRunsThroughAPI(b *testing.B) {
 // defaultLimit returns the default of the run limit key.
 func defaultLimit(key string) int {
 	for _, s := range limitSettings {
-		if s.key == key {
+		if s.key == key && s.dur == nil {
 			return s.def()
 		}
 	}

@@ -22,14 +22,20 @@ import (
 	"time"
 )
 
-// This file holds the webhooks of runs: at a run's end harnessd POSTs
-// {"type": "run.completed"|"run.failed"|"run.cancelled", "run": <view>},
-// signed with Harness-Signature, to the run's webhook_url or [webhooks]
-// url, retrying with backoff. Each delivery is a file next to the run's
-// (<id>.webhook), written before the run is accepted and rewritten after
-// each attempt, so a delivery is never lost between the run's end and its
-// outcome: after a restart or a crash every pending one resumes (a
-// receiver may then get the same run twice; the run's id tells).
+// This file holds the webhooks of runs: when a run starts waiting (an
+// approval or a server's question opened) and at its end, harnessd POSTs
+// {"type": "run.waiting_approval"|"run.waiting_input"|"run.completed"|
+// "run.failed"|"run.cancelled", "run": <view>}, signed with
+// Harness-Signature, to the run's webhook_url or [webhooks] url, retrying
+// with backoff. One delivery of a run is under way at a time, in order; a
+// newer one supersedes an older that is still pending (the newer carries
+// the run as it is now), and nothing follows the end's. A run's record of
+// its latest delivery is a file next to the run's (<id>.webhook), written
+// before the run is accepted and rewritten at each new delivery and after
+// each attempt, so the end's delivery is never lost: after a restart or a
+// crash every pending one resumes, and a run whose record is of a waiting
+// delivery gets its end delivered (a receiver may then get the same run
+// twice; the run's id and the type tell).
 
 // Webhook delivery defaults. Six attempts: the first at once, then after
 // 2, 4, 8, 16 and 32 minutes, about an hour in all.
@@ -46,6 +52,11 @@ const (
 	signatureHeader = "Harness-Signature"
 )
 
+// webhookType returns the type of a delivery telling that a run has
+// status: run.waiting_approval, run.waiting_input, or the type of the
+// run's terminal event.
+func webhookType(status string) string { return terminalEventPrefix + status }
+
 // Delivery statuses.
 const (
 	webhookPending   = "pending"
@@ -53,9 +64,11 @@ const (
 	webhookFailed    = "failed"
 )
 
-// A webhookStatus is the webhook of a run as GET /v1/runs/{id} shows it;
-// the URL's userinfo and query are redacted.
+// A webhookStatus is the webhook of a run as GET /v1/runs/{id} shows it:
+// its latest delivery (Type, empty before the first); the URL's userinfo
+// and query are redacted.
 type webhookStatus struct {
+	Type          string     `json:"type,omitempty"`
 	URL           string     `json:"url"`
 	Status        string     `json:"status"`
 	Attempts      int        `json:"attempts"`
@@ -76,14 +89,24 @@ type webhookRecord struct {
 	LastErrorDetail string `json:"last_error_detail,omitempty"`
 }
 
-// A runWebhook is the delivery of one run's end. Safe for concurrent use;
-// a nil *runWebhook is a run without a webhook.
+// A runWebhook is the deliveries of one run. Safe for concurrent use; a
+// nil *runWebhook is a run without a webhook.
 type runWebhook struct {
 	path string // its file; "" without a store
+	// kick (1-buffered) wakes the delivering goroutine from its wait
+	// before a retry when a newer delivery supersedes the one it retries.
+	kick chan struct{}
 
 	mu sync.Mutex
-	// guards rec
+	// guards rec, body, gen and delivering
 	rec webhookRecord
+	// body is what the latest delivery posts, the same bytes on every
+	// attempt; gen counts the deliveries, so that the outcome of an
+	// attempt of a superseded one is not recorded.
+	body []byte
+	gen  int
+	// delivering is set while a goroutine makes the attempts.
+	delivering bool
 }
 
 // status returns what the run view shows of the delivery: nil for a run
@@ -147,11 +170,17 @@ func loadWebhook(dir, id string) (*runWebhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &runWebhook{path: path}
-	if err := json.Unmarshal(b, &w.rec); err != nil || w.rec.URL == "" {
+	var rec webhookRecord
+	if err := json.Unmarshal(b, &rec); err != nil || rec.URL == "" {
 		return nil, fmt.Errorf("run %s: webhook record %s does not decode (%v); remove it to drop the delivery", id, path, err)
 	}
-	return w, nil
+	return newRunWebhook(path, rec), nil
+}
+
+// newRunWebhook returns the deliveries of a run kept at path ("" for
+// none) whose latest is rec.
+func newRunWebhook(path string, rec webhookRecord) *runWebhook {
+	return &runWebhook{path: path, rec: rec, kick: make(chan struct{}, 1)}
 }
 
 // redactedURL returns u with its userinfo and query replaced by
@@ -198,7 +227,7 @@ func (m *runManager) webhookFor(req runRequest, allowAny bool) (*runWebhook, err
 	if target == "" {
 		return nil, nil
 	}
-	return &runWebhook{rec: webhookRecord{webhookStatus: webhookStatus{URL: target, Status: webhookPending}, Untrusted: untrusted}}, nil
+	return newRunWebhook("", webhookRecord{webhookStatus: webhookStatus{URL: target, Status: webhookPending}, Untrusted: untrusted}), nil
 }
 
 // webhookSettings returns the [webhooks] settings in force.
@@ -277,24 +306,77 @@ func newWebhookClient(control func(network, address string, c syscall.RawConn) e
 	return c
 }
 
-// start delivers r's webhook in the background, unless r has none or its
-// delivery is no longer pending. r must have ended.
+// start delivers the end of r, which has ended, superseding any delivery
+// still pending; nothing for a run without a webhook.
 func (s *webhookSender) start(r *run) {
-	if s == nil || !r.webhook.pending() {
+	if r.webhook == nil {
+		return
+	}
+	v := r.view()
+	s.send(r, webhookType(v.Status), v)
+}
+
+// waiting delivers that r started waiting: typ is run.waiting_approval or
+// run.waiting_input, v the run's view with the request open. Nothing for
+// a run without a webhook.
+func (s *webhookSender) waiting(r *run, typ string) {
+	if r.webhook == nil {
+		return
+	}
+	s.send(r, typ, r.view())
+}
+
+// send makes typ with view v the run's latest delivery, recorded (on disk
+// too) before its first attempt, and starts the goroutine that delivers
+// when none is under way.
+func (s *webhookSender) send(r *run, typ string, v runView) {
+	w := r.webhook
+	body := r.redactor().marshal(webhookBody{Type: typ, Run: v}, false)
+	err := w.update(func(rec *webhookRecord) {
+		rec.Type, rec.Status, rec.Attempts = typ, webhookPending, 0
+		rec.LastError, rec.DeliveredAt, rec.NextAttemptAt = "", nil, nil
+		w.body = body
+		w.gen++
+	})
+	if err != nil {
+		r.logger.Error("writing the webhook delivery to disk failed; a restart may repeat or drop it", "type", typ, "err", err)
+	}
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+	s.startDelivering(r)
+}
+
+// startDelivering starts the goroutine that makes r's pending delivery, unless one is
+// under way (it takes the newer delivery next) or s is nil (no sender).
+func (s *webhookSender) startDelivering(r *run) {
+	w := r.webhook
+	w.mu.Lock()
+	start := s != nil && !w.delivering && w.rec.Status == webhookPending
+	if start {
+		w.delivering = true
+	}
+	w.mu.Unlock()
+	if !start {
 		return
 	}
 	s.wg.Add(1)
-	// Owned by the sender; exits once the delivery succeeded or gave up,
-	// or at shutdown (ctx), leaving it pending on disk.
+	// Owned by the sender; exits once no delivery of r is pending (the
+	// latest succeeded or gave up), or at shutdown (ctx), leaving it
+	// pending on disk.
 	go func() {
 		defer s.wg.Done()
 		s.deliver(r)
 	}()
 }
 
-// resumeWebhook loads the delivery of r, a run loaded from the store, and
-// resumes it when it is pending: it was interrupted by a restart or a
-// crash, possibly before its first attempt.
+// resumeWebhook loads the deliveries of r, a run loaded from the store
+// (so ended), and resumes the pending one: it was interrupted by a
+// restart or a crash, possibly before its first attempt. A record of no
+// delivery yet (or of one from before deliveries had types) is of the
+// end; a record of a waiting delivery means the end's was never begun, so
+// it begins now.
 func (m *runManager) resumeWebhook(r *run) {
 	w, err := loadWebhook(m.opts.Store.dir, r.id)
 	if err != nil {
@@ -305,79 +387,131 @@ func (m *runManager) resumeWebhook(r *run) {
 		return
 	}
 	r.webhook = w
-	if w.pending() {
-		r.logger.Info("resuming webhook delivery", "webhook", redactedURL(w.rec.URL), "attempts", w.rec.Attempts)
+	v := r.view()
+	end := webhookType(v.Status)
+	if w.rec.Type != "" && w.rec.Type != end {
+		r.logger.Info("delivering the run's end by webhook", "webhook", redactedURL(w.rec.URL), "type", end)
+		m.env.webhooks.send(r, end, v)
+		return
 	}
-	m.env.webhooks.start(r)
+	if !w.pending() {
+		return
+	}
+	r.logger.Info("resuming webhook delivery", "webhook", redactedURL(w.rec.URL), "attempts", w.rec.Attempts)
+	body := r.redactor().marshal(webhookBody{Type: end, Run: v}, false)
+	w.mu.Lock()
+	w.rec.Type, w.body = end, body // its attempts and next attempt stand
+	w.mu.Unlock()
+	m.env.webhooks.startDelivering(r)
 }
 
 // wait blocks until every delivery goroutine has exited (after ctx is
 // cancelled, each returns within an attempt's timeout).
 func (s *webhookSender) wait() { s.wg.Wait() }
 
-// deliver makes the attempts of r's delivery that are left, waiting
-// between them as the record says, and records each outcome.
+// deliver makes the attempts of r's latest delivery, waiting between them
+// as the record says, and records each outcome; a newer delivery that
+// supersedes it is taken up at once. It returns when none is pending.
 func (s *webhookSender) deliver(r *run) {
 	w := r.webhook
 	w.mu.Lock()
 	target, untrusted := w.rec.URL, w.rec.Untrusted
 	w.mu.Unlock()
 	logger := r.logger.With("webhook", redactedURL(target))
-	body := s.body(r)
+	// stopped ends the goroutine's turn under the same lock
+	// startDelivering reads, so that a delivery made since is never left without one.
+	stopped := func() {
+		w.mu.Lock()
+		w.delivering = false
+		w.mu.Unlock()
+	}
 	for {
 		w.mu.Lock()
+		if w.rec.Status != webhookPending {
+			w.delivering = false
+			w.mu.Unlock()
+			return
+		}
+		gen, typ, body := w.gen, w.rec.Type, w.body
 		attempt, next := w.rec.Attempts+1, w.rec.NextAttemptAt
 		w.mu.Unlock()
-		if next != nil && !sleepContext(s.ctx, time.Until(*next)) {
-			return
+		if next != nil {
+			timer := time.NewTimer(time.Until(*next))
+			select {
+			case <-s.ctx.Done():
+				timer.Stop()
+				stopped()
+				return
+			case <-w.kick:
+				timer.Stop()
+				continue // a newer delivery, or the same: read the record again
+			case <-timer.C:
+			}
 		}
 		err := s.post(target, untrusted, body)
 		if s.ctx.Err() != nil {
+			stopped()
 			return // shutdown cut the attempt: it stays pending
 		}
-		now := time.Now().UTC()
-		last := attempt >= s.timing.MaxAttempts
-		// Counted before the record shows the outcome, so that whoever
-		// sees the outcome in the run view sees it in /metrics too.
+		s.record(w, logger, gen, typ, attempt, err)
+	}
+}
+
+// record counts and records the outcome err of attempt of the delivery
+// gen of w, unless a newer delivery superseded it. For an untrusted
+// target the record's last_error is the fixed reason and the detail is
+// kept beside it (and logged).
+func (s *webhookSender) record(w *runWebhook, logger *slog.Logger, gen int, typ string, attempt int, err error) {
+	now := time.Now().UTC()
+	last := attempt >= s.timing.MaxAttempts
+	// Counted before the record shows the outcome, so that whoever sees
+	// the outcome in the run view sees it in /metrics too.
+	switch {
+	case err == nil:
+		s.metrics.webhookDelivery(webhookDelivered)
+	case last:
+		s.metrics.webhookDelivery(webhookFailed)
+	default:
+		s.metrics.webhookDelivery("retried")
+	}
+	var reason, detail string
+	if err != nil {
+		reason, detail = err.Error(), peerDetail(err)
+		if detail == reason {
+			detail = ""
+		}
+	}
+	superseded := false
+	saveErr := w.update(func(rec *webhookRecord) {
+		if superseded = w.gen != gen; superseded {
+			return
+		}
+		rec.Attempts, rec.NextAttemptAt = attempt, nil
+		rec.LastError, rec.LastErrorDetail = reason, detail
 		switch {
 		case err == nil:
-			s.metrics.webhookDelivery(webhookDelivered)
+			rec.Status, rec.DeliveredAt = webhookDelivered, &now
 		case last:
-			s.metrics.webhookDelivery(webhookFailed)
+			rec.Status = webhookFailed
 		default:
-			s.metrics.webhookDelivery("retried")
+			at := now.Add(backoffDelay(s.timing.RetryBase, s.timing.RetryMax, attempt))
+			rec.NextAttemptAt = &at
 		}
-		var reason, detail string
-		if err != nil {
-			reason, detail = err.Error(), peerDetail(err)
-			if detail == reason {
-				detail = ""
-			}
-		}
-		saveErr := w.update(func(rec *webhookRecord) {
-			rec.Attempts, rec.NextAttemptAt = attempt, nil
-			rec.LastError, rec.LastErrorDetail = reason, detail
-			switch {
-			case err == nil:
-				rec.Status, rec.DeliveredAt = webhookDelivered, &now
-			case last:
-				rec.Status = webhookFailed
-			default:
-				at := now.Add(backoffDelay(s.timing.RetryBase, s.timing.RetryMax, attempt))
-				rec.NextAttemptAt = &at
-			}
-		})
-		if saveErr != nil {
-			logger.Error("writing the webhook delivery to disk failed; a restart may repeat or drop it", "err", saveErr)
-		}
-		switch {
-		case err == nil:
-			logger.Info("webhook delivered", "attempts", attempt)
-			return
-		case last:
-			logger.Warn("webhook delivery failed; giving up", "attempts", attempt, "err", peerDetail(err))
-			return
-		}
+	})
+	if saveErr != nil {
+		logger.Error("writing the webhook delivery to disk failed; a restart may repeat or drop it", "err", saveErr)
+	}
+	logger = logger.With("type", typ)
+	switch {
+	case superseded && err != nil:
+		logger.Info("webhook delivery superseded by a newer one", "attempt", attempt, "err", peerDetail(err))
+	case superseded:
+		logger.Info("webhook delivery superseded by a newer one", "attempt", attempt)
+	case err == nil:
+		logger.Info("webhook delivered", "attempts", attempt)
+	case last:
+		logger.Warn("webhook delivery failed; giving up", "attempts", attempt, "err", peerDetail(err))
+	default:
 		logger.Warn("webhook attempt failed; retrying", "attempt", attempt, "err", peerDetail(err))
 	}
 }
@@ -386,14 +520,6 @@ func (s *webhookSender) deliver(r *run) {
 type webhookBody struct {
 	Type string  `json:"type"`
 	Run  runView `json:"run"`
-}
-
-// body returns the delivery of ended run r: its terminal event's type and
-// its view, with the run's secrets redacted. The same bytes go out on
-// every attempt.
-func (s *webhookSender) body(r *run) []byte {
-	v := r.view()
-	return r.redactor().marshal(webhookBody{Type: terminalEventType(v.Status), Run: v}, false)
 }
 
 // post makes one attempt: POST body to target within the attempt timeout,

@@ -11,16 +11,18 @@ import (
 )
 
 // This file holds the crash test of webhooks: the real harnessd binary
-// killed with SIGKILL between a run's end and its webhook's delivery, and
-// while another run with a webhook is active, then restarted on the same
-// home: both runs' ends are delivered, signed.
+// killed with SIGKILL between a run's end and its webhook's delivery,
+// while another run with a webhook is active, and while a third waits for
+// an approval (its waiting delivery made), then restarted on the same
+// home: the three runs' ends are delivered, signed.
 
 func TestWebhookSurvivesKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}
 	skipUnlessLinux(t)
-	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "finished before the kill"}, fakeTurn{Hang: true})
+	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "finished before the kill"}, fakeTurn{Hang: true},
+		fakeTurn{ToolCalls: calls(toolConnectMCP, `{"url":"http://127.0.0.1:9/mcp"}`)})
 	// The first delivery hangs until harnessd dies; the others succeed.
 	rcv := newWebhookReceiver(t, 0)
 	bin := buildHarnessd(t)
@@ -37,6 +39,11 @@ func TestWebhookSurvivesKill9(t *testing.T) {
 	waitUntil(t, "the first attempt reaches the receiver", func() bool { return len(rcv.received()) == 1 })
 	active := at.postRun(t, "", fmt.Sprintf(`{"prompt":"hang","webhook_url":%q}`, hook))
 	waitUntil(t, "the second run calls the model", func() bool { return len(f.requests()) == 2 })
+	waiter := at.postRun(t, "", fmt.Sprintf(`{"prompt":"connect","approval":"writes","webhook_url":%q}`, hook))
+	waitUntil(t, "the third run's waiting delivery is made", func() bool { return len(rcv.received()) == 2 })
+	if d := rcv.received()[1]; d.Type != "run.waiting_approval" || d.Run.ID != waiter || !d.signedOK {
+		t.Fatalf("second delivery = %s of run %s (signed %v), want run.waiting_approval of %s, signed", d.Type, d.Run.ID, d.signedOK, waiter)
+	}
 	var v runView
 	if err := json.Unmarshal(getOK(t, at, "/v1/runs/"+ended), &v); err != nil {
 		t.Fatal(err)
@@ -52,8 +59,8 @@ func TestWebhookSurvivesKill9(t *testing.T) {
 	second, at := serveHarnessd(t, bin, env, workspace)
 
 	views := map[string]runView{}
-	waitUntil(t, "both deliveries are made after the restart", func() bool {
-		for _, id := range []string{ended, active} {
+	waitUntil(t, "every run's end is delivered after the restart", func() bool {
+		for _, id := range []string{ended, active, waiter} {
 			var v runView
 			if err := json.Unmarshal(getOK(t, at, "/v1/runs/"+id), &v); err != nil || v.Webhook == nil || v.Webhook.Status == webhookPending {
 				return false
@@ -63,20 +70,20 @@ func TestWebhookSurvivesKill9(t *testing.T) {
 		return true
 	})
 	for id, v := range views {
-		if v.Webhook.Status != webhookDelivered || v.Webhook.Attempts != 1 {
-			t.Errorf("run %s after the restart: webhook %+v, want delivered at its first recorded attempt", id, v.Webhook)
+		if v.Webhook.Status != webhookDelivered || v.Webhook.Attempts != 1 || v.Webhook.Type != webhookType(v.Status) {
+			t.Errorf("run %s (%s) after the restart: webhook %+v, want its end delivered at its first recorded attempt", id, v.Status, v.Webhook)
 		}
 	}
-	want := map[string]string{ended: "run.completed", active: "run.failed"}
+	want := map[string]string{ended: "run.completed", active: "run.failed", waiter: "run.failed"}
 	got := rcv.received()
-	if len(got) != 3 {
-		t.Fatalf("receiver got %d deliveries, want 3 (the one cut by the kill, then one per run)", len(got))
+	if len(got) != 5 {
+		t.Fatalf("receiver got %d deliveries, want 5 (the one cut by the kill, the waiting one, then one per run)", len(got))
 	}
-	for _, d := range got[1:] {
+	for _, d := range got[2:] {
 		if !d.signedOK || want[d.Run.ID] != d.Type {
 			t.Errorf("delivery of run %s: %s, signed %v; want %s, signed", d.Run.ID, d.Type, d.signedOK, want[d.Run.ID])
 		}
-		if d.Run.ID == active && d.Run.Error != interruptedError {
+		if d.Run.ID != ended && d.Run.Error != interruptedError {
 			t.Errorf("delivery of the interrupted run: error %q, want %q", d.Run.Error, interruptedError)
 		}
 		delete(want, d.Run.ID)

@@ -460,3 +460,112 @@ func TestWebhookURLThroughAPI(t *testing.T) {
 	}
 	waitUntil(t, "the delivery", func() bool { return len(rcv.received()) == 1 })
 }
+
+func TestWebhookTellsWaitingThenEnd(t *testing.T) {
+	tests := []struct {
+		name     string
+		statuses []int // the receiver's answers
+		// settled is the waiting delivery's record once its first attempt
+		// is recorded: delivered, or pending a retry an hour away.
+		settled      string
+		wantAttempts int // of the waiting delivery
+	}{
+		{"each delivered", nil, webhookDelivered, 1},
+		{"the end supersedes a waiting delivery that is retried", []int{http.StatusInternalServerError}, webhookPending, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeModel(t, providerOpenAI,
+				fakeTurn{ToolCalls: calls(toolConnectMCP, `{"url":"http://127.0.0.1:9/mcp"}`)}, answerWithResults)
+			rcv := newWebhookReceiver(t, tt.statuses...)
+			m := newWebhookRuns(t, f, "", webhookTiming{RetryBase: time.Hour, RetryMax: time.Hour})
+			// connect_mcp counts as a write: the call waits for approval,
+			// though the run is not interactive.
+			r, err := m.start(runRequest{Prompt: "connect", Approval: approvalWrites, WebhookURL: rcv.srv.URL}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "the waiting delivery's first attempt is recorded", func() bool { return r.webhook.status(true).Attempts == 1 })
+			if st := r.webhook.status(true); st.Type != "run.waiting_approval" || st.Status != tt.settled || st.Attempts != tt.wantAttempts {
+				t.Errorf("webhook while the call waits = %+v, want run.waiting_approval %s after %d attempt", st, tt.settled, tt.wantAttempts)
+			}
+			got := rcv.received()
+			if len(got) != 1 {
+				t.Fatalf("receiver got %d deliveries while the call waits, want 1", len(got))
+			}
+			waiting := got[0]
+			if !waiting.signedOK || waiting.Type != "run.waiting_approval" || waiting.Run.ID != r.id || waiting.Run.Status != runWaitingApproval ||
+				len(waiting.Run.Approvals) != 1 || waiting.Run.Approvals[0].Tool != toolConnectMCP {
+				t.Fatalf("waiting delivery = %s (signed %v) of run %s (%s) with approvals %+v, want a signed run.waiting_approval listing the connect_mcp call",
+					waiting.Type, waiting.signedOK, waiting.Run.ID, waiting.Run.Status, waiting.Run.Approvals)
+			}
+			if err := r.input.Queue.answerApproval(waiting.Run.Approvals[0].ID, approvalAnswer{Decision: decisionDeny, Reason: "not now"}, "ops"); err != nil {
+				t.Fatal(err)
+			}
+			if st := waitWebhook(t, r); st.Type != "run.completed" || st.Status != webhookDelivered || st.Attempts != 1 {
+				t.Errorf("webhook after the end = %+v, want run.completed delivered at its first attempt", st)
+			}
+			got = rcv.received()
+			if len(got) != 2 || got[1].Type != "run.completed" || !got[1].signedOK || got[1].Run.Status != runCompleted || len(got[1].Run.Approvals) != 0 {
+				t.Fatalf("deliveries = %+v, want the waiting one, then the end, signed", got)
+			}
+			var onDisk webhookRecord
+			b, err := os.ReadFile(m.opts.Store.webhookPath(r.id))
+			if err != nil || json.Unmarshal(b, &onDisk) != nil || onDisk.Type != "run.completed" || onDisk.Status != webhookDelivered {
+				t.Errorf("webhook record on disk = %s (%v), want the end delivered", b, err)
+			}
+		})
+	}
+}
+
+func TestWebhookResumeDeliversTheEndAfterAWaitingOne(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  webhookRecord // on disk at the restart
+		want string        // the type delivered after it
+	}{
+		{"a waiting delivery delivered", webhookRecord{webhookStatus: webhookStatus{Type: "run.waiting_approval", Status: webhookDelivered, Attempts: 1}}, "run.completed"},
+		{"a waiting delivery pending", webhookRecord{webhookStatus: webhookStatus{Type: "run.waiting_input", Status: webhookPending, Attempts: 2}}, "run.completed"},
+		{"a record without a type", webhookRecord{webhookStatus: webhookStatus{Status: webhookPending}}, "run.completed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "done"})
+			dir := filepath.Join(t.TempDir(), "runs")
+			first := newWebhookRuns(t, f, dir, webhookTiming{})
+			r, err := first.start(runRequest{Prompt: "work"}, true) // no webhook: nothing is delivered now
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitRun(t, r)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			if err := first.shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			first.opts.Store.close()
+			// As a crash leaves it: the record of a delivery made before the end.
+			rcv := newWebhookReceiver(t)
+			rec := tt.rec
+			rec.URL = rcv.srv.URL
+			b, _ := json.Marshal(rec)
+			if err := os.WriteFile(filepath.Join(dir, r.id+runWebhookExt), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+
+			second := newWebhookRuns(t, f, dir, webhookTiming{})
+			again := second.get(r.id)
+			if again == nil {
+				t.Fatalf("run %s is not in the history after the restart", r.id)
+			}
+			st := waitWebhook(t, again)
+			if st.Type != tt.want || st.Status != webhookDelivered {
+				t.Errorf("webhook after the restart = %+v, want %s delivered", st, tt.want)
+			}
+			got := rcv.received()
+			if len(got) != 1 || got[0].Type != tt.want || got[0].Run.ID != r.id || !got[0].signedOK {
+				t.Errorf("deliveries = %+v, want the run's end, signed", got)
+			}
+		})
+	}
+}

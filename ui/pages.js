@@ -90,7 +90,7 @@ export function startForm(signal, conversation, onStarted) {
     h('div', {}, h('label', { for: 'run-profile' }, 'Profile'), profile),
     h('div', {}, h('label', { for: 'run-model' }, 'Model ', h('span', { class: 'hint' }, '(default: the configured one)')), model),
     conversation ? null : h('div', {}, h('label', { for: 'run-conversation' }, 'Continue conversation ', h('span', { class: 'hint' }, '(id)')), conv)),
-  h('label', { class: 'inline', for: 'run-interactive' }, interactive, 'Interactive: servers may ask questions and calls may wait for approval'));
+  h('label', { class: 'inline', for: 'run-interactive' }, interactive, 'Interactive: servers may ask questions (calls that need approval wait for a decision either way)'));
   return h('form', { class: 'card', onsubmit, 'aria-label': conversation ? 'Continue the conversation' : 'Start a run' },
     h('label', { for: 'run-prompt' }, conversation ? 'Next prompt' : 'Prompt'), prompt, extra,
     h('div', { class: 'row' }, submit), status);
