@@ -140,6 +140,16 @@ type runsLog struct {
 	onRead func()
 	// window is syncWindow (tests raise it).
 	window time.Duration
+	// fault, when set (tests), is asked before each write, space
+	// allocation and creation of a segment file (op "write", "allocate",
+	// "create"); an error it returns is the operation's, as if the disk
+	// had answered it (run_store_health.go).
+	fault func(op string) error
+	// probeEvery is storeProbeEvery (tests lower it).
+	probeEvery time.Duration
+	// errorCount counts the store's failed writes, allocations and
+	// segment creations (/metrics).
+	errorCount atomic.Int64
 	// open counts the runs being written (create to close): the runs
 	// that may ask for a sync soon.
 	open atomic.Int64
@@ -152,6 +162,14 @@ type runsLog struct {
 	written int64                // writes so far: the sequence number of the last
 	broken  error                // set when a failed write could not be undone
 	buf     []byte
+	// failure is the store's last failed write, allocation or segment
+	// creation, nil once a write succeeds with room ahead or a probe
+	// finds room again (run_store_health.go).
+	failure error
+	// short is set while the last segment could not be given its space
+	// ahead for lack of room: it grows as it is written, where it can.
+	short     bool
+	lastProbe time.Time
 
 	cmu sync.Mutex // held by compaction
 
@@ -172,7 +190,7 @@ type runsLog struct {
 // openRunsLog reads the segments of dir, oldest first, and indexes the
 // runs they hold, and opens the last (or a new one) for appending.
 func openRunsLog(dir string) (*runsLog, error) {
-	g := &runsLog{dir: dir, segBytes: segmentBytes, window: syncWindow, runs: map[string]*loggedRun{}, tombs: map[string]tombstone{}}
+	g := newRunsLog(dir)
 	g.scond = sync.NewCond(&g.smu)
 	nums, err := segmentNumbers(dir)
 	if err != nil {
@@ -190,9 +208,15 @@ func openRunsLog(dir string) (*runsLog, error) {
 		}
 	} else {
 		// A segment an older harnessd began has no space given ahead.
-		preallocate(g.current().f, g.segBytes)
+		g.giveSpace(g.current())
 	}
 	return g, nil
+}
+
+// newRunsLog returns an empty log of dir, before its segments are read.
+func newRunsLog(dir string) *runsLog {
+	return &runsLog{dir: dir, segBytes: segmentBytes, window: syncWindow, probeEvery: storeProbeEvery,
+		runs: map[string]*loggedRun{}, tombs: map[string]tombstone{}}
 }
 
 // segmentNumbers returns the numbers of the segments in dir, in order.
@@ -390,34 +414,40 @@ func (g *runsLog) forget(id string) *loggedRun {
 // shared.
 func (g *runsLog) begin(num int) error {
 	path := g.segmentPath(num)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	err := g.injected("create")
+	var f *os.File
+	if err == nil {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	}
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	// The space given ahead only makes writes cheaper: where none can be
-	// given (no fallocate, or a disk too full for a whole segment), the
-	// segment grows as it is written, and a write that finds no room
-	// fails as it would have.
-	preallocate(f, g.segBytes)
 	if err := syncDir(g.dir); err != nil {
 		f.Close()
 		os.Remove(path)
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	g.segs = append(g.segs, &segment{num: num, path: path, f: f})
+	seg := &segment{num: num, path: path, f: f}
+	g.segs = append(g.segs, seg)
+	g.giveSpace(seg)
 	return nil
 }
 
 func (g *runsLog) current() *segment { return g.segs[len(g.segs)-1] }
 
-// rotate fsyncs the last segment and begins the next. Called with mu
-// held.
+// rotate fsyncs the last segment and begins the next. An error wraps
+// errSegmentSync when the fsync failed (what the segment held may be
+// lost); else the segment could not be begun, and the last stays the one
+// written to. Called with mu held.
 func (g *runsLog) rotate() error {
 	if err := syncFile(g.current().f); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errSegmentSync, err)
 	}
 	return g.begin(g.current().num + 1)
 }
+
+// errSegmentSync marks rotate's error when a full segment's fsync failed.
+var errSegmentSync = errors.New("fsync the full segment")
 
 // ids returns the ids of the runs the log holds.
 func (g *runsLog) ids() []string {
