@@ -23,6 +23,10 @@ next three fire times), and every profile in $HARNESS_HOME/profiles.
 Starts no server. Prints every problem at once and exits 2 if there is
 any, 0 otherwise.
 
+With --store, checks the runs store ($HARNESS_HOME/runs) instead, without
+writing to it (harnessd may be running): prints every damaged segment of
+its log and every run the damage touched, and exits 1 if there is any.
+
 `
 
 // check implements "harnessd check".
@@ -30,6 +34,7 @@ func (a *app) check(_ context.Context, args []string) error {
 	var f commonFlags
 	fs := newFlagSet("check", a.stderr, checkUsage)
 	f.register(fs, a.getenv)
+	store := fs.Bool("store", false, "check the runs store ($HARNESS_HOME/runs) for damage instead of the configuration")
 	fs.Lookup("log-level").DefValue = "warn"
 	f.logLevel = "warn"
 	logger, workspace, err := f.parse(fs, args, a.stderr)
@@ -43,6 +48,9 @@ func (a *app) check(_ context.Context, args []string) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	if *store {
+		return a.checkStore(filepath.Join(home, "runs"))
+	}
 	cfg, profiles, err := checkConfig(loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger})
 	if err != nil {
 		return usageError("check: configuration has problems:\n%v", err)
@@ -55,6 +63,29 @@ func (a *app) check(_ context.Context, args []string) error {
 		files, len(profiles), plural(len(profiles), "profile"))
 	printSchedules(a.stdout, cfg.Schedules, time.Now())
 	return nil
+}
+
+// checkStore reports the damage in the runs store in dir as start-up
+// would (WARN lines), without starting harnessd or writing anything: each
+// damaged segment and run on a line. It returns an error (exit status 1)
+// when there is any.
+func (a *app) checkStore(dir string) error {
+	rep, err := checkRunsStore(dir)
+	if err != nil {
+		return err
+	}
+	for _, d := range rep.damage {
+		fmt.Fprintf(a.stdout, "segment %s: damaged at offset %d (%d bytes): %s\n", d.segment, d.offset, d.bytes, d.reason)
+	}
+	for _, d := range rep.damaged {
+		fmt.Fprintln(a.stdout, d)
+	}
+	if len(rep.damage) == 0 && len(rep.damaged) == 0 {
+		fmt.Fprintf(a.stdout, "runs store ok: %s, %d %s, %d %s\n", dir, rep.segments, plural(rep.segments, "segment"), rep.runs, plural(rep.runs, "run"))
+		return nil
+	}
+	return fmt.Errorf("runs store %s: %d damaged %s, %d damaged %s; the runs' lines that remain are kept, marked damaged, when harnessd starts",
+		dir, len(rep.damage), plural(len(rep.damage), "segment"), len(rep.damaged), plural(len(rep.damaged), "run"))
 }
 
 // checkConfig loads the configuration as harnessd serve reads it and

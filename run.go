@@ -51,6 +51,9 @@ type runView struct {
 	CreatedAt     time.Time      `json:"created_at"`
 	StartedAt     *time.Time     `json:"started_at,omitempty"`
 	EndedAt       *time.Time     `json:"ended_at,omitempty"`
+	// Damaged says what the run lost to damage of the runs log on disk,
+	// found at start-up (run_store_damage.go); nil for a whole run.
+	Damaged *runDamage `json:"damaged,omitempty"`
 
 	// Webhook is the delivery of the run's end, when it has one; set by
 	// the API, never kept in the run's record.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -280,6 +281,7 @@ type runFile struct {
 	events   []runEvent
 	messages [][]byte // each transcript line's JSON
 	record   []byte   // the last record's JSON; nil when there is none
+	bad      int      // lines that do not decode
 }
 
 // parseRunFile decodes the complete lines of a run. Each event's
@@ -296,6 +298,8 @@ func parseRunFile(b []byte) runFile {
 			f.messages = append(f.messages, inner)
 		} else if ev, ok := parseEventLine(line); ok {
 			f.events = append(f.events, ev)
+		} else {
+			f.bad++
 		}
 	}
 	return f
@@ -370,16 +374,41 @@ type storedRun struct {
 // and left alone.
 func (s *runStore) load(now time.Time) ([]storedRun, error) {
 	var runs []storedRun
+	logDamage(s.logger, s.dir, s.log.damage)
+	damaged, marked := 0, 0
 	for _, id := range s.log.ids() {
 		v, err := s.loadRun(id, now)
+		if errors.Is(err, errRecordMissing) {
+			damaged++
+			logDamagedRun(s.logger, damagedRun{id, *s.checkRun(id, false)})
+			continue
+		}
 		if err != nil {
 			s.logger.Warn("skipping a run whose lines in the runs log cannot be read", "run", id, "err", err)
 			continue
 		}
-		if v != nil {
-			runs = append(runs, storedRun{view: *v, bytes: s.log.size(id)})
+		if v == nil {
+			continue
 		}
+		if v.Damaged != nil {
+			marked++
+		} else if d := s.checkRun(id, true); d != nil {
+			v.Damaged = d
+			logDamagedRun(s.logger, damagedRun{id, *d})
+			// Marked in its record, for later start-ups and readers.
+			if _, err := s.log.appendLines(id, recordLine(*v, nil)); err != nil {
+				s.logger.Warn("marking a damaged run in its record failed", "run", id, "err", err)
+			}
+		}
+		if v.Damaged != nil {
+			damaged++
+		}
+		runs = append(runs, storedRun{view: *v, bytes: s.log.size(id)})
 	}
+	if marked > 0 {
+		s.logger.Warn("runs found damaged in the runs log at an earlier start-up are kept marked damaged", "runs", marked, "dir", s.dir)
+	}
+	s.damaged.Store(int64(damaged))
 	// What ending the interrupted runs wrote (a sync without anything new
 	// to make durable does nothing).
 	if err := s.log.syncAll(); err != nil {
@@ -436,6 +465,10 @@ func (s *runStore) recover(id string, now time.Time) (*runView, error) {
 		return nil, err
 	}
 	if f.record == nil {
+		if len(s.log.damage) > 0 {
+			// Lost to the damage: its lines are kept for whoever looks.
+			return nil, errRecordMissing
+		}
 		return nil, s.log.removeRuns([]string{id}, false)
 	}
 	var v runView
@@ -463,6 +496,10 @@ func (s *runStore) recover(id string, now time.Time) (*runView, error) {
 	_, err = s.log.appendLines(id, lines)
 	return &v, err
 }
+
+// errRecordMissing is recover's error for a run whose lines have no
+// record while the log is damaged: its record was lost.
+var errRecordMissing = errors.New("the run's record is missing")
 
 // replayEvents returns v completed from its run's events: when it
 // started, its steps and tool calls, and its outcome when the terminal

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -110,6 +111,9 @@ type segment struct {
 	// segment dropped (its file removed) is closed when the last is done.
 	refs    int
 	dropped bool
+	// torn is how many bytes followed the segment's whole lines when it
+	// was read at start-up.
+	torn int64
 }
 
 // An extent is where one write of a run's lines is: the bytes [off,
@@ -173,6 +177,13 @@ type runsLog struct {
 
 	cmu sync.Mutex // held by compaction
 
+	// readOnly is set for a log opened to be checked (harnessd check
+	// --store): nothing is written, cut off or begun.
+	readOnly bool
+	// damage is what start-up found wrong in the segments, which no crash
+	// makes (run_store_damage.go). Set before the log is shared.
+	damage []segmentDamage
+
 	// smu is never held while mu is taken (writeLocked takes smu under
 	// mu).
 	smu     sync.Mutex
@@ -190,7 +201,14 @@ type runsLog struct {
 // openRunsLog reads the segments of dir, oldest first, and indexes the
 // runs they hold, and opens the last (or a new one) for appending.
 func openRunsLog(dir string) (*runsLog, error) {
+	return loadRunsLog(dir, false)
+}
+
+// loadRunsLog is openRunsLog; with readOnly, the log is only read (to be
+// checked), never written.
+func loadRunsLog(dir string, readOnly bool) (*runsLog, error) {
 	g := newRunsLog(dir)
+	g.readOnly = readOnly
 	g.scond = sync.NewCond(&g.smu)
 	nums, err := segmentNumbers(dir)
 	if err != nil {
@@ -201,6 +219,10 @@ func openRunsLog(dir string) (*runsLog, error) {
 			g.closeFiles()
 			return nil, err
 		}
+	}
+	g.findCutSegments()
+	if readOnly {
+		return g, nil
 	}
 	if len(g.segs) == 0 {
 		if err := g.begin(1); err != nil {
@@ -245,7 +267,11 @@ func (g *runsLog) segmentPath(num int) string {
 // without a run's id, which only outside damage makes, is skipped.
 func (g *runsLog) scan(num int) error {
 	path := g.segmentPath(num)
-	f, err := os.OpenFile(path, os.O_RDWR, 0o600)
+	mode := os.O_RDWR
+	if g.readOnly {
+		mode = os.O_RDONLY
+	}
+	f, err := os.OpenFile(path, mode, 0o600)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
@@ -259,6 +285,10 @@ func (g *runsLog) scan(num int) error {
 	written := b[:writtenLen(b)]
 	whole := g.indexLines(seg, written)
 	seg.size = int64(whole)
+	seg.torn = int64(len(written) - whole)
+	if g.readOnly {
+		return nil
+	}
 	// What follows the whole lines is zeros (space given ahead), a torn
 	// line, or both: the torn line is zeroed, so that no later write
 	// shorter than it leaves a piece of it after its own lines.
@@ -321,11 +351,12 @@ func (g *runsLog) indexLines(seg *segment, b []byte) int {
 	for off := 0; off < whole; {
 		n := bytes.IndexByte(b[off:whole], '\n') + 1
 		id, rest, ok := bytes.Cut(b[off:off+n], []byte(" "))
-		if !ok || !validRunID(id) {
+		rest = bytes.TrimSuffix(rest, []byte("\n"))
+		if !ok || !validRunID(id) || !json.Valid(rest) {
+			g.noteJunk(seg, b[off:off+n], off, id, ok && validRunID(id))
 			off += n
 			continue
 		}
-		rest = bytes.TrimSuffix(rest, []byte("\n"))
 		if size, ok := movedSize(rest); ok {
 			end := off + n + size
 			if end > whole || (size > 0 && b[end-1] != '\n') {
