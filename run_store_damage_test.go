@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +27,7 @@ func damagedStore(t *testing.T) (dir string, ids []string, segs []string) {
 	t.Helper()
 	s := newTestRunStore(t)
 	s.log.segBytes = 2048
-	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	start := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	var logs []*runLog
 	var views []runView
 	for i := range 3 {
@@ -46,6 +48,7 @@ func damagedStore(t *testing.T) (dir string, ids []string, segs []string) {
 		last := runEvent{Seq: events, Type: "run.completed", Time: start, Data: map[string]any{"status": runCompleted, "output": "done"}}
 		v := views[i]
 		v.Status, v.Output, v.Steps = runCompleted, "done", events-1
+		v.EndedAt = &start
 		endRun(t, s, l, v, last)
 	}
 	s.log.mu.Lock()
@@ -175,6 +178,27 @@ func TestRunStoreDamage(t *testing.T) {
 			}
 			if !slices.Equal(damaged, wantDamaged) || s.health().damaged != len(wantDamaged) {
 				t.Errorf("after a second start-up, damaged %v (counted %d), want %v", damaged, s.health().damaged, wantDamaged)
+			}
+
+			// Through the API: the run's view says it is damaged, its
+			// transcript that it may not be whole, /metrics counts.
+			s.close()
+			at := storeAPI(t, newFakeModel(t, providerOpenAI), reopenRunStore(t, s))
+			for _, id := range ids {
+				_, body := at.do(t, http.MethodGet, "/v1/runs/"+id, "", "")
+				var v runView
+				if err := json.Unmarshal(body, &v); err != nil {
+					t.Fatalf("GET /v1/runs/%s = %s: %v", id, body, err)
+				}
+				_, body = at.do(t, http.MethodGet, "/v1/runs/"+id+"/messages", "", "")
+				var m messagesAnswer
+				json.Unmarshal(body, &m)
+				if want := slices.Contains(wantDamaged, id); (v.Damaged != nil) != want || m.Truncated != want {
+					t.Errorf("GET /v1/runs/%s damaged = %+v, messages truncated %v; want damaged and truncated %v", id, v.Damaged, m.Truncated, want)
+				}
+			}
+			if n := metricValue(t, at, "harnessd_store_damaged_runs"); n != len(wantDamaged) {
+				t.Errorf("harnessd_store_damaged_runs = %d, want %d", n, len(wantDamaged))
 			}
 		})
 	}
