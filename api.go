@@ -238,7 +238,8 @@ func decodeStrictJSON(body io.Reader, v any) error {
 // request is validated (synchronously) and the run started in the
 // background or queued; 400 for what the caller got wrong, 403 for a
 // per-run server with a command without the admin scope, 429 with
-// Retry-After when the queue is full, 503 once shutdown has begun.
+// Retry-After when the queue is full, 503 once shutdown has begun or
+// while the run store cannot write.
 func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	var req runRequest
 	if err := decodeBody(w, r, &req); err != nil {
@@ -261,7 +262,8 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 
 // writeStartError answers err, runManager.start's: 400 for what the caller
 // got wrong, 403 for what it may not do, 429 with Retry-After when the
-// queue is full, 503 once shutdown has begun, else 500.
+// queue is full, 503 once shutdown has begun or while the run store
+// cannot write, else 500.
 func (a *api) writeStartError(w http.ResponseWriter, err error) {
 	var reqErr *requestError
 	var busy *busyError
@@ -276,6 +278,8 @@ func (a *api) writeStartError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusTooManyRequests, "too_many_runs", err.Error())
 	case errors.Is(err, errShuttingDown):
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
+	case errors.As(err, new(*storeUnavailableError)):
+		writeError(w, http.StatusServiceUnavailable, "store_unavailable", err.Error())
 	default:
 		a.logger.Error("starting a run failed", "err", err)
 		writeError(w, http.StatusInternalServerError, "internal", "start run: "+err.Error())

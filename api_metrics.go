@@ -181,10 +181,12 @@ func (m *metrics) webhookDelivery(outcome string) {
 	m.webhooks[outcome]++
 }
 
-// write renders the Prometheus text exposition format.
-func (m *metrics) write(w io.Writer, servers []serverStatus) {
+// write renders the Prometheus text exposition format, with the global
+// servers' statuses and the run store's health.
+func (m *metrics) write(w io.Writer, servers []serverStatus, store storeHealth) {
 	var b strings.Builder
 	writeServerMetrics(&b, servers)
+	writeStoreMetrics(&b, store)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.writeToolCallsLocked(&b)
@@ -205,6 +207,16 @@ func promFlag(ok bool) int {
 		return 1
 	}
 	return 0
+}
+
+// writeStoreMetrics renders the run store's health.
+func writeStoreMetrics(b *strings.Builder, h storeHealth) {
+	b.WriteString("# HELP harnessd_store_errors_total Failed writes, space allocations and segment creations of the runs store.\n# TYPE harnessd_store_errors_total counter\n")
+	fmt.Fprintf(b, "harnessd_store_errors_total %d\n", h.errors)
+	b.WriteString("# HELP harnessd_store_writable Whether the runs store can write (0 while new runs are refused).\n# TYPE harnessd_store_writable gauge\n")
+	fmt.Fprintf(b, "harnessd_store_writable %d\n", promFlag(h.err == nil))
+	b.WriteString("# HELP harnessd_store_damaged_runs Runs start-up found damaged in the runs store.\n# TYPE harnessd_store_damaged_runs gauge\n")
+	fmt.Fprintf(b, "harnessd_store_damaged_runs %d\n", h.damaged)
 }
 
 // writeServerMetrics renders the gauges and counters of the global servers.

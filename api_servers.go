@@ -55,7 +55,7 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 
 // readyz answers 200 once every global server finished its first
 // connection attempt (whatever its outcome) and every required one is
-// ready, 503 otherwise.
+// ready, while the run store can write; 503 otherwise.
 func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	if !a.reg.isReady() {
 		var pending []string
@@ -71,6 +71,10 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 		writeError(w, http.StatusServiceUnavailable, "not_ready", fmt.Sprintf("required global MCP servers not ready: %s (see GET /v1/mcp/servers)", strings.Join(down, ", ")))
 		return
 	}
+	if err := a.runs.storeHealth().err; err != nil {
+		writeError(w, http.StatusServiceUnavailable, "store_unavailable", err.Error())
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
@@ -78,5 +82,5 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request, _ authInfo) {
 func (a *api) serveMetrics(w http.ResponseWriter, r *http.Request, _ authInfo) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	a.metrics.write(w, a.reg.statuses())
+	a.metrics.write(w, a.reg.statuses(), a.runs.storeHealth())
 }

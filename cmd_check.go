@@ -26,6 +26,10 @@ is not set, a command not found on PATH, a cwd that does not exist) is a
 warning: harnessd serve starts without it, marking it failed. Warnings
 exit 0, or 1 with --strict.
 
+With --store, checks the runs store ($HARNESS_HOME/runs) instead, without
+writing to it (harnessd may be running): prints every damaged segment of
+its log and every run the damage touched, and exits 1 if there is any.
+
 `
 
 // check implements "harnessd check".
@@ -34,6 +38,7 @@ func (a *app) check(_ context.Context, args []string) error {
 	var strict bool
 	fs := newFlagSet("check", a.stderr, checkUsage)
 	f.register(fs, a.getenv)
+	store := fs.Bool("store", false, "check the runs store ($HARNESS_HOME/runs) for damage instead of the configuration")
 	fs.Lookup("log-level").DefValue = "warn"
 	f.logLevel = "warn"
 	fs.BoolVar(&strict, "strict", false, "exit 1 when there are warnings (a server that would fail to start here)")
@@ -47,6 +52,9 @@ func (a *app) check(_ context.Context, args []string) error {
 	home, err := defaultHome(a.getenv)
 	if err != nil {
 		return usageError("%v", err)
+	}
+	if *store {
+		return a.checkStore(filepath.Join(home, "runs"))
 	}
 	cfg, profiles, err := checkConfig(loadOptions{Home: home, Workspace: workspace, Getenv: a.getenv, Logger: logger})
 	var warnings []string
@@ -83,6 +91,29 @@ func (a *app) check(_ context.Context, args []string) error {
 type checkedProfile struct {
 	name    string
 	servers []serverConfig // nil when the profile has problems
+}
+
+// checkStore reports the damage in the runs store in dir as start-up
+// would (WARN lines), without starting harnessd or writing anything: each
+// damaged segment and run on a line. It returns an error (exit status 1)
+// when there is any.
+func (a *app) checkStore(dir string) error {
+	rep, err := checkRunsStore(dir)
+	if err != nil {
+		return err
+	}
+	for _, d := range rep.damage {
+		fmt.Fprintf(a.stdout, "segment %s: damaged at offset %d (%d bytes): %s\n", d.segment, d.offset, d.bytes, d.reason)
+	}
+	for _, d := range rep.damaged {
+		fmt.Fprintln(a.stdout, d)
+	}
+	if len(rep.damage) == 0 && len(rep.damaged) == 0 {
+		fmt.Fprintf(a.stdout, "runs store ok: %s, %d %s, %d %s\n", dir, rep.segments, plural(rep.segments, "segment"), rep.runs, plural(rep.runs, "run"))
+		return nil
+	}
+	return fmt.Errorf("runs store %s: %d damaged %s, %d damaged %s; the runs' lines that remain are kept, marked damaged, when harnessd starts",
+		dir, len(rep.damage), plural(len(rep.damage), "segment"), len(rep.damaged), plural(len(rep.damaged), "run"))
 }
 
 // checkConfig loads the configuration as harnessd serve reads it and

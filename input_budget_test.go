@@ -46,7 +46,7 @@ func TestOutsideSamplingBudget(t *testing.T) {
 	m := newMetrics()
 	m.outsideSampling = outside
 	var out strings.Builder
-	m.write(&out, nil)
+	m.write(&out, nil, storeHealth{})
 	for _, want := range []string{
 		`harnessd_outside_sampling_requests_total{server="chatty",outcome="served"} 3`,
 		`harnessd_outside_sampling_requests_total{server="chatty",outcome="refused"} 3`,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -249,20 +248,4 @@ func replayNeverRead(t *testing.T, at *apiTest, id string) {
 			t.Errorf("client %d: read %d bytes then %v; want the connection closed before the whole history", i, n, err)
 		}
 	}
-}
-
-// metricValue returns the value of the metric without labels named name
-// in GET /metrics, or -1 when there is none.
-func metricValue(t *testing.T, at *apiTest, name string) int {
-	t.Helper()
-	for line := range bytes.Lines(getOK(t, at, "/metrics")) {
-		if rest, ok := bytes.CutPrefix(line, []byte(name+" ")); ok {
-			n, err := strconv.Atoi(string(bytes.TrimSpace(rest)))
-			if err != nil {
-				t.Fatalf("metric %s: %q: %v", name, rest, err)
-			}
-			return n
-		}
-	}
-	return -1
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -49,6 +50,9 @@ type runView struct {
 	CreatedAt     time.Time      `json:"created_at"`
 	StartedAt     *time.Time     `json:"started_at,omitempty"`
 	EndedAt       *time.Time     `json:"ended_at,omitempty"`
+	// Damaged says what the run lost to damage of the runs log on disk,
+	// found at start-up (run_store_damage.go); nil for a whole run.
+	Damaged *runDamage `json:"damaged,omitempty"`
 
 	// Webhook is the run's latest webhook delivery (waiting or end), when
 	// it has a webhook; set by the API, never kept in the run's record.
@@ -266,19 +270,8 @@ func (r *run) finish(status, output, errMsg string) {
 	r.closeOpenToolCalls(status, errMsg)
 	r.closeInput()
 	output, fullOutput := r.secrets.load().cutSized(output, r.env.limits.MaxOutputBytes)
-	data := map[string]any{"status": status}
-	if output != "" {
-		data["output"] = output
-	}
-	if fullOutput > 0 {
-		data["output_bytes"] = fullOutput
-	}
-	if errMsg != "" {
-		data["error"] = errMsg
-	}
-	raw := encodeEventData(r.redactor(), data)
 	r.mu.Lock()
-	ev := newHistoryEvent(len(r.events)+1, terminalEventType(status), time.Now().UTC(), data, raw)
+	ev := r.terminalEvent(len(r.events)+1, time.Now().UTC(), status, output, fullOutput, errMsg)
 	v := r.viewLocked()
 	v.Status, v.Output, v.Error, v.EndedAt = status, output, errMsg, &ev.Time
 	v.Servers = withoutStderrTails(v.Servers)
@@ -286,7 +279,14 @@ func (r *run) finish(status, output, errMsg string) {
 	steps := r.steps
 	r.mu.Unlock()
 	if ending {
-		r.disk.writeEnd(r, ev, v) // fsynced, with what was still queued, outside mu
+		// Fsynced, with what was still queued, outside mu.
+		if err := r.disk.writeEnd(r, ev, v); err != nil {
+			// Not on disk: a restart would not find it ended so.
+			r.logger.Error("writing the run's end to disk failed; the run is reported failed", "status", status, "err", err)
+			status, errMsg = runFailed, storeEndError(status, errMsg, err)
+			ev = r.terminalEvent(ev.Seq, ev.Time, status, output, fullOutput, errMsg)
+			v.Status, v.Error = status, errMsg
+		}
 	}
 	r.mu.Lock()
 	r.status = status
@@ -319,6 +319,38 @@ func (r *run) finish(status, output, errMsg string) {
 	r.logger.Info("run ended", "status", status, "steps", steps)
 	r.env.webhooks.start(r)
 	close(r.done)
+}
+
+// terminalEvent returns the run's terminal event, numbered seq, for an
+// end with status at t.
+func (r *run) terminalEvent(seq int, t time.Time, status, output string, fullOutput int, errMsg string) runEvent {
+	data := map[string]any{"status": status}
+	if output != "" {
+		data["output"] = output
+	}
+	if fullOutput > 0 {
+		data["output_bytes"] = fullOutput
+	}
+	if errMsg != "" {
+		data["error"] = errMsg
+	}
+	return newHistoryEvent(seq, terminalEventType(status), t, data, encodeEventData(r.redactor(), data))
+}
+
+// storeEndError returns the error of a run whose end, with status and
+// errMsg, could not be written to the store: the run is failed, saying
+// why (the system's reason, such as "no space left on device", without
+// the store's paths) and how it had ended.
+func storeEndError(status, errMsg string, err error) string {
+	reason := "the runs store cannot write"
+	if errno := syscall.Errno(0); errors.As(err, &errno) {
+		reason = errno.Error()
+	}
+	ended := status
+	if errMsg != "" {
+		ended += ": " + errMsg
+	}
+	return fmt.Sprintf("store: writing the run's end: %s (it had ended %s)", reason, ended)
 }
 
 // withoutStderrTails returns servers without their stderr tails, which an

@@ -24,13 +24,19 @@ func newStoredRuns(t *testing.T, f *fakeModel, dir string, keep *retention) *run
 // newStoredRunsOver is newStoredRuns over a registry of globals.
 func newStoredRunsOver(t *testing.T, globals []serverConfig, f *fakeModel, dir string, keep *retention) *runManager {
 	t.Helper()
-	reg := newRegistry(globals, registryOptions{Logger: slog.New(slog.DiscardHandler)})
-	t.Cleanup(reg.close)
 	store, err := openRunStore(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.close)
+	return newRunsOnStore(t, globals, f, store, keep)
+}
+
+// newRunsOnStore is newStoredRunsOver on a store the test opened.
+func newRunsOnStore(t *testing.T, globals []serverConfig, f *fakeModel, store *runStore, keep *retention) *runManager {
+	t.Helper()
+	reg := newRegistry(globals, registryOptions{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(reg.close)
 	opts := runOptionsOver(t, reg, f, "", nil)
 	opts.Store = store
 	opts.Retention = keep

@@ -277,7 +277,8 @@ func (e *busyError) Error() string {
 // and a new conversation it starts, belong to req.Owner. allowCommand says
 // whether the caller may start per-run stdio servers. Errors are
 // *requestError for what the caller got wrong, *busyError when the queue is
-// full, *conversationNotFoundError, *conversationBusyError, or
+// full, *conversationNotFoundError, *conversationBusyError,
+// *storeUnavailableError while the store cannot write, or
 // errShuttingDown.
 func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	r, err := m.prepare(req, allowCommand)
@@ -286,6 +287,9 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	}
 	// Refuse a full queue before touching the disk; admit checks again.
 	if err := m.checkRoom(); err != nil {
+		return nil, err
+	}
+	if err := m.storeHealth().err; err != nil {
 		return nil, err
 	}
 	if err := m.joinConversation(r); err != nil {

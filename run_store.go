@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -53,6 +55,9 @@ type runStore struct {
 	lock    *os.File // holds the directory's lock until close
 	log     *runsLog
 	closing sync.Once
+	// damaged counts the runs found damaged at start-up
+	// (run_store_damage.go).
+	damaged atomic.Int64
 }
 
 // openRunStore creates (0700) or opens dir, locks it, removes the
@@ -181,42 +186,69 @@ func syncDir(dir string) error {
 // concurrent use: its run's writer (run_writer.go) writes it, then the
 // goroutine ending the run.
 type runLog struct {
-	store  *runStore
-	id     string
-	err    error // the first write error; later writes are dropped
-	closed bool
+	store *runStore
+	id    string
+	// pending holds the lines a failed write left (the disk was full,
+	// say): they are written before the next, so that the run's lines
+	// on disk have no gap once the store can write again.
+	pending []byte
+	err     error // set when the log takes nothing more; later writes are dropped
+	closed  bool
 }
+
+// maxPendingBytes bounds the lines a run keeps while the store cannot
+// write them; past it the run's log takes nothing more.
+const maxPendingBytes = 16 << 20
 
 // create commits the first record of a new run to the log: it is durable
 // before create returns (so an accepted run survives a crash, as
-// interrupted at worst).
+// interrupted at worst). Its error is a *storeUnavailableError when the
+// log could not be written.
 func (s *runStore) create(v runView, rd *redactor) (*runLog, error) {
 	defer countWait(time.Now())
 	l := &runLog{store: s, id: v.ID}
 	s.log.open.Add(1)
 	if err := l.write(recordLine(v, rd), true); err != nil {
 		l.close()
-		return nil, fmt.Errorf("run %s: write its record: %w; check the free space and permissions of %s", v.ID, err, s.dir)
+		return nil, &storeUnavailableError{dir: s.dir, cause: fmt.Errorf("run %s: write its record: %w", v.ID, err), free: freeSpaceText(s.dir)}
 	}
 	return l, nil
 }
 
-// write appends lines (whole lines) in one write(2), so that a crash
-// tears at most the last, and makes them durable when sync is set. After
-// a failed write the run's log takes nothing more: its lines on disk stop
-// where they were whole. It returns the first error the log met.
+// write appends lines (whole lines) after those a failed write left, in
+// one write(2), so that a crash tears at most the last, and makes them
+// durable when sync is set. A failed write keeps its lines for the next
+// (up to maxPendingBytes); when the log cannot be repaired, or after a
+// failed fsync, the run's log takes nothing more: its lines on disk stop
+// where they were whole. It returns the write's error.
 func (l *runLog) write(lines []byte, sync bool) error {
 	if l.err != nil {
 		return l.err
 	}
+	if len(l.pending) > 0 {
+		lines = append(l.pending, lines...)
+	}
 	seq, err := l.store.log.appendLines(l.id, lines)
-	if err == nil && sync {
-		err = l.store.log.sync(seq)
+	if err == nil {
+		l.pending = nil
+		if sync {
+			if err = l.store.log.sync(seq); err != nil {
+				l.err = fmt.Errorf("append run %s to the runs log in %s: %w", l.id, l.store.dir, err)
+			}
+		}
+		return l.err
 	}
-	if err != nil {
-		l.err = fmt.Errorf("append run %s to the runs log in %s: %w", l.id, l.store.dir, err)
+	err = fmt.Errorf("append run %s to the runs log in %s: %w", l.id, l.store.dir, err)
+	if l.store.log.isBroken() || len(lines) > maxPendingBytes {
+		l.err, l.pending = err, nil
+		return err
 	}
-	return l.err
+	if len(l.pending) == 0 {
+		l.pending = bytes.Clone(lines)
+	} else {
+		l.pending = lines
+	}
+	return err
 }
 
 // close ends the log; it takes nothing more. Closing again does nothing.
@@ -228,13 +260,20 @@ func (l *runLog) close() {
 	if l.err == nil {
 		l.err = fmt.Errorf("append run %s to the runs log: closed", l.id)
 	}
+	l.pending = nil
 }
 
 // end writes the last lines of l's run (its terminal event and record),
-// durably. It returns the first error the log met.
+// durably, with what earlier writes left. When they cannot be written the
+// log takes nothing more: the run is not on disk as ended, and must not
+// be reported so. It returns the write's error.
 func (s *runStore) end(l *runLog, lines []byte) error {
 	defer countWait(time.Now())
-	return l.write(lines, true)
+	err := l.write(lines, true)
+	if err != nil && l.err == nil {
+		l.err, l.pending = err, nil
+	}
+	return err
 }
 
 // A runFile is what the log holds of a run, as read back.
@@ -242,6 +281,7 @@ type runFile struct {
 	events   []runEvent
 	messages [][]byte // each transcript line's JSON
 	record   []byte   // the last record's JSON; nil when there is none
+	bad      int      // lines that do not decode
 }
 
 // parseRunFile decodes the complete lines of a run. Each event's
@@ -258,6 +298,8 @@ func parseRunFile(b []byte) runFile {
 			f.messages = append(f.messages, inner)
 		} else if ev, ok := parseEventLine(line); ok {
 			f.events = append(f.events, ev)
+		} else {
+			f.bad++
 		}
 	}
 	return f
@@ -356,16 +398,41 @@ type storedRun struct {
 // and left alone.
 func (s *runStore) load(now time.Time) ([]storedRun, error) {
 	var runs []storedRun
+	logDamage(s.logger, s.dir, s.log.damage)
+	damaged, marked := 0, 0
 	for _, id := range s.log.ids() {
 		v, err := s.loadRun(id, now)
+		if errors.Is(err, errRecordMissing) {
+			damaged++
+			logDamagedRun(s.logger, damagedRun{id, *s.checkRun(id, false)})
+			continue
+		}
 		if err != nil {
 			s.logger.Warn("skipping a run whose lines in the runs log cannot be read", "run", id, "err", err)
 			continue
 		}
-		if v != nil {
-			runs = append(runs, storedRun{view: *v, bytes: s.log.size(id)})
+		if v == nil {
+			continue
 		}
+		if v.Damaged != nil {
+			marked++
+		} else if d := s.checkRun(id, true); d != nil {
+			v.Damaged = d
+			logDamagedRun(s.logger, damagedRun{id, *d})
+			// Marked in its record, for later start-ups and readers.
+			if _, err := s.log.appendLines(id, recordLine(*v, nil)); err != nil {
+				s.logger.Warn("marking a damaged run in its record failed", "run", id, "err", err)
+			}
+		}
+		if v.Damaged != nil {
+			damaged++
+		}
+		runs = append(runs, storedRun{view: *v, bytes: s.log.size(id)})
 	}
+	if marked > 0 {
+		s.logger.Warn("runs found damaged in the runs log at an earlier start-up are kept marked damaged", "runs", marked, "dir", s.dir)
+	}
+	s.damaged.Store(int64(damaged))
 	// What ending the interrupted runs wrote (a sync without anything new
 	// to make durable does nothing).
 	if err := s.log.syncAll(); err != nil {
@@ -422,6 +489,10 @@ func (s *runStore) recover(id string, now time.Time) (*runView, error) {
 		return nil, err
 	}
 	if f.record == nil {
+		if len(s.log.damage) > 0 {
+			// Lost to the damage: its lines are kept for whoever looks.
+			return nil, errRecordMissing
+		}
 		return nil, s.log.removeRuns([]string{id}, false)
 	}
 	var v runView
@@ -449,6 +520,10 @@ func (s *runStore) recover(id string, now time.Time) (*runView, error) {
 	_, err = s.log.appendLines(id, lines)
 	return &v, err
 }
+
+// errRecordMissing is recover's error for a run whose lines have no
+// record while the log is damaged: its record was lost.
+var errRecordMissing = errors.New("the run's record is missing")
 
 // replayEvents returns v completed from its run's events: when it
 // started, its steps and tool calls, and its outcome when the terminal

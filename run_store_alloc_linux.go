@@ -58,3 +58,13 @@ func writtenEnd(f *os.File, size int64) int64 {
 	}
 	return min(end, size)
 }
+
+// freeSpace returns the bytes free to an unprivileged user on dir's
+// filesystem, and its size (statfs(2)).
+func freeSpace(dir string) (free, total int64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	return int64(st.Bavail) * st.Bsize, int64(st.Blocks) * st.Bsize, nil
+}

@@ -16,3 +16,6 @@ func preallocate(f *os.File, n int64) error { return errors.ErrUnsupported }
 
 // writtenEnd returns size: all of f is read.
 func writtenEnd(f *os.File, size int64) int64 { return size }
+
+// freeSpace says that the free space is not known here.
+func freeSpace(dir string) (free, total int64, err error) { return 0, 0, errors.ErrUnsupported }

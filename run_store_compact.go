@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -44,6 +45,7 @@ func segsOf(r *loggedRun) []*segment {
 // again). With purge, the segments holding any copy of them are
 // compacted at once, durably, so that nothing of them is left.
 func (g *runsLog) removeRuns(ids []string, purge bool) error {
+	var purgeErr error
 	g.mu.Lock()
 	force := map[*segment]bool{}
 	if purge {
@@ -60,9 +62,11 @@ func (g *runsLog) removeRuns(ids []string, purge bool) error {
 			}
 		}
 		if force[g.current()] && g.broken == nil {
-			if err := g.rotate(); err != nil {
-				g.broken = fmt.Errorf("begin a new segment: %w; restart harnessd", err)
-			}
+			g.rotateLocked()
+		}
+		if force[g.current()] {
+			// Its copies stay in the last segment until one can be begun.
+			purgeErr = fmt.Errorf("remove runs: %w", cmp.Or(g.broken, g.failure))
 		}
 	}
 	buf := g.buf[:0]
@@ -88,7 +92,7 @@ func (g *runsLog) removeRuns(ids []string, purge bool) error {
 	if err != nil {
 		return err
 	}
-	return g.compact(force)
+	return cmp.Or(g.compact(force), purgeErr)
 }
 
 // compact empties the segments other than the last that are in force,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -110,6 +111,9 @@ type segment struct {
 	// segment dropped (its file removed) is closed when the last is done.
 	refs    int
 	dropped bool
+	// torn is how many bytes followed the segment's whole lines when it
+	// was read at start-up.
+	torn int64
 }
 
 // An extent is where one write of a run's lines is: the bytes [off,
@@ -140,6 +144,16 @@ type runsLog struct {
 	onRead func()
 	// window is syncWindow (tests raise it).
 	window time.Duration
+	// fault, when set (tests), is asked before each write, space
+	// allocation and creation of a segment file (op "write", "allocate",
+	// "create"); an error it returns is the operation's, as if the disk
+	// had answered it (run_store_health.go).
+	fault func(op string) error
+	// probeEvery is storeProbeEvery (tests lower it).
+	probeEvery time.Duration
+	// errorCount counts the store's failed writes, allocations and
+	// segment creations (/metrics).
+	errorCount atomic.Int64
 	// open counts the runs being written (create to close): the runs
 	// that may ask for a sync soon.
 	open atomic.Int64
@@ -152,8 +166,23 @@ type runsLog struct {
 	written int64                // writes so far: the sequence number of the last
 	broken  error                // set when a failed write could not be undone
 	buf     []byte
+	// failure is the store's last failed write, allocation or segment
+	// creation, nil once a write succeeds with room ahead or a probe
+	// finds room again (run_store_health.go).
+	failure error
+	// short is set while the last segment could not be given its space
+	// ahead for lack of room: it grows as it is written, where it can.
+	short     bool
+	lastProbe time.Time
 
 	cmu sync.Mutex // held by compaction
+
+	// readOnly is set for a log opened to be checked (harnessd check
+	// --store): nothing is written, cut off or begun.
+	readOnly bool
+	// damage is what start-up found wrong in the segments, which no crash
+	// makes (run_store_damage.go). Set before the log is shared.
+	damage []segmentDamage
 
 	// smu is never held while mu is taken (writeLocked takes smu under
 	// mu).
@@ -172,7 +201,14 @@ type runsLog struct {
 // openRunsLog reads the segments of dir, oldest first, and indexes the
 // runs they hold, and opens the last (or a new one) for appending.
 func openRunsLog(dir string) (*runsLog, error) {
-	g := &runsLog{dir: dir, segBytes: segmentBytes, window: syncWindow, runs: map[string]*loggedRun{}, tombs: map[string]tombstone{}}
+	return loadRunsLog(dir, false)
+}
+
+// loadRunsLog is openRunsLog; with readOnly, the log is only read (to be
+// checked), never written.
+func loadRunsLog(dir string, readOnly bool) (*runsLog, error) {
+	g := newRunsLog(dir)
+	g.readOnly = readOnly
 	g.scond = sync.NewCond(&g.smu)
 	nums, err := segmentNumbers(dir)
 	if err != nil {
@@ -184,15 +220,25 @@ func openRunsLog(dir string) (*runsLog, error) {
 			return nil, err
 		}
 	}
+	g.findCutSegments()
+	if readOnly {
+		return g, nil
+	}
 	if len(g.segs) == 0 {
 		if err := g.begin(1); err != nil {
 			return nil, err
 		}
 	} else {
 		// A segment an older harnessd began has no space given ahead.
-		preallocate(g.current().f, g.segBytes)
+		g.giveSpace(g.current())
 	}
 	return g, nil
+}
+
+// newRunsLog returns an empty log of dir, before its segments are read.
+func newRunsLog(dir string) *runsLog {
+	return &runsLog{dir: dir, segBytes: segmentBytes, window: syncWindow, probeEvery: storeProbeEvery,
+		runs: map[string]*loggedRun{}, tombs: map[string]tombstone{}}
 }
 
 // segmentNumbers returns the numbers of the segments in dir, in order.
@@ -221,7 +267,11 @@ func (g *runsLog) segmentPath(num int) string {
 // without a run's id, which only outside damage makes, is skipped.
 func (g *runsLog) scan(num int) error {
 	path := g.segmentPath(num)
-	f, err := os.OpenFile(path, os.O_RDWR, 0o600)
+	mode := os.O_RDWR
+	if g.readOnly {
+		mode = os.O_RDONLY
+	}
+	f, err := os.OpenFile(path, mode, 0o600)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
@@ -235,6 +285,10 @@ func (g *runsLog) scan(num int) error {
 	written := b[:writtenLen(b)]
 	whole := g.indexLines(seg, written)
 	seg.size = int64(whole)
+	seg.torn = int64(len(written) - whole)
+	if g.readOnly {
+		return nil
+	}
 	// What follows the whole lines is zeros (space given ahead), a torn
 	// line, or both: the torn line is zeroed, so that no later write
 	// shorter than it leaves a piece of it after its own lines.
@@ -297,11 +351,12 @@ func (g *runsLog) indexLines(seg *segment, b []byte) int {
 	for off := 0; off < whole; {
 		n := bytes.IndexByte(b[off:whole], '\n') + 1
 		id, rest, ok := bytes.Cut(b[off:off+n], []byte(" "))
-		if !ok || !validRunID(id) {
+		rest = bytes.TrimSuffix(rest, []byte("\n"))
+		if !ok || !validRunID(id) || !json.Valid(rest) {
+			g.noteJunk(seg, b[off:off+n], off, id, ok && validRunID(id))
 			off += n
 			continue
 		}
-		rest = bytes.TrimSuffix(rest, []byte("\n"))
 		if size, ok := movedSize(rest); ok {
 			end := off + n + size
 			if end > whole || (size > 0 && b[end-1] != '\n') {
@@ -390,34 +445,40 @@ func (g *runsLog) forget(id string) *loggedRun {
 // shared.
 func (g *runsLog) begin(num int) error {
 	path := g.segmentPath(num)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	err := g.injected("create")
+	var f *os.File
+	if err == nil {
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	}
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	// The space given ahead only makes writes cheaper: where none can be
-	// given (no fallocate, or a disk too full for a whole segment), the
-	// segment grows as it is written, and a write that finds no room
-	// fails as it would have.
-	preallocate(f, g.segBytes)
 	if err := syncDir(g.dir); err != nil {
 		f.Close()
 		os.Remove(path)
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	g.segs = append(g.segs, &segment{num: num, path: path, f: f})
+	seg := &segment{num: num, path: path, f: f}
+	g.segs = append(g.segs, seg)
+	g.giveSpace(seg)
 	return nil
 }
 
 func (g *runsLog) current() *segment { return g.segs[len(g.segs)-1] }
 
-// rotate fsyncs the last segment and begins the next. Called with mu
-// held.
+// rotate fsyncs the last segment and begins the next. An error wraps
+// errSegmentSync when the fsync failed (what the segment held may be
+// lost); else the segment could not be begun, and the last stays the one
+// written to. Called with mu held.
 func (g *runsLog) rotate() error {
 	if err := syncFile(g.current().f); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errSegmentSync, err)
 	}
 	return g.begin(g.current().num + 1)
 }
+
+// errSegmentSync marks rotate's error when a full segment's fsync failed.
+var errSegmentSync = errors.New("fsync the full segment")
 
 // ids returns the ids of the runs the log holds.
 func (g *runsLog) ids() []string {

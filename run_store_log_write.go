@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"io/fs"
 	"slices"
@@ -45,19 +46,26 @@ func withID(b []byte, id string, lines []byte) []byte {
 // writeLocked writes buf after the last whole line of the last segment
 // and returns where it went, then begins a new segment when the last is
 // full. The bytes are not counted live: the caller adds them to a run.
-// Called with mu held.
+// A failed write, or a segment that cannot be begun, is the store's
+// failure (run_store_health.go) until a write finds room again. Called
+// with mu held.
 func (g *runsLog) writeLocked(buf []byte) (extent, error) {
 	if g.broken != nil {
 		return extent{}, g.broken
 	}
+	if g.current().size >= g.segBytes {
+		// A new segment could not be begun before: try again rather
+		// than write past the space the last was given.
+		g.rotateLocked()
+	}
 	seg := g.current()
-	n, err := seg.f.WriteAt(buf, seg.size)
-	countWrite(n)
+	n, err := g.writeAt(seg, buf)
 	if err != nil {
 		if zerr := zeroRange(seg.f, seg.size, int64(n)); zerr != nil {
 			g.broken = fmt.Errorf("%s could not be repaired after a failed write (%v); restart harnessd", seg.path, zerr)
 		}
-		return extent{}, fmt.Errorf("write %s: %w", seg.path, err)
+		g.failLocked(err) // an *os.PathError, naming the segment
+		return extent{}, err
 	}
 	e := extent{seg, seg.size, int64(n)}
 	seg.size += int64(n)
@@ -66,16 +74,31 @@ func (g *runsLog) writeLocked(buf []byte) (extent, error) {
 		g.buf = nil // a large write's buffer is not kept
 	}
 	if seg.size >= g.segBytes {
-		if err := g.rotate(); err != nil {
-			g.broken = fmt.Errorf("begin a new segment after %s: %w; restart harnessd", seg.path, err)
-			// The fsync of the full segment may have failed: what it
-			// held may be lost, and no later sync can say otherwise.
-			g.smu.Lock()
-			g.syncErr = cmp.Or(g.syncErr, g.broken)
-			g.smu.Unlock()
-		}
+		g.rotateLocked()
 	}
+	g.succeededLocked()
 	return e, nil
+}
+
+// rotateLocked begins a new segment after the full last one. When the
+// full segment's fsync failed, the log takes nothing more: what it held
+// may be lost, and no later sync can say otherwise. When the new segment
+// cannot be begun, the store fails, and the next write tries again.
+// Called with mu held.
+func (g *runsLog) rotateLocked() {
+	seg := g.current()
+	err := g.rotate()
+	switch {
+	case err == nil:
+	case errors.Is(err, errSegmentSync):
+		g.broken = fmt.Errorf("begin a new segment after %s: %w; restart harnessd", seg.path, err)
+		g.failLocked(g.broken)
+		g.smu.Lock()
+		g.syncErr = cmp.Or(g.syncErr, g.broken)
+		g.smu.Unlock()
+	default:
+		g.failLocked(fmt.Errorf("begin a new segment after %s: %w", seg.path, err))
+	}
 }
 
 // sync returns once the write with sequence number seq, and every write

@@ -166,7 +166,8 @@ type messagesAnswer struct {
 	Status   string            `json:"status"`
 	Messages []json.RawMessage `json:"messages"`
 	// Truncated says the transcript reached max_transcript_bytes: the
-	// messages after that point were not kept.
+	// messages after that point were not kept; or the run is damaged on
+	// disk (its view's "damaged"), and some may be lost.
 	Truncated bool `json:"truncated"`
 }
 
@@ -178,12 +179,12 @@ func (a *api) runMessages(w http.ResponseWriter, r *http.Request, info authInfo)
 		return
 	}
 	// The status first: a run seen ended has all its messages kept.
-	status := run.summary().Status
+	summary := run.summary()
 	msgs, cut, err := run.messages()
 	if err != nil {
 		run.logger.Warn("reading the run's transcript failed", "err", err)
 		writeError(w, http.StatusInternalServerError, "internal", "run "+run.id+": read transcript: "+err.Error())
 		return
 	}
-	writeBody(w, http.StatusOK, run.redactor().marshal(messagesAnswer{RunID: run.id, Status: status, Messages: msgs, Truncated: cut}, true))
+	writeBody(w, http.StatusOK, run.redactor().marshal(messagesAnswer{RunID: run.id, Status: summary.Status, Messages: msgs, Truncated: cut || summary.Damaged != nil}, true))
 }

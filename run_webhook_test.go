@@ -232,7 +232,7 @@ func TestWebhookRetries(t *testing.T) {
 				}
 			}
 			var metrics strings.Builder
-			m.opts.Metrics.write(&metrics, nil)
+			m.opts.Metrics.write(&metrics, nil, storeHealth{})
 			for _, want := range tt.wantMetrics {
 				if !strings.Contains(metrics.String(), want) {
 					t.Errorf("metrics lack %q:\n%s", want, metrics.String())

@@ -125,8 +125,8 @@ func (d *runDisk) writeLoop(r *run) {
 // writeEnd writes what is still queued, then the end: the terminal event
 // ev and the record v of the ended run, in one write, fsynced. Called
 // once, by the goroutine ending the run, outside the run's mu, after
-// stopLocked.
-func (d *runDisk) writeEnd(r *run, ev runEvent, v runView) {
+// stopLocked. An error says the end is not on disk.
+func (d *runDisk) writeEnd(r *run, ev runEvent, v runView) error {
 	record := recordLine(v, d.redact.load())
 	d.recordSum = sha256.Sum256(record)
 	d.queue.writing.Lock()
@@ -136,21 +136,22 @@ func (d *runDisk) writeEnd(r *run, ev runEvent, v runView) {
 	for _, it := range append(items, diskItem{event: &ev}) {
 		buf = it.appendTo(buf)
 	}
-	d.write(r, append(buf, record...), true)
+	return d.write(r, append(buf, record...), true)
 }
 
 // write writes lines to the store's log, and at the end (the terminal
-// event) makes it durable. A failed write is logged once; the run goes on
-// in memory.
-func (d *runDisk) write(r *run, lines []byte, end bool) {
-	first := d.log.err == nil
+// event) makes it durable. A failed write is logged when it is the first
+// of the lines the run keeps for its next write; the run goes on.
+func (d *runDisk) write(r *run, lines []byte, end bool) error {
+	failing := d.log.err != nil || len(d.log.pending) > 0
 	var err error
 	if end {
 		err = d.store.end(d.log, lines)
 	} else {
 		err = d.log.write(lines, false)
 	}
-	if err != nil && first {
-		r.logger.Error("writing the run to disk failed; its events are kept in memory only and its transcript is incomplete", "err", err)
+	if err != nil && !failing {
+		r.logger.Error("writing the run to disk failed; its lines are kept in memory and written with its next ones once the store can write", "err", err)
 	}
+	return err
 }
