@@ -88,10 +88,6 @@ func openRunStore(dir string, logger *slog.Logger) (*runStore, error) {
 		lock.Close()
 		return nil, fmt.Errorf("runs directory %s: %w; check the free space and permissions of the directory", dir, err)
 	}
-	if err := s.convertLegacy(); err != nil {
-		s.close()
-		return nil, fmt.Errorf("runs directory %s: %w", dir, err)
-	}
 	return s, nil
 }
 

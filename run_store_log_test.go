@@ -241,56 +241,6 @@ func TestRunsLogPurge(t *testing.T) {
 	checkRuns(t, s, kept)
 }
 
-// TestRunsLogLegacyRunFiles moves runs kept one file each, with the journal
-// an older harnessd kept, into the log: an ended run, a run accepted
-// whose record is only in the journal, and a file with no record
-// anywhere (a run never accepted), which goes. A second start finds
-// nothing more to move.
-func TestRunsLogLegacyRunFiles(t *testing.T) {
-	s := newTestRunStore(t)
-	dir := s.dir
-	s.close()
-	start := time.Now().Add(-time.Hour)
-	done := testRunView("run_done", start)
-	events := lifecycle(start, runCompleted, "out", "")
-	var file []byte
-	for _, ev := range events {
-		file = append(append(file, mustJSON(t, ev)...), '\n')
-	}
-	file = append(file, recordLine(ended(done, decoded(t, events)), nil)...)
-	open := testRunView("run_open", start.Add(time.Second))
-	files := map[string][]byte{
-		"run_done" + legacyRunExt:  file,
-		"run_open" + legacyRunExt:  append(mustJSON(t, events[0]), '\n'),
-		"run_never" + legacyRunExt: nil,
-		legacyJournalName:          recordLine(open, nil),
-	}
-	for name, b := range files {
-		if err := os.WriteFile(dir+"/"+name, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := openRunStore(dir, s.logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.close)
-	runs, err := s.load(time.Now())
-	if err != nil || len(runs) != 2 || runs[0].view.Status != runCompleted || runs[1].view.Error != interruptedError || runs[1].view.Prompt != open.Prompt {
-		t.Fatalf("load = %+v, %v; want run_done completed and run_open interrupted", runs, err)
-	}
-	for name := range files {
-		if _, err := os.Stat(dir + "/" + name); !os.IsNotExist(err) {
-			t.Errorf("%s is still there after the move (stat: %v)", name, err)
-		}
-	}
-	written := storeBytes.Load()
-	s = reopenRunStore(t, s)
-	if runs, err := s.load(time.Now()); err != nil || len(runs) != 2 || storeBytes.Load() != written {
-		t.Errorf("second start: %d runs, %v, %d bytes written; want the 2, nothing written", len(runs), err, storeBytes.Load()-written)
-	}
-}
-
 // TestRunsLogCrashDuringCompaction takes the runs directory as it is
 // when compaction syncs what it moved, before it removes the emptied
 // segments, and cuts the last segment at every line's start, middle and
