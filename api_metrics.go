@@ -217,6 +217,12 @@ func writeStoreMetrics(b *strings.Builder, h storeHealth) {
 	fmt.Fprintf(b, "harnessd_store_writable %d\n", promFlag(h.err == nil))
 	b.WriteString("# HELP harnessd_store_damaged_runs Runs start-up found damaged in the runs store.\n# TYPE harnessd_store_damaged_runs gauge\n")
 	fmt.Fprintf(b, "harnessd_store_damaged_runs %d\n", h.damaged)
+	b.WriteString("# HELP harnessd_store_fsyncs_total Fsyncs of the runs log's segments and directory.\n# TYPE harnessd_store_fsyncs_total counter\n")
+	fmt.Fprintf(b, "harnessd_store_fsyncs_total %d\n", h.syncs)
+	b.WriteString("# HELP harnessd_store_written_bytes_total Bytes written to the runs log.\n# TYPE harnessd_store_written_bytes_total counter\n")
+	fmt.Fprintf(b, "harnessd_store_written_bytes_total %d\n", h.written)
+	b.WriteString("# HELP harnessd_store_wait_seconds_total Time runs waited for the disk: the commit of their first record and the write of their end.\n# TYPE harnessd_store_wait_seconds_total counter\n")
+	fmt.Fprintf(b, "harnessd_store_wait_seconds_total %g\n", float64(h.wait)/1e9)
 }
 
 // writeServerMetrics renders the gauges and counters of the global servers.

@@ -170,7 +170,11 @@ func benchRunsThroughAPI(b *testing.B, clients int, mode storeMode) {
 	overheads := make([]time.Duration, b.N)
 	var next atomic.Int64
 	var failed atomic.Value
-	syncs, written, wait := storeSyncs.Load(), storeBytes.Load(), storeWait.Load()
+	costs := new(storeCosts) // none counted with the store off
+	if runStore != nil {
+		costs = &runStore.log.costs
+	}
+	syncs, written, wait := costs.syncs.Load(), costs.written.Load(), costs.wait.Load()
 	cpu := processCPU()
 	b.ResetTimer()
 	start := time.Now()
@@ -212,7 +216,7 @@ func benchRunsThroughAPI(b *testing.B, clients int, mode storeMode) {
 	b.ReportMetric(float64(spent.Microseconds())/1000/float64(b.N), "cpu-ms/run")
 	switch {
 	case mode.on:
-		reportStoreCost(b, storeDir, storeSyncs.Load()-syncs, storeBytes.Load()-written, storeWait.Load()-wait)
+		reportStoreCost(b, storeDir, costs.syncs.Load()-syncs, costs.written.Load()-written, costs.wait.Load()-wait)
 	case mode.floor:
 		b.ReportMetric(float64(floor.syncs)/float64(b.N), "fsyncs/run")
 	}

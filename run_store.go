@@ -147,10 +147,9 @@ func writeTemp(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	n, err := f.Write(data)
-	countWrite(n)
+	_, err = f.Write(data)
 	if err == nil {
-		err = syncFile(f)
+		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -171,7 +170,7 @@ func syncDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	err = syncFile(d)
+	err = d.Sync()
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
@@ -201,7 +200,7 @@ const maxPendingBytes = 16 << 20
 // interrupted at worst). Its error is a *storeUnavailableError when the
 // log could not be written.
 func (s *runStore) create(v runView, rd *redactor) (*runLog, error) {
-	defer countWait(time.Now())
+	defer s.log.costs.waited(time.Now())
 	l := &runLog{store: s, id: v.ID}
 	s.log.open.Add(1)
 	if err := l.write(recordLine(v, rd), true); err != nil {
@@ -264,7 +263,7 @@ func (l *runLog) close() {
 // log takes nothing more: the run is not on disk as ended, and must not
 // be reported so. It returns the write's error.
 func (s *runStore) end(l *runLog, lines []byte) error {
-	defer countWait(time.Now())
+	defer s.log.costs.waited(time.Now())
 	err := l.write(lines, true)
 	if err != nil && l.err == nil {
 		l.err, l.pending = err, nil

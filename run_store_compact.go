@@ -130,7 +130,7 @@ func (g *runsLog) compact(force map[*segment]bool) error {
 		return err
 	}
 	g.drop(victims)
-	return syncDir(g.dir)
+	return g.costs.syncDir(g.dir)
 }
 
 // move copies run id's lines to the last segment after a moved line,

@@ -154,6 +154,8 @@ type runsLog struct {
 	// errorCount counts the store's failed writes, allocations and
 	// segment creations (/metrics).
 	errorCount atomic.Int64
+	// costs counts its fsyncs, the bytes it writes and the runs' waits.
+	costs storeCosts
 	// open counts the runs being written (create to close): the runs
 	// that may ask for a sync soon.
 	open atomic.Int64
@@ -292,7 +294,7 @@ func (g *runsLog) scan(num int) error {
 	// What follows the whole lines is zeros (space given ahead), a torn
 	// line, or both: the torn line is zeroed, so that no later write
 	// shorter than it leaves a piece of it after its own lines.
-	if err := zeroRange(f, seg.size, int64(len(written)-whole)); err != nil {
+	if err := g.costs.zeroRange(f, seg.size, int64(len(written)-whole)); err != nil {
 		return fmt.Errorf("cut the torn end off %s: %w", path, err)
 	}
 	return nil
@@ -325,22 +327,6 @@ func readWritten(f *os.File) ([]byte, error) {
 		err = nil
 	}
 	return b[:n], err
-}
-
-// zeros is what zeroRange writes, a piece at a time.
-var zeros = make([]byte, 64<<10)
-
-// zeroRange writes n zero bytes to f at off.
-func zeroRange(f *os.File, off, n int64) error {
-	for n > 0 {
-		k, err := f.WriteAt(zeros[:min(n, int64(len(zeros)))], off)
-		countWrite(k)
-		if err != nil {
-			return err
-		}
-		off, n = off+int64(k), n-int64(k)
-	}
-	return nil
 }
 
 // indexLines indexes b, the lines of seg, and returns the length of what
@@ -453,7 +439,7 @@ func (g *runsLog) begin(num int) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	if err := syncDir(g.dir); err != nil {
+	if err := g.costs.syncDir(g.dir); err != nil {
 		f.Close()
 		os.Remove(path)
 		return fmt.Errorf("create %s: %w", path, err)
@@ -471,7 +457,7 @@ func (g *runsLog) current() *segment { return g.segs[len(g.segs)-1] }
 // lost); else the segment could not be begun, and the last stays the one
 // written to. Called with mu held.
 func (g *runsLog) rotate() error {
-	if err := syncFile(g.current().f); err != nil {
+	if err := g.costs.syncFile(g.current().f); err != nil {
 		return fmt.Errorf("%w: %w", errSegmentSync, err)
 	}
 	return g.begin(g.current().num + 1)

@@ -51,7 +51,7 @@ func TestRunsLogSyncsWhatQueues(t *testing.T) {
 		defer s.log.smu.Unlock()
 		return s.log.waiting == 7
 	})
-	syncs := storeSyncs.Load()
+	syncs := s.log.costs.syncs.Load()
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -60,7 +60,7 @@ func TestRunsLogSyncsWhatQueues(t *testing.T) {
 			t.Errorf("create: %v", err)
 		}
 	}
-	if got := storeSyncs.Load() - syncs; got != 2 {
+	if got := s.log.costs.syncs.Load() - syncs; got != 2 {
 		t.Errorf("%d fsyncs for the 8 records, want 2: the one held and one for all that waited", got)
 	}
 	if leaders != 2 {
@@ -86,7 +86,7 @@ func TestRunsLogGathersOpenRuns(t *testing.T) {
 	}
 	s.log.window = time.Hour
 	line := append(mustJSON(t, lifecycle(time.Now(), runCompleted, "", "")[0]), '\n')
-	syncs := storeSyncs.Load()
+	syncs := s.log.costs.syncs.Load()
 	var wg sync.WaitGroup
 	write := func(l *runLog) {
 		wg.Go(func() {
@@ -103,7 +103,7 @@ func TestRunsLogGathersOpenRuns(t *testing.T) {
 	})
 	write(b)
 	wg.Wait()
-	if got := storeSyncs.Load() - syncs; got != 1 {
+	if got := s.log.costs.syncs.Load() - syncs; got != 1 {
 		t.Errorf("%d fsyncs for the two runs' ends, want 1", got)
 	}
 	b.close()
@@ -434,10 +434,9 @@ func FuzzRunsLogScan(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer s.close()
-		written := storeBytes.Load()
 		again, err := s.load(time.Now())
-		if err != nil || len(again) != len(runs) || storeBytes.Load() != written {
-			t.Fatalf("second start: %d runs (first: %d), %v, %d bytes written", len(again), len(runs), err, storeBytes.Load()-written)
+		if written := s.log.costs.written.Load(); err != nil || len(again) != len(runs) || written != 0 {
+			t.Fatalf("second start: %d runs (first: %d), %v, %d bytes written", len(again), len(runs), err, written)
 		}
 	})
 }

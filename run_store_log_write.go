@@ -61,7 +61,7 @@ func (g *runsLog) writeLocked(buf []byte) (extent, error) {
 	seg := g.current()
 	n, err := g.writeAt(seg, buf)
 	if err != nil {
-		if zerr := zeroRange(seg.f, seg.size, int64(n)); zerr != nil {
+		if zerr := g.costs.zeroRange(seg.f, seg.size, int64(n)); zerr != nil {
 			g.broken = fmt.Errorf("%s could not be repaired after a failed write (%v); restart harnessd", seg.path, zerr)
 		}
 		g.failLocked(err) // an *os.PathError, naming the segment
@@ -133,7 +133,7 @@ func (g *runsLog) sync(seq int64) error {
 	if g.onSync != nil {
 		g.onSync()
 	}
-	err := syncFile(seg.f)
+	err := g.costs.syncFile(seg.f)
 	g.release(seg)
 
 	g.smu.Lock()

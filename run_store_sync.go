@@ -6,32 +6,56 @@ import (
 	"time"
 )
 
-// This file holds the one place the run store makes a file durable, so
-// that what it costs is counted: the fsyncs and the bytes the store wrote
-// since the process started, and the time runs waited for the disk (the
-// commit of their first record, the write of their end), which the
-// benchmarks report per run.
+// This file holds what the runs log costs the disk, counted where it is
+// spent: its fsyncs, the bytes it writes and the time runs wait for it
+// (the commit of their first record, the write of their end). /metrics
+// shows them, so an operator can read the bytes written per run (flash
+// wear) and the disk's share of a run's latency; the benchmarks report
+// them per run.
 
-// Counters of the run store's work, process-wide.
-var (
-	storeSyncs atomic.Int64 // fsyncs of the store's files and directory
-	storeBytes atomic.Int64 // bytes the store wrote to its files
-	storeWait  atomic.Int64 // nanoseconds runs waited for their record's commit and their end
-)
-
-// countWait counts the time since start as a run's wait for the disk.
-func countWait(start time.Time) {
-	storeWait.Add(int64(time.Since(start)))
+// A storeCosts counts what a runs log cost. It is safe for concurrent
+// use.
+type storeCosts struct {
+	syncs   atomic.Int64 // fsyncs of the log's segments and directory
+	written atomic.Int64 // bytes written to the log's segments
+	wait    atomic.Int64 // nanoseconds runs waited for the disk
 }
 
-// syncFile fsyncs f (a file or a directory of the store), counted.
-func syncFile(f *os.File) error {
-	storeSyncs.Add(1)
+// waited counts the time since start as a run's wait for the disk.
+func (c *storeCosts) waited(start time.Time) {
+	c.wait.Add(int64(time.Since(start)))
+}
+
+// syncFile fsyncs f, a segment, counted.
+func (c *storeCosts) syncFile(f *os.File) error {
+	c.syncs.Add(1)
 	return f.Sync()
 }
 
-// countWrite counts n bytes written by the store and returns n.
-func countWrite(n int) int {
-	storeBytes.Add(int64(n))
+// syncDir fsyncs the directory dir, counted.
+func (c *storeCosts) syncDir(dir string) error {
+	c.syncs.Add(1)
+	return syncDir(dir)
+}
+
+// wrote counts n bytes written and returns n.
+func (c *storeCosts) wrote(n int) int {
+	c.written.Add(int64(n))
 	return n
 }
+
+// zeroRange writes n zero bytes to f at off, counted.
+func (c *storeCosts) zeroRange(f *os.File, off, n int64) error {
+	for n > 0 {
+		k, err := f.WriteAt(zeros[:min(n, int64(len(zeros)))], off)
+		c.wrote(k)
+		if err != nil {
+			return err
+		}
+		off, n = off+int64(k), n-int64(k)
+	}
+	return nil
+}
+
+// zeros is what zeroRange writes, a piece at a time.
+var zeros = make([]byte, 64<<10)
