@@ -2,16 +2,13 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -203,27 +200,8 @@ func TestServeGuardsAndCapsConnections(t *testing.T) {
 	home := t.TempDir()
 	writeFile(t, home, "config.toml", "allowed_hosts = [\"harness.internal\"]\n")
 	env := map[string]string{"HARNESS_HOME": home, "HOME": home}
-	stderr := &lineWatcher{want: "harnessd listening", seen: make(chan struct{})}
-	a := &app{stdout: io.Discard, stderr: stderr, getenv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	// Owned by the test; exits when serve returns (cancel stops it).
-	go func() {
-		errc <- a.run(ctx, []string{"serve", "--workspace", home, "--addr", "127.0.0.1:0", "--max-connections", "1"})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-errc
-	})
-	select {
-	case <-stderr.seen:
-	case err := <-errc:
-		t.Fatalf("serve = %v before listening; log:\n%s", err, stderr)
-	}
-	m := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(stderr.String())
-	if m == nil {
-		t.Fatalf("no listen address in the log:\n%s", stderr)
-	}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	addr := serveUntilCleanup(t, getenv, "serve", "--workspace", home, "--addr", "127.0.0.1:0", "--max-connections", "1")
 	get := func(c net.Conn, host string) (*http.Response, error) {
 		fmt.Fprintf(c, "GET /v1/runs HTTP/1.1\r\nHost: %s\r\n\r\n", host)
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -232,7 +210,7 @@ func TestServeGuardsAndCapsConnections(t *testing.T) {
 		}
 		return resp, err
 	}
-	first, err := net.Dial("tcp", m[1])
+	first, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +218,7 @@ func TestServeGuardsAndCapsConnections(t *testing.T) {
 	if resp, err := get(first, "harness.internal:8080"); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET with an allowed_hosts Host = %v, %v; want 200", resp, err)
 	}
-	second, err := net.Dial("tcp", m[1])
+	second, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

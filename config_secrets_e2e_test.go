@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,24 +119,6 @@ func serveInProcess(t *testing.T, home string, model func(string) (string, bool)
 		}
 		return model(k)
 	}
-	stderr := &lineWatcher{want: "harnessd listening", seen: make(chan struct{})}
-	a := &app{stdout: &lockedBuffer{}, stderr: stderr, getenv: getenv}
-	ctx, cancel := context.WithCancel(t.Context())
-	errc := make(chan error, 1)
-	// Owned by the test; exits when serve returns (cancel stops it).
-	go func() { errc <- a.run(ctx, []string{"serve", "--workspace", home, "--addr", "127.0.0.1:0"}) }()
-	t.Cleanup(func() {
-		cancel()
-		<-errc
-	})
-	select {
-	case <-stderr.seen:
-	case err := <-errc:
-		t.Fatalf("serve = %v before listening; log:\n%s", err, stderr)
-	}
-	m := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(stderr.String())
-	if m == nil {
-		t.Fatalf("no listen address in the log:\n%s", stderr)
-	}
-	return &apiTest{url: "http://" + m[1], client: &http.Client{}}
+	addr := serveUntilCleanup(t, getenv, "serve", "--workspace", home, "--addr", "127.0.0.1:0")
+	return &apiTest{url: "http://" + addr, client: &http.Client{}}
 }

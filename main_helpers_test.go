@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,4 +121,31 @@ func fakeServerHome(t *testing.T, name, mode, extra string) (home, workspace, ma
 		}
 	})
 	return home, workspace, marker
+}
+
+// serveUntilCleanup runs harnessd in this process with args (a serve
+// command listening on 127.0.0.1:0) and the environment getenv, waits
+// until it listens and returns its address; it stops when the test ends.
+func serveUntilCleanup(t *testing.T, getenv func(string) (string, bool), args ...string) (addr string) {
+	t.Helper()
+	stderr := &lineWatcher{want: "harnessd listening", seen: make(chan struct{})}
+	a := &app{stdout: &lockedBuffer{}, stderr: stderr, getenv: getenv}
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	// Owned by the test; exits when serve returns (cancel stops it).
+	go func() { errc <- a.run(ctx, args) }()
+	t.Cleanup(func() {
+		cancel()
+		<-errc
+	})
+	select {
+	case <-stderr.seen:
+	case err := <-errc:
+		t.Fatalf("serve = %v before listening; log:\n%s", err, stderr)
+	}
+	m := regexp.MustCompile(`addr=(\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no listen address in the log:\n%s", stderr)
+	}
+	return m[1]
 }

@@ -564,14 +564,20 @@ func (s *runScope) callTool(ctx context.Context, server, tool string, args json.
 	return res, nil
 }
 
-// localStatuses returns the status of every run-local server.
-func (s *runScope) localStatuses() []serverStatus {
+// localServers returns the run-local servers in the order they were added.
+func (s *runScope) localServers() []*managedServer {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	servers := make([]*managedServer, 0, len(s.order))
 	for _, name := range s.order {
 		servers = append(servers, s.local[name])
 	}
-	s.mu.Unlock()
+	return servers
+}
+
+// localStatuses returns the status of every run-local server.
+func (s *runScope) localStatuses() []serverStatus {
+	servers := s.localServers()
 	out := make([]serverStatus, 0, len(servers))
 	for _, ms := range servers {
 		out = append(out, ms.snapshot())

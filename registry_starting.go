@@ -55,12 +55,7 @@ func (s *managedServer) awaitFirstAttempt(ctx context.Context) serverStatus {
 // closed): the globals that no local server shadows, then the local ones.
 // A server's tools are those it listed last, none before its first list.
 func (s *runScope) unready() []serverStatus {
-	s.mu.Lock()
-	local := make([]*managedServer, 0, len(s.order))
-	for _, name := range s.order {
-		local = append(local, s.local[name])
-	}
-	s.mu.Unlock()
+	local := s.localServers()
 	now := s.reg.current()
 	var out []serverStatus
 	for _, ms := range shadow(s.globals.servers, local, func(ms *managedServer) string { return ms.cfg.Name }) {
