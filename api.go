@@ -236,7 +236,7 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if req.ConversationID != "" && a.findConversation(w, req.ConversationID, info) == nil {
 		return
 	}
-	req.Owner = info.owner()
+	req.Owner, req.Tenant, req.AnyTenant = info.owner(), info.tenant, info.has(scopeAdmin)
 	run, err := a.runs.start(req, info.has(scopeAdmin))
 	if err != nil {
 		a.writeStartError(w, err)
@@ -274,6 +274,7 @@ func (a *api) writeStartError(w http.ResponseWriter, err error) {
 type runSummary struct {
 	ID        string     `json:"id"`
 	Owner     string     `json:"owner"`
+	Tenant    string     `json:"tenant"`
 	Status    string     `json:"status"`
 	Model     string     `json:"model"`
 	Steps     int        `json:"steps"`
@@ -298,26 +299,27 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, info authInfo) {
 	out := []runSummary{}
 	for _, run := range a.runs.list() {
 		v := run.summary()
-		if (status != "" && v.Status != status) || !info.sees(v.Owner) {
+		if (status != "" && v.Status != status) || !info.sees(v.Tenant) {
 			continue
 		}
 		// The error is the one field that may quote a secret.
-		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Status: v.Status, Model: v.Model, Steps: v.Steps, Usage: v.Usage,
+		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Tenant: v.Tenant, Status: v.Status, Model: v.Model, Steps: v.Steps, Usage: v.Usage,
 			Error: run.redactor().redact(v.Error), CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, EndedAt: v.EndedAt})
 	}
 	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"runs": out}, true))
 }
 
-// findRun returns the run named in the path if info may see it (its
-// owner, an admin key, or anyone with auth off: authInfo.sees); otherwise
-// it answers 404, the same for a run of another key as for no run, so
+// findRun returns the run named in the path if info may see it (a key of
+// its tenant, an admin key, or anyone with auth off: authInfo.sees);
+// otherwise it answers 404, the same for a run of another tenant as for no
+// run, so
 // ids are not confirmed, and returns nil. Every route about one run, and
 // everything that belongs to a run (its questions, messages, events),
 // finds it here.
 func (a *api) findRun(w http.ResponseWriter, r *http.Request, info authInfo) *run {
 	id := r.PathValue("id")
 	run := a.runs.get(id)
-	if run != nil && !info.sees(run.req.Owner) {
+	if run != nil && !info.sees(run.req.Tenant) {
 		run = nil
 	}
 	if run == nil {

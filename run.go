@@ -31,7 +31,8 @@ type runEvent struct {
 type runView struct {
 	ID             string         `json:"id"`
 	ConversationID string         `json:"conversation_id,omitempty"`
-	Owner          string         `json:"owner"` // the name of the API key that started it; "" with auth off
+	Owner          string         `json:"owner"`  // the name of the API key that started it; "" with auth off
+	Tenant         string         `json:"tenant"` // who it belongs to (authKey.Tenant, the schedule's); a record without one: its owner (historyRun)
 	Status         string         `json:"status"`
 	QueuePosition  int            `json:"queue_position,omitempty"` // 1 for the next queued run to start
 	Prompt         string         `json:"prompt"`
@@ -212,6 +213,7 @@ func (r *run) viewLocked() runView {
 		ID:             r.id,
 		ConversationID: r.conversationID(),
 		Owner:          r.req.Owner,
+		Tenant:         r.req.Tenant,
 		Status:         r.status,
 		Prompt:         r.req.Prompt,
 		Profile:        r.req.Profile,

@@ -170,12 +170,15 @@ func (r *run) diskEvents(seq int) []runEvent {
 // historyRun returns an ended run loaded from the store.
 func historyRun(env *runEnv, s *runStore, stored storedRun) *run {
 	v := stored.view
+	if v.Tenant == "" {
+		v.Tenant = v.Owner // kept before runs had tenants
+	}
 	r := &run{
 		id:        v.ID,
 		env:       env,
 		logger:    env.logger.With("run", v.ID),
 		createdAt: v.CreatedAt,
-		req:       runRequest{Owner: v.Owner},
+		req:       runRequest{Owner: v.Owner, Tenant: v.Tenant},
 		cancel:    func() {},
 		done:      make(chan struct{}),
 		changed:   make(chan struct{}),

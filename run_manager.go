@@ -63,9 +63,18 @@ type runRequest struct {
 	// WebhookURL receives the run's end (run_webhook.go); empty means
 	// [webhooks] url, if set.
 	WebhookURL string `json:"webhook_url,omitempty"`
-	// Owner is who the run belongs to: the key's name (authInfo.owner),
-	// or schedule:<name> for a scheduled run. Never read from a request.
+	// Owner is who started the run: the key's name (authInfo.owner), or
+	// schedule:<name> for a scheduled run. Never read from a request.
 	Owner string `json:"-"`
+	// Tenant is who the run belongs to: the key's tenant, or the
+	// schedule's; keys of other tenants do not see it. Empty means the
+	// owner. A run that joins a
+	// conversation takes the conversation's tenant (joinConversation).
+	// Never read from a request.
+	Tenant string `json:"-"`
+	// AnyTenant lets the run join a conversation of another tenant (an
+	// admin key's request); without it, such a conversation is refused.
+	AnyTenant bool `json:"-"`
 	// Approval tightens the approval of every server of the run
 	// (approvalWrites or approvalAlways; input_approval.go).
 	Approval string `json:"approval,omitempty"`
@@ -271,11 +280,11 @@ func (e *busyError) Error() string {
 
 // start validates req synchronously and starts the run in the
 // background, or queues it when max_concurrent_runs are running; the run,
-// and a new conversation it starts, belong to req.Owner. allowCommand says
+// and a new conversation it starts, belong to req.Tenant. allowCommand says
 // whether the caller may start per-run stdio servers. Errors are
 // *requestError for what the caller got wrong, *busyError when the queue is
-// full, *conversationNotFoundError, *conversationBusyError, or
-// errShuttingDown.
+// full, *conversationNotFoundError, *conversationBusyError,
+// *conversationTenantError, or errShuttingDown.
 func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	r, err := m.prepare(req, allowCommand)
 	if err != nil {
@@ -330,6 +339,9 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	budget, err := newRunBudget(req, budgets, prices, provider.name())
 	if err != nil {
 		return nil, err
+	}
+	if req.Tenant == "" {
+		req.Tenant = req.Owner // as for a key without a tenant (authKey.tenant)
 	}
 	r := newRun(m.env, req)
 	if err := m.setUp(r, spec, provider, budget, defaultSteps, allowCommand); err != nil {
