@@ -6,8 +6,8 @@ import (
 	"net/http"
 )
 
-// This file holds the conversation routes: GET /v1/conversations, GET and
-// DELETE /v1/conversations/{id}, and the answers to the conversation
+// This file holds the conversation routes: GET and DELETE
+// /v1/conversations/{id} (the list is in api_list.go), and the answers to the conversation
 // errors of POST /v1/runs. A conversation is seen only by the keys of its
 // tenant and by admin keys; others get 404. Within one, a reader sees and
 // deletes only the runs of tenants it sees.
@@ -43,18 +43,6 @@ func writeConversationError(w http.ResponseWriter, err error) bool {
 		return false
 	}
 	return true
-}
-
-// listConversations answers GET /v1/conversations: the conversations the
-// caller sees, newest first, without their messages.
-func (a *api) listConversations(w http.ResponseWriter, r *http.Request, info authInfo) {
-	out := []conversationView{}
-	for _, c := range a.runs.listConversations() {
-		if info.sees(a.runs.tenantOf(c)) {
-			out = append(out, a.runs.conversationView(c, info.sees))
-		}
-	}
-	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"conversations": out}, true))
 }
 
 // getConversation answers GET /v1/conversations/{id}: the conversation

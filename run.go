@@ -138,6 +138,9 @@ type run struct {
 	// final is the ended run when it is kept on disk: its events and large
 	// bodies are read from there, and events is nil.
 	final *runView
+	// promptHead is what lists search (searchPrompt) of a prompt left on
+	// disk with final.
+	promptHead string
 	// servers and activated replace scope and catalog in views once the
 	// run has ended, so that its servers' memory (stderr tails, sessions)
 	// is freed; scope and catalog are nil then.
@@ -313,6 +316,9 @@ func (r *run) finish(status, output, errMsg string) {
 	r.scope, r.catalog = nil, nil
 	if final != nil {
 		r.keepOnDiskLocked(final)
+		if final.Prompt == "" {
+			r.promptHead = promptHead(r.req.Prompt)
+		}
 		r.req.Prompt, r.output = "", ""
 	}
 	r.mu.Unlock()

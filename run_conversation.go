@@ -236,7 +236,8 @@ func (m *runManager) conversationView(c *conversation, sees tenantFilter) conver
 	return v
 }
 
-// listConversations returns every kept conversation, newest first.
+// listConversations returns every kept conversation, newest first (by
+// compareAge).
 func (m *runManager) listConversations() []*conversation {
 	m.mu.Lock()
 	out := make([]*conversation, 0, len(m.conversations))
@@ -244,12 +245,7 @@ func (m *runManager) listConversations() []*conversation {
 		out = append(out, c)
 	}
 	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b *conversation) int {
-		if c := b.createdAt.Compare(a.createdAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.id, a.id)
-	})
+	slices.SortFunc(out, func(a, b *conversation) int { return compareAge(b.createdAt, b.id, a.createdAt, a.id) })
 	return out
 }
 

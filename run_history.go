@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -150,6 +151,31 @@ func (r *run) summary() runView {
 	return r.viewLocked()
 }
 
+// promptHead returns the start of prompt that a run whose bodies are left
+// on disk keeps for searches: at most bodyInMemory bytes, cut at a
+// character's start.
+func promptHead(prompt string) string {
+	if len(prompt) <= bodyInMemory {
+		return prompt
+	}
+	return strings.ToValidUTF8(prompt[:bodyInMemory], "")
+}
+
+// searchPrompt returns the prompt that lists' q= matches, without reading
+// the disk: the whole prompt while in memory, else its first
+// bodyInMemory bytes (promptHead).
+func (r *run) searchPrompt() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.final == nil:
+		return r.req.Prompt
+	case r.final.Prompt != "":
+		return r.final.Prompt
+	}
+	return r.promptHead
+}
+
 // diskEvents returns the events of an ended run after seq, read from its
 // log.
 func (r *run) diskEvents(seq int) []runEvent {
@@ -193,6 +219,7 @@ func historyRun(env *runEnv, s *runStore, stored storedRun) *run {
 	}
 	close(r.done)
 	if len(v.Prompt) > bodyInMemory || len(v.Output) > bodyInMemory {
+		r.promptHead = promptHead(v.Prompt)
 		v.Prompt, v.Output = "", ""
 	}
 	r.final = &v

@@ -141,7 +141,7 @@ type runManager struct {
 	mu sync.Mutex
 	// guards runs, order, running, queue and runTime
 	runs    map[string]*run
-	order   []string // creation order
+	order   []string // oldest first, by compareAge (lists page by it)
 	running int      // runs admitted and not queued that have not ended
 	queue   []queuedRun
 	// runTime is a moving average of how long runs take, for Retry-After.
@@ -470,7 +470,7 @@ func (m *runManager) admit(ctx context.Context, r *run) error {
 		return err
 	}
 	m.runs[r.id] = r
-	m.order = append(m.order, r.id)
+	m.insertLocked(r)
 	m.wg.Add(1)
 	if m.running < m.opts.Limits.MaxConcurrentRuns {
 		m.running++
@@ -562,7 +562,30 @@ func (m *runManager) get(id string) *run {
 	return m.runs[id]
 }
 
-// list returns every kept run, newest first.
+// compareAge orders runs (and conversations) oldest first: by creation
+// time, then id. It is the order of runManager.order, which the API's
+// lists page by, so it must be total and stable across restarts.
+func compareAge(aAt time.Time, aID string, bAt time.Time, bID string) int {
+	if c := aAt.Compare(bAt); c != 0 {
+		return c
+	}
+	return strings.Compare(aID, bID)
+}
+
+// insertLocked adds r to order at its place by compareAge: the end, but
+// when a run created earlier was admitted later. Called under mu.
+func (m *runManager) insertLocked(r *run) {
+	i := len(m.order)
+	for ; i > 0; i-- {
+		prev := m.runs[m.order[i-1]]
+		if compareAge(prev.createdAt, prev.id, r.createdAt, r.id) < 0 {
+			break
+		}
+	}
+	m.order = slices.Insert(m.order, i, r.id)
+}
+
+// list returns every kept run, newest first (by compareAge).
 func (m *runManager) list() []*run {
 	m.mu.Lock()
 	defer m.mu.Unlock()
