@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,9 +13,9 @@ import (
 	"time"
 )
 
-// This file holds the HTTP API's routes: run creation, listing, events
-// (SSE), cancellation, servers, health and readiness, and the JSON error and
-// body helpers they share.
+// This file holds the HTTP API's routes: run creation, events (SSE),
+// cancellation, servers, health and readiness, and the JSON error and body
+// helpers they share. The lists are in api_list.go.
 
 // API limits.
 const (
@@ -249,7 +248,7 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if req.ConversationID != "" && a.findConversation(w, req.ConversationID, info) == nil {
 		return
 	}
-	req.Owner = info.owner()
+	req.Owner, req.Tenant, req.AnyTenant = info.owner(), info.tenant, info.has(scopeAdmin)
 	run, err := a.runs.start(req, info.has(scopeAdmin))
 	if err != nil {
 		a.writeStartError(w, err)
@@ -286,54 +285,17 @@ func (a *api) writeStartError(w http.ResponseWriter, err error) {
 	}
 }
 
-// runSummary is a run in GET /v1/runs.
-type runSummary struct {
-	ID        string     `json:"id"`
-	Owner     string     `json:"owner"`
-	Status    string     `json:"status"`
-	Model     string     `json:"model"`
-	Steps     int        `json:"steps"`
-	Usage     modelUsage `json:"usage"`
-	Error     string     `json:"error,omitempty"`
-	CreatedAt time.Time  `json:"created_at"`
-	StartedAt *time.Time `json:"started_at,omitempty"`
-	EndedAt   *time.Time `json:"ended_at,omitempty"`
-}
-
-// runStatuses are the values GET /v1/runs?status= accepts.
-var runStatuses = []string{runQueued, runRunning, runWaitingInput, runWaitingApproval, runCompleted, runFailed, runCancelled}
-
-// listRuns answers GET /v1/runs[?status=S]: the kept runs the caller
-// sees (see authInfo.sees), newest first.
-func (a *api) listRuns(w http.ResponseWriter, r *http.Request, info authInfo) {
-	status := r.URL.Query().Get("status")
-	if status != "" && !slices.Contains(runStatuses, status) {
-		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("status %q: want one of %s", status, strings.Join(runStatuses, ", ")))
-		return
-	}
-	out := []runSummary{}
-	for _, run := range a.runs.list() {
-		v := run.summary()
-		if (status != "" && v.Status != status) || !info.sees(v.Owner) {
-			continue
-		}
-		// The error is the one field that may quote a secret.
-		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Status: v.Status, Model: v.Model, Steps: v.Steps, Usage: v.Usage,
-			Error: run.redactor().redact(v.Error), CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, EndedAt: v.EndedAt})
-	}
-	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"runs": out}, true))
-}
-
-// findRun returns the run named in the path if info may see it (its
-// owner, an admin key, or anyone with auth off: authInfo.sees); otherwise
-// it answers 404, the same for a run of another key as for no run, so
+// findRun returns the run named in the path if info may see it (a key of
+// its tenant, an admin key, or anyone with auth off: authInfo.sees);
+// otherwise it answers 404, the same for a run of another tenant as for no
+// run, so
 // ids are not confirmed, and returns nil. Every route about one run, and
 // everything that belongs to a run (its questions, messages, events),
 // finds it here.
 func (a *api) findRun(w http.ResponseWriter, r *http.Request, info authInfo) *run {
 	id := r.PathValue("id")
 	run := a.runs.get(id)
-	if run != nil && !info.sees(run.req.Owner) {
+	if run != nil && !info.sees(run.req.Tenant) {
 		run = nil
 	}
 	if run == nil {

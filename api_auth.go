@@ -26,6 +26,7 @@ var authScopes = []string{scopeRunsRead, scopeRunsWrite, scopeAdmin}
 // authInfo is who made a request.
 type authInfo struct {
 	key    string // the key's name; "" with auth off
+	tenant string // the key's tenant (authKey.Tenant); "" with auth off
 	scopes []string
 	authOn bool
 }
@@ -43,16 +44,18 @@ func (i authInfo) has(scope string) bool {
 	return false
 }
 
-// owner is the name of whoever makes requests as i: what a run (or a
-// conversation) it starts belongs to. It is the key's name, and "" with auth
+// owner is the name of whoever makes requests as i: who started a run it
+// starts (the run view's owner). It is the key's name, and "" with auth
 // off, where everything has one owner.
 func (i authInfo) owner() string { return i.key }
 
-// sees reports whether i may see and act on what owner started: admin keys
-// and auth off see everything, any other key only what it started itself.
-// Callers answer 404 when it is false, so ids are not confirmed.
-func (i authInfo) sees(owner string) bool {
-	return !i.authOn || i.has(scopeAdmin) || i.key == owner
+// sees reports whether i may see and act on what belongs to tenant (a
+// run's, a conversation's): admin keys and auth off see everything, any
+// other key only what belongs to its own tenant, whichever key of the
+// tenant started it. Callers answer 404 when it is false, so ids are not
+// confirmed.
+func (i authInfo) sees(tenant string) bool {
+	return !i.authOn || i.has(scopeAdmin) || i.tenant == tenant
 }
 
 // authKeys returns the API keys in force (empty when auth is off); the
@@ -99,7 +102,7 @@ func (a *api) authenticate(r *http.Request, need string) (authInfo, int, error) 
 	if match < 0 {
 		return authInfo{}, http.StatusUnauthorized, errors.New("authorization: invalid bearer token: it matches no configured API key")
 	}
-	info := authInfo{key: keys[match].Name, scopes: keys[match].Scopes, authOn: true}
+	info := authInfo{key: keys[match].Name, tenant: keys[match].tenant(), scopes: keys[match].Scopes, authOn: true}
 	if !info.has(need) {
 		return info, http.StatusForbidden, fmt.Errorf("authorization: key %q lacks the %s scope this route needs (it has %s); grant %s or admin in [[auth.keys]] or HARNESS_API_KEYS",
 			info.key, need, strings.Join(info.scopes, ", "), need)

@@ -144,13 +144,13 @@ func acceptsGzip(header string) bool {
 	return false
 }
 
-// whoami answers GET /v1/whoami: whether auth is on, the key's name and
-// its scopes (every scope with auth off), so a client offers only what the
+// whoami answers GET /v1/whoami: whether auth is on, the key's name, its
+// tenant and its scopes (every scope with auth off), so a client offers only what the
 // key may do.
 func (a *api) whoami(w http.ResponseWriter, _ *http.Request, info authInfo) {
 	scopes := info.scopes
 	if !info.authOn {
 		scopes = authScopes
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"auth": info.authOn, "key": info.key, "scopes": scopes})
+	writeJSON(w, http.StatusOK, map[string]any{"auth": info.authOn, "key": info.key, "tenant": info.tenant, "scopes": scopes})
 }

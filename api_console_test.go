@@ -162,9 +162,9 @@ func TestWhoami(t *testing.T) {
 		status int
 		want   string
 	}{
-		{"auth off", off, "", http.StatusOK, `{"auth":false,"key":"","scopes":["runs:read","runs:write","admin"]}`},
-		{"admin", on, "Bearer ops-token-0123456789", http.StatusOK, `{"auth":true,"key":"ops","scopes":["admin"]}`},
-		{"viewer", on, "Bearer viewer-token-0123456789", http.StatusOK, `{"auth":true,"key":"viewer","scopes":["runs:read"]}`},
+		{"auth off", off, "", http.StatusOK, `{"auth":false,"key":"","tenant":"","scopes":["runs:read","runs:write","admin"]}`},
+		{"admin", on, "Bearer ops-token-0123456789", http.StatusOK, `{"auth":true,"key":"ops","tenant":"ops","scopes":["admin"]}`},
+		{"viewer", on, "Bearer viewer-token-0123456789", http.StatusOK, `{"auth":true,"key":"viewer","tenant":"viewer","scopes":["runs:read"]}`},
 		{"no key", on, "", http.StatusUnauthorized, ""},
 		{"wrong key", on, "Bearer nope-0123456789", http.StatusUnauthorized, ""},
 	}

@@ -6,29 +6,35 @@ import (
 	"net/http"
 )
 
-// This file holds the conversation routes: GET /v1/conversations, GET and
-// DELETE /v1/conversations/{id}, and the answers to the conversation
-// errors of POST /v1/runs. A conversation is seen only by the key that
-// started it and by admin keys; others get 404.
+// This file holds the conversation routes: GET and DELETE
+// /v1/conversations/{id} (the list is in api_list.go), and the answers to the conversation
+// errors of POST /v1/runs. A conversation is seen only by the keys of its
+// tenant and by admin keys; others get 404. Within one, a reader sees and
+// deletes only the runs of tenants it sees.
 
 // findConversation returns conversation id when info sees it, or answers
 // 404 and returns nil.
 func (a *api) findConversation(w http.ResponseWriter, id string, info authInfo) *conversation {
 	c := a.runs.conversation(id)
-	if c == nil || !info.sees(c.owner) {
+	if c == nil || !info.sees(a.runs.tenantOf(c)) {
 		writeConversationError(w, &conversationNotFoundError{id: id})
 		return nil
 	}
 	return c
 }
 
-// writeConversationError answers a *conversationNotFoundError (404) or a
-// *conversationBusyError (409 conversation_busy) and reports true, or
-// reports false for any other error.
+// writeConversationError answers a *conversationNotFoundError or a
+// *conversationTenantError (404) or a *conversationBusyError (409
+// conversation_busy) and reports true, or reports false for any other
+// error.
 func writeConversationError(w http.ResponseWriter, err error) bool {
 	var notFound *conversationNotFoundError
+	var otherTenant *conversationTenantError
 	var busy *conversationBusyError
 	switch {
+	case errors.As(err, &otherTenant):
+		// Not confirmed to exist, as for findConversation.
+		writeError(w, http.StatusNotFound, "not_found", (&conversationNotFoundError{id: otherTenant.conversation}).Error())
 	case errors.As(err, &notFound):
 		writeError(w, http.StatusNotFound, "not_found", err.Error())
 	case errors.As(err, &busy):
@@ -39,28 +45,16 @@ func writeConversationError(w http.ResponseWriter, err error) bool {
 	return true
 }
 
-// listConversations answers GET /v1/conversations: the conversations the
-// caller sees, newest first, without their messages.
-func (a *api) listConversations(w http.ResponseWriter, r *http.Request, info authInfo) {
-	out := []conversationView{}
-	for _, c := range a.runs.listConversations() {
-		if info.sees(c.owner) {
-			out = append(out, a.runs.conversationView(c))
-		}
-	}
-	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(map[string]any{"conversations": out}, true))
-}
-
 // getConversation answers GET /v1/conversations/{id}: the conversation
-// with its runs' ids and every message of theirs in order, each with its
-// run_id; 404 when the caller does not see it.
+// with the ids of its runs the caller sees and every message of theirs in
+// order, each with its run_id; 404 when the caller does not see it.
 func (a *api) getConversation(w http.ResponseWriter, r *http.Request, info authInfo) {
 	c := a.findConversation(w, r.PathValue("id"), info)
 	if c == nil {
 		return
 	}
-	v := a.runs.conversationView(c)
-	msgs, err := a.runs.conversationMessages(c)
+	v := a.runs.conversationView(c, info.sees)
+	msgs, err := a.runs.conversationMessages(c, info.sees)
 	if err != nil {
 		a.logger.Warn("reading a conversation failed", "conversation", c.id, "err", err)
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
@@ -71,7 +65,8 @@ func (a *api) getConversation(w http.ResponseWriter, r *http.Request, info authI
 }
 
 // deleteConversation answers DELETE /v1/conversations/{id}: 204 once the
-// conversation and its runs are forgotten and their files removed; 409
+// conversation's runs the caller sees are forgotten and their files
+// removed (the conversation goes with them unless others' runs stay); 409
 // conversation_busy while a run of it is active; 404 when the caller does
 // not see it.
 func (a *api) deleteConversation(w http.ResponseWriter, r *http.Request, info authInfo) {
@@ -79,7 +74,7 @@ func (a *api) deleteConversation(w http.ResponseWriter, r *http.Request, info au
 	if c == nil {
 		return
 	}
-	if err := a.runs.deleteConversation(c.id); err != nil {
+	if err := a.runs.deleteConversation(c.id, info.sees); err != nil {
 		if !writeConversationError(w, err) {
 			writeError(w, http.StatusInternalServerError, "internal", fmt.Sprintf("delete conversation %s: %v", c.id, err))
 		}

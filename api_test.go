@@ -34,7 +34,7 @@ type apiTest struct {
 
 // newAPITest serves the API over newTestRuns(t, f, globals...) with keys
 // (none: auth off).
-func newAPITest(t *testing.T, f *fakeModel, keys []authKey, globals ...serverConfig) *apiTest {
+func newAPITest(t testing.TB, f *fakeModel, keys []authKey, globals ...serverConfig) *apiTest {
 	t.Helper()
 	runs := newTestRuns(t, f, globals...)
 	a := newAPI(runs, runs.opts.Registry, keys, runs.opts.Metrics, nil, nil)
@@ -50,7 +50,7 @@ func testKey(name, token string, scopes ...string) authKey {
 
 // do sends a request with an optional Authorization header value and
 // returns the response with its whole body read.
-func (at *apiTest) do(t *testing.T, method, path, auth, body string, header ...string) (*http.Response, []byte) {
+func (at *apiTest) do(t testing.TB, method, path, auth, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {

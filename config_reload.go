@@ -274,6 +274,9 @@ func (d *daemon) reload() error {
 	if err == nil {
 		err = d.opts.checkAuth(cfg.AuthKeys)
 	}
+	if err == nil && d.runs != nil {
+		err = d.runs.checkScheduleConversations(cfg.Schedules)
+	}
 	if err != nil {
 		d.metrics.reloaded(false, serverDiff{})
 		d.logger.Error("configuration reload refused; the running configuration stays", "err", err)

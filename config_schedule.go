@@ -22,7 +22,7 @@ const (
 )
 
 // scheduleFields lists the keys of a [[schedules]] table, for hints.
-const scheduleFields = "name, cron, timezone, prompt, profile, model, max_steps, webhook_url, max_tokens, max_cost_usd, max_duration, conversation_id, overlap, catch_up"
+const scheduleFields = "name, cron, timezone, prompt, profile, model, max_steps, webhook_url, max_tokens, max_cost_usd, max_duration, conversation_id, tenant, overlap, catch_up"
 
 // A rawSchedule is one [[schedules]] table as written. Comparable: a
 // reload keeps the state of a schedule whose table is unchanged.
@@ -39,6 +39,7 @@ type rawSchedule struct {
 	MaxCostUSD     float64 `toml:"max_cost_usd"`
 	MaxDuration    string  `toml:"max_duration"`
 	ConversationID string  `toml:"conversation_id"`
+	Tenant         string  `toml:"tenant"`
 	Overlap        string  `toml:"overlap"`
 	CatchUp        bool    `toml:"catch_up"`
 }
@@ -106,6 +107,11 @@ func checkSchedule(raw rawSchedule) (scheduleConfig, []string) {
 		bad("timezone", "%q is not an IANA time zone; write one like \"Europe/Paris\" or \"UTC\"", s.Timezone)
 	} else {
 		s.location = loc
+	}
+	if raw.Tenant != "" {
+		if err := checkName(raw.Tenant, ".", "letters, digits, \"-\", \"_\" and \".\", like the tenant of an API key (or leave it out: only admin keys see the runs)"); err != nil {
+			bad("tenant", "%v", err)
+		}
 	}
 	if strings.TrimSpace(raw.Prompt) == "" {
 		bad("prompt", "missing; say what the agent should do")

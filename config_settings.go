@@ -59,11 +59,23 @@ func (m modelSettings) spec() modelSpec {
 
 // An authKey is one API key. The token itself is never kept, only its hash.
 type authKey struct {
-	Name        string
+	Name string
+	// Tenant is what the key's runs, conversations, approvals and
+	// questions belong to: keys of one tenant share them. It defaults to
+	// the key's name.
+	Tenant      string
 	TokenSHA256 [sha256.Size]byte
 	// Scopes holds values of authScopes.
 	Scopes []string
 	Source string
+}
+
+// tenant returns k's tenant: the one configured, else the key's name.
+func (k authKey) tenant() string {
+	if k.Tenant == "" {
+		return k.Name
+	}
+	return k.Tenant
 }
 
 // A rawAuthKey is one API key as written in TOML or HARNESS_API_KEYS. A
@@ -73,6 +85,7 @@ type rawAuthKey struct {
 	Token       *string  `json:"token" toml:"-"`
 	TokenSHA256 *string  `json:"token_sha256" toml:"token_sha256"`
 	Scopes      []string `json:"scopes" toml:"scopes"`
+	Tenant      string   `json:"tenant" toml:"tenant"`
 }
 
 // A tomlModel is the [model] table; nil fields were not set in that file.
@@ -190,9 +203,9 @@ func mergeModel(m *modelSettings, layer configLayer) {
 }
 
 // parseAuthKeysJSON parses HARNESS_API_KEYS: a JSON array of
-// {"name", "token" | "token_sha256", "scopes"}. Plaintext tokens are hashed
-// at once. It returns the valid keys, the plaintext tokens (for the
-// redactor only) and an error joining every problem.
+// {"name", "token" | "token_sha256", "scopes", "tenant"?}. Plaintext tokens
+// are hashed at once. It returns the valid keys, the plaintext tokens (for
+// the redactor only) and an error joining every problem.
 func parseAuthKeysJSON(data []byte) ([]authKey, []string, error) {
 	const label = "HARNESS_API_KEYS"
 	entries, err := decodeJSONArray(label, `[{"name": ..., "token": ..., "scopes": [...]}]`, data)
@@ -229,9 +242,14 @@ func buildAuthKey(label, source string, raw rawAuthKey) (authKey, error) {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: key %q: %s: %s", label, raw.Name, field, fmt.Sprintf(format, args...)))
 	}
-	key := authKey{Name: raw.Name, Scopes: raw.Scopes, Source: source}
+	key := authKey{Name: raw.Name, Tenant: raw.Tenant, Scopes: raw.Scopes, Source: source}
 	if err := checkName(raw.Name, ".", "letters, digits, \"-\", \"_\" and \".\""); err != nil {
 		bad("name", "%v", err)
+	}
+	if key.Tenant == "" {
+		key.Tenant = raw.Name
+	} else if err := checkName(raw.Tenant, ".", "letters, digits, \"-\", \"_\" and \".\" (or leave tenant out: the key's name)"); err != nil {
+		bad("tenant", "%v", err)
 	}
 	switch {
 	case raw.Token != nil && raw.TokenSHA256 != nil:

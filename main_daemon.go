@@ -260,6 +260,12 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 	d.api.hosts = newHostPolicy(d.opts.addr, cfg.AllowedHosts)
 	d.schedules = newScheduler(d.runs, cfg.Schedules, nil, logger)
 	d.api.schedules = d.schedules
+	// The API and the servers are starting: a schedule that names another
+	// tenant's conversation is not worth stopping them for (a reload
+	// refuses it); each of its runs is refused and says why.
+	if err := d.runs.checkScheduleConversations(cfg.Schedules); err != nil {
+		logger.Error("schedules name conversations of other tenants; their runs will be refused", "err", err)
+	}
 	d.srv = newHTTPServer(d.api, logger, readHeaderTimeout)
 	d.serveErr = make(chan error, 1)
 	// Owned by the daemon; exits when the server is shut down.

@@ -31,7 +31,8 @@ type runEvent struct {
 type runView struct {
 	ID             string         `json:"id"`
 	ConversationID string         `json:"conversation_id,omitempty"`
-	Owner          string         `json:"owner"` // the name of the API key that started it; "" with auth off
+	Owner          string         `json:"owner"`  // the name of the API key that started it; "" with auth off
+	Tenant         string         `json:"tenant"` // who it belongs to (authKey.Tenant, the schedule's); a record without one: its owner (historyRun)
 	Status         string         `json:"status"`
 	QueuePosition  int            `json:"queue_position,omitempty"` // 1 for the next queued run to start
 	Prompt         string         `json:"prompt"`
@@ -140,6 +141,9 @@ type run struct {
 	// final is the ended run when it is kept on disk: its events and large
 	// bodies are read from there, and events is nil.
 	final *runView
+	// promptHead is what lists search (searchPrompt) of a prompt left on
+	// disk with final.
+	promptHead string
 	// servers and activated replace scope and catalog in views once the
 	// run has ended, so that its servers' memory (stderr tails, sessions)
 	// is freed; scope and catalog are nil then.
@@ -217,6 +221,7 @@ func (r *run) viewLocked() runView {
 		ID:             r.id,
 		ConversationID: r.conversationID(),
 		Owner:          r.req.Owner,
+		Tenant:         r.req.Tenant,
 		Status:         r.status,
 		Prompt:         r.req.Prompt,
 		Profile:        r.req.Profile,
@@ -312,6 +317,9 @@ func (r *run) finish(status, output, errMsg string) {
 	r.scope, r.catalog = nil, nil
 	if final != nil {
 		r.keepOnDiskLocked(final)
+		if final.Prompt == "" {
+			r.promptHead = promptHead(r.req.Prompt)
+		}
 		r.req.Prompt, r.output = "", ""
 	}
 	r.mu.Unlock()

@@ -15,7 +15,7 @@ import (
 // This file holds conversations: chains of runs in which each run
 // continues the messages of the ones before it. A conversation is its runs:
 // each run's record names it, each run's transcript holds its messages,
-// and its first run's record gives its owner and creation time (retention
+// and its first run's record gives its owner, tenant and creation time (retention
 // keeps or drops a conversation's runs together, so its first run is kept
 // as long as it is). Here: joining a run to its conversation (one active
 // run at a time), loading at start-up, deletion, listing, and retention.
@@ -24,12 +24,15 @@ import (
 // of each conversation in the runs directory, read when it is there.
 const conversationExt = ".conversation"
 
-// A conversation is a chain of runs. Its fields are fixed but runs, which
-// the run manager's mu guards.
+// A conversation is a chain of runs. Its id and createdAt are fixed; the
+// run manager's mu guards the rest.
 type conversation struct {
 	id        string
-	owner     string // the key that started it; "" with auth off
 	createdAt time.Time
+	owner     string // the key that started its first run; "" with auth off
+	// tenant is who it belongs to: its first run's tenant, which every
+	// run that joins it takes.
+	tenant string
 	// runs are its runs in order; only the last may be active.
 	runs []*run
 }
@@ -50,13 +53,29 @@ type conversationRecord struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// A conversationTenantError refuses a run of one tenant for a conversation
+// of another when the request may not cross tenants (a schedule's). The
+// API answers 404, like for a conversation that is not kept.
+type conversationTenantError struct {
+	conversation, tenant, runTenant string
+}
+
+func (e *conversationTenantError) Error() string {
+	return fmt.Sprintf("conversation %q: belongs to tenant %q, not to this run's tenant %q: a run may join only a conversation of its own tenant; leave conversation_id out, or give the schedule the conversation's tenant (tenant = %q)",
+		e.conversation, e.tenant, e.runTenant, e.tenant)
+}
+
 // A conversationBusyError refuses a run for a conversation whose run is
-// still active; the API answers 409 conversation_busy.
+// still active; the API answers 409 conversation_busy. An empty run names
+// none (the caller does not see it).
 type conversationBusyError struct {
 	conversation, run, status string
 }
 
 func (e *conversationBusyError) Error() string {
+	if e.run == "" {
+		return fmt.Sprintf("conversation %q: a run of it is still active; try again once it has ended", e.conversation)
+	}
 	return fmt.Sprintf("conversation %q: run %s is still %s; a conversation takes one run at a time: wait for it to end (GET /v1/runs/%s/events) or cancel it (POST /v1/runs/%s/cancel)",
 		e.conversation, e.run, e.status, e.run, e.run)
 }
@@ -79,15 +98,18 @@ func (r *run) conversationID() string {
 }
 
 // joinConversation makes r the next run of the conversation its request
-// names, or the first of a new one owned by its request's owner. It
-// returns a *conversationNotFoundError, or a *conversationBusyError while
-// the conversation's last run is active. A run that joined and is then
+// names, or the first of a new one of its request's owner and tenant. A
+// run joining a conversation of another tenant takes the conversation's
+// tenant when its request may cross tenants (AnyTenant: an admin's), and
+// is refused with a *conversationTenantError otherwise. It returns a
+// *conversationNotFoundError, or a *conversationBusyError while the
+// conversation's last run is active. A run that joined and is then
 // refused must leave.
 func (m *runManager) joinConversation(r *run) error {
 	m.mu.Lock()
 	id := r.req.ConversationID
 	if id == "" {
-		c := &conversation{id: newID("conv_"), owner: r.req.Owner, createdAt: r.createdAt, runs: []*run{r}}
+		c := &conversation{id: newID("conv_"), owner: r.req.Owner, tenant: r.req.Tenant, createdAt: r.createdAt, runs: []*run{r}}
 		m.conversations[c.id] = c
 		r.conv = &runConversation{id: c.id}
 		m.mu.Unlock()
@@ -97,6 +119,12 @@ func (m *runManager) joinConversation(r *run) error {
 	c := m.conversations[id]
 	if c == nil {
 		return &conversationNotFoundError{id: id}
+	}
+	if c.tenant != r.req.Tenant {
+		if !r.req.AnyTenant {
+			return &conversationTenantError{conversation: id, tenant: c.tenant, runTenant: r.req.Tenant}
+		}
+		r.req.Tenant = c.tenant // not yet seen by anyone: no view was taken
 	}
 	last := c.runs[len(c.runs)-1]
 	if status := last.summary().Status; !isTerminal(status) {
@@ -127,8 +155,9 @@ func (m *runManager) leaveConversation(r *run) {
 	}
 }
 
-// conversation returns the conversation with id, or nil. Its runs field
-// must only be read under m.mu: use conversationView.
+// conversation returns the conversation with id, or nil. Its fields but
+// id and createdAt must only be read under m.mu: use conversationHead and
+// conversationView.
 func (m *runManager) conversation(id string) *conversation {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -139,6 +168,7 @@ func (m *runManager) conversation(id string) *conversation {
 type conversationView struct {
 	ID        string    `json:"id"`
 	Owner     string    `json:"owner"`
+	Tenant    string    `json:"tenant"`
 	CreatedAt time.Time `json:"created_at"`
 	// UpdatedAt is when its last run ended, or started (or was created)
 	// while it runs.
@@ -151,17 +181,49 @@ type conversationView struct {
 	Messages []json.RawMessage `json:"messages,omitempty"`
 }
 
-// conversationRuns returns c's runs, in order.
-func (m *runManager) conversationRuns(c *conversation) []*run {
+// A tenantFilter says whether the caller sees what belongs to a tenant
+// (authInfo.sees); nil sees everything.
+type tenantFilter func(tenant string) bool
+
+// conversationRuns returns c's runs that sees lets through, in order: a
+// conversation may hold runs of other tenants (an older harnessd let a
+// schedule join one), which its reader must neither see nor remove.
+func (m *runManager) conversationRuns(c *conversation, sees tenantFilter) []*run {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Clone(c.runs)
+	return visibleRuns(c.runs, sees)
 }
 
-// view returns c without its messages.
-func (m *runManager) conversationView(c *conversation) conversationView {
-	v := conversationView{ID: c.id, Owner: c.owner, CreatedAt: c.createdAt, UpdatedAt: c.createdAt, Runs: []string{}}
-	for _, r := range m.conversationRuns(c) {
+// conversationHead returns c's owner and tenant.
+func (m *runManager) conversationHead(c *conversation) (owner, tenant string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return c.owner, c.tenant
+}
+
+// tenantOf returns c's tenant.
+func (m *runManager) tenantOf(c *conversation) string {
+	_, tenant := m.conversationHead(c)
+	return tenant
+}
+
+// visibleRuns returns a new slice of the runs that sees lets through.
+func visibleRuns(runs []*run, sees tenantFilter) []*run {
+	out := make([]*run, 0, len(runs))
+	for _, r := range runs {
+		if sees == nil || sees(r.req.Tenant) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// conversationView returns c without its messages, as one who sees only
+// the runs sees lets through: its runs, status and update time are theirs.
+func (m *runManager) conversationView(c *conversation, sees tenantFilter) conversationView {
+	v := conversationView{ID: c.id, CreatedAt: c.createdAt, UpdatedAt: c.createdAt, Runs: []string{}}
+	v.Owner, v.Tenant = m.conversationHead(c)
+	for _, r := range m.conversationRuns(c, sees) {
 		s := r.summary()
 		v.Runs = append(v.Runs, r.id)
 		v.Status = s.Status
@@ -174,7 +236,8 @@ func (m *runManager) conversationView(c *conversation) conversationView {
 	return v
 }
 
-// listConversations returns every kept conversation, newest first.
+// listConversations returns every kept conversation, newest first (by
+// compareAge).
 func (m *runManager) listConversations() []*conversation {
 	m.mu.Lock()
 	out := make([]*conversation, 0, len(m.conversations))
@@ -182,20 +245,15 @@ func (m *runManager) listConversations() []*conversation {
 		out = append(out, c)
 	}
 	m.mu.Unlock()
-	slices.SortFunc(out, func(a, b *conversation) int {
-		if c := b.createdAt.Compare(a.createdAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.id, a.id)
-	})
+	slices.SortFunc(out, func(a, b *conversation) int { return compareAge(b.createdAt, b.id, a.createdAt, a.id) })
 	return out
 }
 
-// conversationMessages returns the messages of c's runs in order, each
-// with the id of its run added as run_id.
-func (m *runManager) conversationMessages(c *conversation) ([]json.RawMessage, error) {
+// conversationMessages returns the messages of c's runs that sees lets
+// through, in order, each with the id of its run added as run_id.
+func (m *runManager) conversationMessages(c *conversation, sees tenantFilter) ([]json.RawMessage, error) {
 	out := []json.RawMessage{}
-	for _, r := range m.conversationRuns(c) {
+	for _, r := range m.conversationRuns(c, sees) {
 		msgs, _, err := r.messages()
 		if err != nil {
 			return nil, fmt.Errorf("conversation %s: run %s: read transcript: %w", c.id, r.id, err)
@@ -217,10 +275,13 @@ func mustMarshal(s string) []byte {
 	return b
 }
 
-// deleteConversation forgets conversation id and removes its runs from disk
-// and its record. It returns a *conversationNotFoundError, or a
-// *conversationBusyError while a run of it is active.
-func (m *runManager) deleteConversation(id string) error {
+// deleteConversation forgets the runs of conversation id that sees lets
+// through and removes them from disk, with the record an older harnessd
+// kept of it; the conversation goes with its last run, else it stays with
+// the runs of others, and belongs to the first of them. It returns a
+// *conversationNotFoundError, or a *conversationBusyError while a run of
+// it is active.
+func (m *runManager) deleteConversation(id string, sees tenantFilter) error {
 	m.mu.Lock()
 	c := m.conversations[id]
 	if c == nil {
@@ -230,14 +291,24 @@ func (m *runManager) deleteConversation(id string) error {
 	last := c.runs[len(c.runs)-1]
 	if status := last.summary().Status; !isTerminal(status) {
 		m.mu.Unlock()
-		return &conversationBusyError{conversation: id, run: last.id, status: status}
+		busy := &conversationBusyError{conversation: id}
+		if sees == nil || sees(last.req.Tenant) {
+			busy.run, busy.status = last.id, status
+		}
+		return busy
 	}
-	ids := make([]string, 0, len(c.runs)+1)
-	for _, r := range c.runs {
+	gone := visibleRuns(c.runs, sees)
+	ids := make([]string, 0, len(gone)+1)
+	for _, r := range gone {
 		ids = append(ids, r.id)
 		delete(m.runs, r.id)
 	}
-	delete(m.conversations, id)
+	c.runs = slices.DeleteFunc(c.runs, func(r *run) bool { _, ok := m.runs[r.id]; return !ok })
+	if len(c.runs) == 0 {
+		delete(m.conversations, id)
+	} else {
+		c.owner, c.tenant = c.runs[0].req.Owner, c.runs[0].req.Tenant
+	}
 	m.order = slices.DeleteFunc(m.order, func(id string) bool { _, ok := m.runs[id]; return !ok })
 	m.mu.Unlock()
 	if m.opts.Store != nil {
@@ -250,8 +321,9 @@ func (m *runManager) deleteConversation(id string) error {
 }
 
 // loadConversations rebuilds the conversations of the runs loadHistory
-// kept (oldest first), from their records: a conversation takes its owner
-// and creation time from its first run, or from the record an older
+// kept (oldest first), from their records: a conversation takes its owner,
+// tenant and creation time from its first run, or its owner and creation
+// time from the record an older
 // harnessd kept of it. Such a record without runs (its runs expired) is
 // removed. Called once, by newRunManager.
 func (m *runManager) loadConversations() {
@@ -271,7 +343,9 @@ func (m *runManager) loadConversations() {
 			if !ok {
 				rec = conversationRecord{ID: cid, Owner: r.req.Owner, CreatedAt: r.createdAt}
 			}
-			c = &conversation{id: cid, owner: rec.Owner, createdAt: rec.CreatedAt}
+			// The tenant is the first run's: an older harnessd's record
+			// has the owner, which that run's tenant defaults to.
+			c = &conversation{id: cid, owner: rec.Owner, tenant: r.req.Tenant, createdAt: rec.CreatedAt}
 			m.conversations[cid] = c
 		}
 		r.conv = &runConversation{id: cid}

@@ -387,7 +387,7 @@ func TestConversationSurvivesRestart(t *testing.T) {
 
 	m = newStoredRuns(t, f, dir, nil)
 	c := m.conversation(conv)
-	if c == nil || c.owner != "alice" || len(m.conversationRuns(c)) != 1 {
+	if c == nil || c.owner != "alice" || len(m.conversationRuns(c, nil)) != 1 {
 		t.Fatalf("after the restart conversation %s = %+v, want alice's with one run", conv, c)
 	}
 	r2, err := m.start(runRequest{Prompt: "two", ConversationID: conv, Owner: "alice"}, true)
@@ -397,7 +397,7 @@ func TestConversationSurvivesRestart(t *testing.T) {
 	if v := waitRun(t, r2); v.Status != runCompleted || v.ConversationID != conv {
 		t.Fatalf("run 2 after the restart = %s %q in %q, want completed in %s", v.Status, v.Error, v.ConversationID, conv)
 	}
-	if err := m.deleteConversation(conv); err != nil {
+	if err := m.deleteConversation(conv, nil); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := os.ReadDir(dir)
@@ -426,7 +426,7 @@ func TestConversationRetentionKeepsWhole(t *testing.T) {
 	c := startRun(t, m, runRequest{Prompt: "c", ConversationID: a.conversationID()})
 	waitRun(t, c)
 	waitUntil(t, "retention drops a run", func() bool { return len(m.list()) == 3 })
-	if m.get(alone.id) != nil || m.get(a.id) == nil || len(m.conversationRuns(m.conversation(a.conversationID()))) != 3 {
+	if m.get(alone.id) != nil || m.get(a.id) == nil || len(m.conversationRuns(m.conversation(a.conversationID()), nil)) != 3 {
 		t.Errorf("kept %d runs; alone kept: %v; the conversation's first run kept: %v; want the conversation whole", len(m.list()), m.get(alone.id) != nil, m.get(a.id) != nil)
 	}
 	if m.conversation(alone.conversationID()) != nil {

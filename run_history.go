@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -150,6 +151,31 @@ func (r *run) summary() runView {
 	return r.viewLocked()
 }
 
+// promptHead returns the start of prompt that a run whose bodies are left
+// on disk keeps for searches: at most bodyInMemory bytes, cut at a
+// character's start.
+func promptHead(prompt string) string {
+	if len(prompt) <= bodyInMemory {
+		return prompt
+	}
+	return strings.ToValidUTF8(prompt[:bodyInMemory], "")
+}
+
+// searchPrompt returns the prompt that lists' q= matches, without reading
+// the disk: the whole prompt while in memory, else its first
+// bodyInMemory bytes (promptHead).
+func (r *run) searchPrompt() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.final == nil:
+		return r.req.Prompt
+	case r.final.Prompt != "":
+		return r.final.Prompt
+	}
+	return r.promptHead
+}
+
 // replay sends the events of a run kept on disk after cur, read from its
 // log a window at a time, and advances cur past each one sent: memory
 // for what is in flight, not for the run. It may block as long as send
@@ -172,12 +198,15 @@ func (r *run) replay(cur *followCursor, send func(runEvent) error) error {
 // historyRun returns an ended run loaded from the store.
 func historyRun(env *runEnv, s *runStore, stored storedRun) *run {
 	v := stored.view
+	if v.Tenant == "" {
+		v.Tenant = v.Owner // kept before runs had tenants
+	}
 	r := &run{
 		id:        v.ID,
 		env:       env,
 		logger:    env.logger.With("run", v.ID),
 		createdAt: v.CreatedAt,
-		req:       runRequest{Owner: v.Owner},
+		req:       runRequest{Owner: v.Owner, Tenant: v.Tenant},
 		cancel:    func() {},
 		done:      make(chan struct{}),
 		changed:   make(chan struct{}),
@@ -192,6 +221,7 @@ func historyRun(env *runEnv, s *runStore, stored storedRun) *run {
 	}
 	close(r.done)
 	if len(v.Prompt) > bodyInMemory || len(v.Output) > bodyInMemory {
+		r.promptHead = promptHead(v.Prompt)
 		v.Prompt, v.Output = "", ""
 	}
 	r.final = &v

@@ -64,9 +64,18 @@ type runRequest struct {
 	// WebhookURL is told when the run starts waiting and when it ends
 	// (run_webhook.go); empty means [webhooks] url, if set.
 	WebhookURL string `json:"webhook_url,omitempty"`
-	// Owner is who the run belongs to: the key's name (authInfo.owner),
-	// or schedule:<name> for a scheduled run. Never read from a request.
+	// Owner is who started the run: the key's name (authInfo.owner), or
+	// schedule:<name> for a scheduled run. Never read from a request.
 	Owner string `json:"-"`
+	// Tenant is who the run belongs to: the key's tenant, or the
+	// schedule's; keys of other tenants do not see it. Empty means the
+	// owner. A run that joins a
+	// conversation takes the conversation's tenant (joinConversation).
+	// Never read from a request.
+	Tenant string `json:"-"`
+	// AnyTenant lets the run join a conversation of another tenant (an
+	// admin key's request); without it, such a conversation is refused.
+	AnyTenant bool `json:"-"`
 	// Approval tightens the approval of every server of the run
 	// (approvalWrites or approvalAlways; input_approval.go).
 	Approval string `json:"approval,omitempty"`
@@ -133,7 +142,7 @@ type runManager struct {
 	mu sync.Mutex
 	// guards runs, order, running, queue and runTime
 	runs    map[string]*run
-	order   []string // creation order
+	order   []string // oldest first, by compareAge (lists page by it)
 	running int      // runs admitted and not queued that have not ended
 	queue   []queuedRun
 	// runTime is a moving average of how long runs take, for Retry-After.
@@ -274,12 +283,12 @@ func (e *busyError) Error() string {
 
 // start validates req synchronously and starts the run in the
 // background, or queues it when max_concurrent_runs are running; the run,
-// and a new conversation it starts, belong to req.Owner. allowCommand says
+// and a new conversation it starts, belong to req.Tenant. allowCommand says
 // whether the caller may start per-run stdio servers. Errors are
 // *requestError for what the caller got wrong, *busyError when the queue is
 // full, *conversationNotFoundError, *conversationBusyError,
-// *storeUnavailableError while the store cannot write, or
-// errShuttingDown.
+// *conversationTenantError, *storeUnavailableError while the store cannot
+// write, or errShuttingDown.
 func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	r, err := m.prepare(req, allowCommand)
 	if err != nil {
@@ -337,6 +346,9 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	budget, err := newRunBudget(req, budgets, prices, provider.name())
 	if err != nil {
 		return nil, err
+	}
+	if req.Tenant == "" {
+		req.Tenant = req.Owner // as for a key without a tenant (authKey.tenant)
 	}
 	r := newRun(m.env, req)
 	if err := m.setUp(r, spec, provider, budget, defaultSteps, allowCommand); err != nil {
@@ -465,7 +477,7 @@ func (m *runManager) admit(ctx context.Context, r *run) error {
 		return err
 	}
 	m.runs[r.id] = r
-	m.order = append(m.order, r.id)
+	m.insertLocked(r)
 	m.wg.Add(1)
 	if m.running < m.opts.Limits.MaxConcurrentRuns {
 		m.running++
@@ -557,7 +569,30 @@ func (m *runManager) get(id string) *run {
 	return m.runs[id]
 }
 
-// list returns every kept run, newest first.
+// compareAge orders runs (and conversations) oldest first: by creation
+// time, then id. It is the order of runManager.order, which the API's
+// lists page by, so it must be total and stable across restarts.
+func compareAge(aAt time.Time, aID string, bAt time.Time, bID string) int {
+	if c := aAt.Compare(bAt); c != 0 {
+		return c
+	}
+	return strings.Compare(aID, bID)
+}
+
+// insertLocked adds r to order at its place by compareAge: the end, but
+// when a run created earlier was admitted later. Called under mu.
+func (m *runManager) insertLocked(r *run) {
+	i := len(m.order)
+	for ; i > 0; i-- {
+		prev := m.runs[m.order[i-1]]
+		if compareAge(prev.createdAt, prev.id, r.createdAt, r.id) < 0 {
+			break
+		}
+	}
+	m.order = slices.Insert(m.order, i, r.id)
+}
+
+// list returns every kept run, newest first (by compareAge).
 func (m *runManager) list() []*run {
 	m.mu.Lock()
 	defer m.mu.Unlock()

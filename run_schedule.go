@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -226,9 +227,20 @@ func (s *scheduler) startLocked(st *scheduleState, why string) (*run, error) {
 // scheduleOwner returns the owner of the runs of schedule name.
 func scheduleOwner(name string) string { return scheduleOwnerPrefix + name }
 
-// scheduleRunRequest returns the run request of one fire of s, owned by
-// schedule:<name>. Every run field of [[schedules]] is copied here and
-// nowhere else.
+// tenant returns the tenant of s's runs: its tenant field, else its
+// owner (schedule:<name>), which no key's tenant can be (a key's tenant
+// has no ":"), so that only admin keys see them.
+func (s scheduleConfig) tenant() string {
+	if s.Tenant != "" {
+		return s.Tenant
+	}
+	return scheduleOwner(s.Name)
+}
+
+// scheduleRunRequest returns the run request of one fire of s, started by
+// schedule:<name>, of s's tenant; it may join only a conversation of that
+// tenant. Every run field of [[schedules]] is copied here and nowhere
+// else.
 func scheduleRunRequest(s scheduleConfig) runRequest {
 	return runRequest{
 		Prompt:         s.Prompt,
@@ -241,7 +253,31 @@ func scheduleRunRequest(s scheduleConfig) runRequest {
 		MaxDuration:    s.MaxDuration,
 		ConversationID: s.ConversationID,
 		Owner:          scheduleOwner(s.Name),
+		Tenant:         s.tenant(),
 	}
+}
+
+// checkScheduleConversations returns an error naming each schedule whose
+// conversation_id names a kept conversation of another tenant, whose runs
+// joinConversation would refuse, or nil. Only the run store knows a
+// conversation's tenant, so harnessd check cannot tell, and a
+// conversation kept later is checked when the schedule's run starts.
+func (m *runManager) checkScheduleConversations(schedules []scheduleConfig) error {
+	var errs []error
+	for _, s := range schedules {
+		if s.ConversationID == "" {
+			continue
+		}
+		c := m.conversation(s.ConversationID)
+		if c == nil {
+			continue
+		}
+		if tenant := m.tenantOf(c); tenant != s.tenant() {
+			err := &conversationTenantError{conversation: s.ConversationID, tenant: tenant, runTenant: s.tenant()}
+			errs = append(errs, fmt.Errorf("%s: [[schedules]] %q: conversation_id: %v", s.Source, s.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // runNow starts a run of schedule name at once, whatever its overlap (an

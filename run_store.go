@@ -434,7 +434,7 @@ func (s *runStore) load(now time.Time) ([]storedRun, error) {
 		return nil, fmt.Errorf("end the runs a crash interrupted in %s: %w", s.dir, err)
 	}
 	s.removeOrphanDeliveries()
-	slices.SortStableFunc(runs, func(a, b storedRun) int { return a.view.CreatedAt.Compare(b.view.CreatedAt) })
+	slices.SortFunc(runs, func(a, b storedRun) int { return compareAge(a.view.CreatedAt, a.view.ID, b.view.CreatedAt, b.view.ID) })
 	if err := s.log.compact(nil); err != nil {
 		s.logger.Warn("compacting the runs log failed; it is tried again when runs are next removed", "err", err)
 	}

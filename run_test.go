@@ -14,7 +14,7 @@ import (
 
 // newTestRuns returns a run manager over the given global servers whose
 // model is the fake f.
-func newTestRuns(t *testing.T, f *fakeModel, globals ...serverConfig) *runManager {
+func newTestRuns(t testing.TB, f *fakeModel, globals ...serverConfig) *runManager {
 	t.Helper()
 	reg := newRegistry(globals, registryOptions{Client: clientOptions{}})
 	t.Cleanup(reg.close)
@@ -27,14 +27,14 @@ func newTestRuns(t *testing.T, f *fakeModel, globals ...serverConfig) *runManage
 // newRunsOver returns a run manager over reg's servers whose model is the
 // fake f, shut down at cleanup. home "" means a fresh directory; a nil
 // logger discards.
-func newRunsOver(t *testing.T, reg *registry, f *fakeModel, home string, logger *slog.Logger) *runManager {
+func newRunsOver(t testing.TB, reg *registry, f *fakeModel, home string, logger *slog.Logger) *runManager {
 	t.Helper()
 	return newRunsWith(t, runOptionsOver(t, reg, f, home, logger))
 }
 
 // runOptionsOver returns newRunsOver's options, for tests that change
 // some.
-func runOptionsOver(t *testing.T, reg *registry, f *fakeModel, home string, logger *slog.Logger) runManagerOptions {
+func runOptionsOver(t testing.TB, reg *registry, f *fakeModel, home string, logger *slog.Logger) runManagerOptions {
 	t.Helper()
 	if home == "" {
 		home = t.TempDir()
@@ -57,7 +57,7 @@ func runOptionsOver(t *testing.T, reg *registry, f *fakeModel, home string, logg
 }
 
 // newRunsWith returns a run manager with opts, shut down at cleanup.
-func newRunsWith(t *testing.T, opts runManagerOptions) *runManager {
+func newRunsWith(t testing.TB, opts runManagerOptions) *runManager {
 	t.Helper()
 	m := newRunManager(opts)
 	t.Cleanup(func() {

@@ -15,6 +15,28 @@ function every(ms, fn, signal) {
 
 function errorNote(err) { return h('p', { class: 'notice bad', role: 'alert' }, err.message); }
 
+// loadPages reads the first pages pages of a list route (path with its
+// query), following next_cursor, and returns the items under field and
+// whether more follow.
+async function loadPages(path, field, pages, signal) {
+  const items = [];
+  let cursor = '';
+  for (let i = 0; i < pages; i++) {
+    const sep = path.includes('?') ? '&' : '?';
+    const data = await api('GET', path + (cursor ? sep + 'cursor=' + encodeURIComponent(cursor) : ''), undefined, signal);
+    items.push(...(data[field] || []));
+    cursor = data.next_cursor || '';
+    if (!cursor) break;
+  }
+  return { items, more: cursor !== '' };
+}
+
+// moreButton returns the button that shows one more page of a list: it
+// calls onMore; the list hides it when no page is left.
+function moreButton(id, onMore) {
+  return h('button', { type: 'button', id, hidden: true, onclick: onMore }, 'Show more');
+}
+
 export function runsPage(main, can, signal, params) {
   const filter = h('select', { id: 'status-filter' }, h('option', { value: '' }, 'All'),
     runStatuses.map((s) => h('option', { value: s, selected: params.get('status') === s }, s)));
@@ -23,23 +45,28 @@ export function runsPage(main, can, signal, params) {
   const table = h('table', {}, h('caption', { class: 'hint' }, 'Newest first; refreshed every 2 s.'),
     h('thead', {}, h('tr', {}, ['Run', 'Status', 'Model', 'Owner', 'Steps', 'Tokens', 'Cost', 'Age', 'Duration']
       .map((c, i) => h('th', { scope: 'col', class: i >= 7 ? 'hide-narrow' : null }, c)))), body);
+  // pages is how many pages of runs the list shows; the refresh reads them all.
+  let pages = 1;
+  const more = moreButton('runs-more', () => { pages++; load(); });
   const load = async () => {
     const q = filter.value ? '?status=' + encodeURIComponent(filter.value) : '';
     try {
-      const data = await api('GET', '/v1/runs' + q, undefined, signal);
+      const res = await loadPages('/v1/runs' + q, 'runs', pages, signal);
       await afterPress();
       clear(note);
-      clear(body, (data.runs || []).map(runRow));
-      if (!data.runs || !data.runs.length) body.append(h('tr', {}, h('td', { colspan: 9, class: 'meta' }, 'No runs yet.')));
+      clear(body, res.items.map(runRow));
+      if (!res.items.length) body.append(h('tr', {}, h('td', { colspan: 9, class: 'meta' }, 'No runs yet.')));
+      more.hidden = !res.more;
     } catch (err) { if (!signal.aborted) clear(note, errorNote(err)); }
   };
   filter.addEventListener('change', () => {
     history.replaceState(null, '', '#/runs' + (filter.value ? '?status=' + filter.value : ''));
+    pages = 1;
     load();
   });
   clear(main, h('h1', {}, 'Runs'), can.write ? startForm(signal) : null,
     h('div', { class: 'row' }, h('label', { class: 'inline', for: 'status-filter' }, 'Status'), filter), note,
-    h('div', { class: 'scroll' }, table));
+    h('div', { class: 'scroll' }, table), h('div', { class: 'row' }, more));
   every(2000, load, signal);
 }
 
@@ -102,12 +129,13 @@ export function runPage(main, can, signal, id) {
 
 export function conversationsPage(main, can, signal) {
   const list = h('div', {});
-  clear(main, h('h1', {}, 'Conversations'), list);
-  every(5000, async () => {
+  let pages = 1;
+  const load = async () => {
     try {
-      const data = await api('GET', '/v1/conversations', undefined, signal);
+      const res = await loadPages('/v1/conversations', 'conversations', pages, signal);
       await afterPress();
-      const items = data.conversations || [];
+      more.hidden = !res.more;
+      const items = res.items;
       clear(list, items.length ? h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, h('tr', {}, ['Conversation', 'Status', 'Owner', 'Runs', 'Updated'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, items.map((c) => h('tr', {},
           h('td', {}, h('a', { href: '#/conversations/' + encodeURIComponent(c.id) }, h('code', {}, c.id))),
@@ -115,7 +143,10 @@ export function conversationsPage(main, can, signal) {
           h('td', {}, fmtAge(c.updated_at)))))))
         : h('p', { class: 'meta' }, 'No conversations yet. Every run starts one; continue it from its page.'));
     } catch (err) { if (!signal.aborted) clear(list, errorNote(err)); }
-  }, signal);
+  };
+  const more = moreButton('conversations-more', () => { pages++; load(); });
+  clear(main, h('h1', {}, 'Conversations'), list, h('div', { class: 'row' }, more));
+  every(5000, load, signal);
 }
 
 export function conversationPage(main, can, signal, id) {
