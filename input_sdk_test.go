@@ -51,7 +51,7 @@ func TestServerInputSDKFormExample(t *testing.T) {
 	})
 	requested := make(chan *inputRequest, 1)
 	queue := &inputQueue{}
-	policy := &inputPolicy{Queue: queue, Emit: func(typ string, data any) {
+	policy := &inputPolicy{Queue: queue, Interactive: true, Emit: func(typ string, data any) {
 		if r, ok := data.(*inputRequest); ok {
 			requested <- r
 		}
@@ -148,7 +148,7 @@ func TestServerInputSDKURLExample(t *testing.T) {
 	requested := make(chan *inputRequest, 4)
 	completed := make(chan string, 4)
 	queue := &inputQueue{}
-	policy := &inputPolicy{Queue: queue, Emit: func(typ string, data any) {
+	policy := &inputPolicy{Queue: queue, Interactive: true, Emit: func(typ string, data any) {
 		switch typ {
 		case "input.requested":
 			requested <- data.(*inputRequest)

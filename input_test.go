@@ -277,8 +277,9 @@ func TestServerInputEverything(t *testing.T) {
 	var usage modelUsage
 	queue := &inputQueue{}
 	policy := &inputPolicy{
-		Queue:   queue,
-		Sampler: &sampler{Provider: model.provider(t), Budget: newSamplingBudget(1, 0), OnUsage: func(u modelUsage) { mu.Lock(); usage.add(u); mu.Unlock() }},
+		Queue:       queue,
+		Interactive: true,
+		Sampler:     &sampler{Provider: model.provider(t), Budget: newSamplingBudget(1, 0), OnUsage: func(u modelUsage) { mu.Lock(); usage.add(u); mu.Unlock() }},
 		Emit: func(typ string, data any) {
 			mu.Lock()
 			events = append(events, typ)
