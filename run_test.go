@@ -34,7 +34,7 @@ func newRunsOver(t *testing.T, reg *registry, f *fakeModel, home string, logger 
 
 // runOptionsOver returns newRunsOver's options, for tests that change
 // some.
-func runOptionsOver(t *testing.T, reg *registry, f *fakeModel, home string, logger *slog.Logger) runManagerOptions {
+func runOptionsOver(t testing.TB, reg *registry, f *fakeModel, home string, logger *slog.Logger) runManagerOptions {
 	t.Helper()
 	if home == "" {
 		home = t.TempDir()
@@ -57,7 +57,7 @@ func runOptionsOver(t *testing.T, reg *registry, f *fakeModel, home string, logg
 }
 
 // newRunsWith returns a run manager with opts, shut down at cleanup.
-func newRunsWith(t *testing.T, opts runManagerOptions) *runManager {
+func newRunsWith(t testing.TB, opts runManagerOptions) *runManager {
 	t.Helper()
 	m := newRunManager(opts)
 	t.Cleanup(func() {
@@ -71,7 +71,7 @@ func newRunsWith(t *testing.T, opts runManagerOptions) *runManager {
 }
 
 // waitRun waits for r to end and returns its view.
-func waitRun(t *testing.T, r *run) runView {
+func waitRun(t testing.TB, r *run) runView {
 	t.Helper()
 	select {
 	case <-r.done:
