@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -14,42 +15,64 @@ import (
 // BenchmarkConversationTurn times a short turn (a prompt and a short
 // answer) of a conversation that already has turn-1 such turns, through
 // a run manager with a store, and reports the bytes the store read per
-// turn. The time and the bytes should not grow with the turn's number.
+// turn. The time and the bytes should not grow with the turn's number
+// but for what the turn sends: with the default max_conversation_bytes
+// the whole conversation is sent (its encoding, and its decoding by the
+// fake model, grow with it); capped at 256 bytes, what is sent is the
+// same at turn 10 and at turn 500.
 func BenchmarkConversationTurn(b *testing.B) {
-	for _, turn := range []int{10, 500} {
-		b.Run(fmt.Sprintf("turn=%d", turn), func(b *testing.B) {
-			script := make([]fakeTurn, turn-1+b.N)
-			for i := range script {
-				script[i] = fakeTurn{Text: "noted, thank you"}
-			}
-			f := newFakeModel(b, providerOpenAI, script...)
-			m := newStoredRuns(b, f, b.TempDir(), nil)
-			conv := ""
-			for i := 1; i < turn; i++ {
-				r, err := m.start(runRequest{Prompt: fmt.Sprintf("remember item %d", i), ConversationID: conv}, true)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if v := waitRun(b, r); v.Status != runCompleted {
-					b.Fatalf("turn %d = %s %q, want completed", i, v.Status, v.Error)
-				}
-				conv = r.conversationID()
-			}
-			read := m.opts.Store.log.readBytes.Load()
-			b.ResetTimer()
-			for i := range b.N {
-				r, err := m.start(runRequest{Prompt: fmt.Sprintf("remember item %d", turn+i), ConversationID: conv}, true)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if v := waitRun(b, r); v.Status != runCompleted {
-					b.Fatalf("turn %d = %s %q, want completed", turn+i, v.Status, v.Error)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(m.opts.Store.log.readBytes.Load()-read)/float64(b.N), "read-B/turn")
-		})
+	for _, limit := range []struct {
+		name  string
+		bytes int
+	}{{"default", 0}, {"capped", 256}} {
+		for _, turn := range []int{10, 500} {
+			b.Run(fmt.Sprintf("%s/turn=%d", limit.name, turn), func(b *testing.B) {
+				benchConversationTurn(b, turn, limit.bytes)
+			})
+		}
 	}
+}
+
+// benchConversationTurn is BenchmarkConversationTurn at turn, with
+// max_conversation_bytes limit (0: the default).
+func benchConversationTurn(b *testing.B, turn, limit int) {
+	script := make([]fakeTurn, turn-1+b.N)
+	for i := range script {
+		script[i] = fakeTurn{Text: "noted, thank you"}
+	}
+	f := newFakeModel(b, providerOpenAI, script...)
+	reg := newRegistry(nil, registryOptions{Logger: slog.New(slog.DiscardHandler)})
+	b.Cleanup(reg.close)
+	store, err := openRunStore(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(store.close)
+	opts := runOptionsOver(b, reg, f, "", nil)
+	opts.Store = store
+	opts.Limits = runLimits{MaxConversationBytes: limit}
+	m := newRunsWith(b, opts)
+	conv := ""
+	next := func(i int) {
+		r, err := m.start(runRequest{Prompt: fmt.Sprintf("remember item %d", i), ConversationID: conv}, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v := waitRun(b, r); v.Status != runCompleted {
+			b.Fatalf("turn %d = %s %q, want completed", i, v.Status, v.Error)
+		}
+		conv = r.conversationID()
+	}
+	for i := 1; i < turn; i++ {
+		next(i)
+	}
+	read := store.log.readBytes.Load()
+	b.ResetTimer()
+	for i := range b.N {
+		next(turn + i)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(store.log.readBytes.Load()-read)/float64(b.N), "read-B/turn")
 }
 
 // wholeConversation returns what the model was sent of earlier runs
