@@ -32,6 +32,8 @@ type conversation struct {
 	createdAt time.Time
 	// runs are its runs in order; only the last may be active.
 	runs []*run
+	// history is what its runs send the model, kept for the next run.
+	history *conversationHistory
 }
 
 // A runConversation is what a run knows of its conversation, fixed when
@@ -41,6 +43,8 @@ type runConversation struct {
 	// earlier are the conversation's runs before this one, all ended when
 	// it joined.
 	earlier []*run
+	// history is the conversation's, shared by its runs.
+	history *conversationHistory
 }
 
 // A conversationRecord is a conversation's record on disk.
@@ -87,9 +91,9 @@ func (m *runManager) joinConversation(r *run) error {
 	m.mu.Lock()
 	id := r.req.ConversationID
 	if id == "" {
-		c := &conversation{id: newID("conv_"), owner: r.req.Owner, createdAt: r.createdAt, runs: []*run{r}}
+		c := &conversation{id: newID("conv_"), owner: r.req.Owner, createdAt: r.createdAt, runs: []*run{r}, history: &conversationHistory{}}
 		m.conversations[c.id] = c
-		r.conv = &runConversation{id: c.id}
+		r.conv = &runConversation{id: c.id, history: c.history}
 		m.mu.Unlock()
 		return nil
 	}
@@ -102,7 +106,7 @@ func (m *runManager) joinConversation(r *run) error {
 	if status := last.summary().Status; !isTerminal(status) {
 		return &conversationBusyError{conversation: id, run: last.id, status: status}
 	}
-	r.conv = &runConversation{id: id, earlier: slices.Clone(c.runs)}
+	r.conv = &runConversation{id: id, earlier: slices.Clone(c.runs), history: c.history}
 	c.runs = append(c.runs, r)
 	return nil
 }
@@ -271,10 +275,10 @@ func (m *runManager) loadConversations() {
 			if !ok {
 				rec = conversationRecord{ID: cid, Owner: r.req.Owner, CreatedAt: r.createdAt}
 			}
-			c = &conversation{id: cid, owner: rec.Owner, createdAt: rec.CreatedAt}
+			c = &conversation{id: cid, owner: rec.Owner, createdAt: rec.CreatedAt, history: &conversationHistory{}}
 			m.conversations[cid] = c
 		}
-		r.conv = &runConversation{id: cid}
+		r.conv = &runConversation{id: cid, history: c.history}
 		c.runs = append(c.runs, r)
 	}
 	for id := range records {

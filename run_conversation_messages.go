@@ -132,40 +132,30 @@ func validTranscript(msgs []chatMessage) []chatMessage {
 // (emitting conversation.trimmed when it was); it activates the tools they
 // activated and gives r the conversation's system prompt (the last one a
 // run gave) when r has none. Nothing for a run that starts its
-// conversation.
+// conversation. The conversation's history (run_conversation_history.go)
+// keeps what the runs before sent, so only the runs it has not seen yet
+// are read: the last one, unless harnessd restarted since.
 func (r *run) continueConversation() ([]chatMessage, error) {
 	if r.conv == nil || len(r.conv.earlier) == 0 {
 		return nil, nil
 	}
-	var history []chatMessage
-	var system string
-	var activated []string
-	for _, earlier := range r.conv.earlier {
-		raw, _, err := earlier.messages()
-		if err != nil {
-			return nil, fmt.Errorf("conversation %s: read the messages of run %s: %v", r.conv.id, earlier.id, err)
-		}
-		for _, line := range raw {
-			var m transcriptMessage
-			if json.Unmarshal(line, &m) != nil {
-				continue
-			}
-			if m.Role == roleSystem {
-				system = m.Content
-				continue
-			}
-			history = append(history, m.chat())
-		}
-		activated = append(activated, earlier.summary().ActivatedTools...)
+	h := r.conv.history
+	if h == nil {
+		h = &conversationHistory{}
 	}
-	r.catalog.activate(activated...)
+	limit := r.env.limits.MaxConversationBytes
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.update(r.conv.id, r.conv.earlier, limit); err != nil {
+		return nil, err
+	}
+	r.catalog.activate(h.activated...)
 	r.mu.Lock()
 	if r.req.SystemPrompt == "" {
-		r.req.SystemPrompt = system
+		r.req.SystemPrompt = h.system
 	}
 	r.mu.Unlock()
-	limit := r.env.limits.MaxConversationBytes
-	history, trim := trimConversation(validTranscript(history), len(r.req.Prompt), limit)
+	history, trim := h.assemble(len(r.req.Prompt))
 	if trim.Messages > 0 || trim.ToolResults > 0 {
 		r.emit(evConversationTrimmed, conversationTrimmedEvent(r.conv.id, trim, limit))
 		r.logger.Info("conversation trimmed", "conversation", r.conv.id, "tool_results", trim.ToolResults, "turns", trim.Turns, "bytes", trim.BytesAfter)
