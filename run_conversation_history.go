@@ -108,7 +108,7 @@ func (h *conversationHistory) add(raw []json.RawMessage) {
 // turn h ends with is never dropped: the results closing its calls, given
 // at assemble or by the next run, belong to it.
 func (h *conversationHistory) settle() {
-	if h.bytes <= h.limit {
+	if h.bytes <= h.limit || len(h.msgs) == 0 {
 		return
 	}
 	h.scanned, h.bytes = trimToolResults(h.msgs, h.scanned, h.bytes, h.limit, &h.trimmed)

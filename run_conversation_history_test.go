@@ -74,6 +74,7 @@ func TestConversationHistoryMatchesWhole(t *testing.T) {
 		{name: "results trimmed", limit: 100000, runs: 40},
 		{name: "turns dropped", limit: 4000, runs: 120, drops: true},
 		{name: "tiny", limit: 50, runs: 60, drops: true},
+		{name: "nothing", limit: -1, runs: 20, drops: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for seed := range uint64(8) {
