@@ -31,7 +31,7 @@ func addEndedRuns(m *runManager, n int, owner, prompt func(int) string) []string
 		r.disk = nil
 		m.runs[r.id] = r
 		m.insertLocked(r)
-		c := &conversation{id: v.ConversationID, owner: v.Owner, tenant: r.req.Tenant, createdAt: created, runs: []*run{r}}
+		c := &conversation{id: v.ConversationID, owner: v.Owner, tenant: r.req.Tenant, createdAt: created, runs: []*run{r}, history: &conversationHistory{}}
 		r.conv = &runConversation{id: c.id}
 		m.conversations[c.id] = c
 	}

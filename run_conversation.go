@@ -35,6 +35,8 @@ type conversation struct {
 	tenant string
 	// runs are its runs in order; only the last may be active.
 	runs []*run
+	// history is what its runs send the model, kept for the next run.
+	history *conversationHistory
 }
 
 // A runConversation is what a run knows of its conversation, fixed when
@@ -44,6 +46,8 @@ type runConversation struct {
 	// earlier are the conversation's runs before this one, all ended when
 	// it joined.
 	earlier []*run
+	// history is the conversation's, shared by its runs.
+	history *conversationHistory
 }
 
 // A conversationRecord is a conversation's record on disk.
@@ -109,9 +113,9 @@ func (m *runManager) joinConversation(r *run) error {
 	m.mu.Lock()
 	id := r.req.ConversationID
 	if id == "" {
-		c := &conversation{id: newID("conv_"), owner: r.req.Owner, tenant: r.req.Tenant, createdAt: r.createdAt, runs: []*run{r}}
+		c := &conversation{id: newID("conv_"), owner: r.req.Owner, tenant: r.req.Tenant, createdAt: r.createdAt, runs: []*run{r}, history: &conversationHistory{}}
 		m.conversations[c.id] = c
-		r.conv = &runConversation{id: c.id}
+		r.conv = &runConversation{id: c.id, history: c.history}
 		m.mu.Unlock()
 		return nil
 	}
@@ -130,7 +134,7 @@ func (m *runManager) joinConversation(r *run) error {
 	if status := last.summary().Status; !isTerminal(status) {
 		return &conversationBusyError{conversation: id, run: last.id, status: status}
 	}
-	r.conv = &runConversation{id: id, earlier: slices.Clone(c.runs)}
+	r.conv = &runConversation{id: id, earlier: slices.Clone(c.runs), history: c.history}
 	c.runs = append(c.runs, r)
 	return nil
 }
@@ -345,10 +349,10 @@ func (m *runManager) loadConversations() {
 			}
 			// The tenant is the first run's: an older harnessd's record
 			// has the owner, which that run's tenant defaults to.
-			c = &conversation{id: cid, owner: rec.Owner, tenant: r.req.Tenant, createdAt: rec.CreatedAt}
+			c = &conversation{id: cid, owner: rec.Owner, tenant: r.req.Tenant, createdAt: rec.CreatedAt, history: &conversationHistory{}}
 			m.conversations[cid] = c
 		}
-		r.conv = &runConversation{id: cid}
+		r.conv = &runConversation{id: cid, history: c.history}
 		c.runs = append(c.runs, r)
 	}
 	for id := range records {

@@ -92,26 +92,39 @@ func cancelledResults(results []chatMessage) []chatMessage {
 	return results
 }
 
+// A transcriptValidator makes a transcript valid a message at a time,
+// as validTranscript does: open are the calls of the last model answer
+// not answered yet.
+type transcriptValidator struct {
+	open []toolCall
+}
+
+// add appends m to out as a valid transcript keeps it: a result answering
+// no open call is dropped, and the calls left open before any other
+// message get a result saying it was not kept. It returns out.
+func (v *transcriptValidator) add(out []chatMessage, m chatMessage) []chatMessage {
+	if m.Role == roleTool {
+		if !slices.ContainsFunc(v.open, func(c toolCall) bool { return c.ID == m.ToolCallID }) {
+			return out
+		}
+		v.open = openToolCalls(v.open, []chatMessage{m})
+		return append(out, m)
+	}
+	out = append(out, closingResults(v.open, closedLost)...)
+	v.open = openToolCalls(nil, []chatMessage{m})
+	return append(out, m)
+}
+
 // validTranscript returns msgs with every tool call answered: a call
 // without a result gets one saying it was not kept, a result answering no
 // open call is dropped. Both providers refuse a transcript otherwise.
 func validTranscript(msgs []chatMessage) []chatMessage {
 	out := make([]chatMessage, 0, len(msgs))
-	var open []toolCall
+	var v transcriptValidator
 	for _, m := range msgs {
-		if m.Role == roleTool {
-			if !slices.ContainsFunc(open, func(c toolCall) bool { return c.ID == m.ToolCallID }) {
-				continue
-			}
-			open = openToolCalls(open, []chatMessage{m})
-			out = append(out, m)
-			continue
-		}
-		out = append(out, closingResults(open, closedLost)...)
-		open = openToolCalls(nil, []chatMessage{m})
-		out = append(out, m)
+		out = v.add(out, m)
 	}
-	return append(out, closingResults(open, closedLost)...)
+	return append(out, closingResults(v.open, closedLost)...)
 }
 
 // continueConversation returns what the model is sent of the runs before
@@ -119,40 +132,30 @@ func validTranscript(msgs []chatMessage) []chatMessage {
 // (emitting conversation.trimmed when it was); it activates the tools they
 // activated and gives r the conversation's system prompt (the last one a
 // run gave) when r has none. Nothing for a run that starts its
-// conversation.
+// conversation. The conversation's history (run_conversation_history.go)
+// keeps what the runs before sent, so only the runs it has not seen yet
+// are read: the last one, unless harnessd restarted since.
 func (r *run) continueConversation() ([]chatMessage, error) {
 	if r.conv == nil || len(r.conv.earlier) == 0 {
 		return nil, nil
 	}
-	var history []chatMessage
-	var system string
-	var activated []string
-	for _, earlier := range r.conv.earlier {
-		raw, _, err := earlier.messages()
-		if err != nil {
-			return nil, fmt.Errorf("conversation %s: read the messages of run %s: %v", r.conv.id, earlier.id, err)
-		}
-		for _, line := range raw {
-			var m transcriptMessage
-			if json.Unmarshal(line, &m) != nil {
-				continue
-			}
-			if m.Role == roleSystem {
-				system = m.Content
-				continue
-			}
-			history = append(history, m.chat())
-		}
-		activated = append(activated, earlier.summary().ActivatedTools...)
+	h := r.conv.history
+	if h == nil {
+		h = &conversationHistory{}
 	}
-	r.catalog.activate(activated...)
+	limit := r.env.limits.MaxConversationBytes
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.update(r.conv.id, r.conv.earlier, limit); err != nil {
+		return nil, err
+	}
+	r.catalog.activate(h.activated...)
 	r.mu.Lock()
 	if r.req.SystemPrompt == "" {
-		r.req.SystemPrompt = system
+		r.req.SystemPrompt = h.system
 	}
 	r.mu.Unlock()
-	limit := r.env.limits.MaxConversationBytes
-	history, trim := trimConversation(validTranscript(history), len(r.req.Prompt), limit)
+	history, trim := h.assemble(len(r.req.Prompt))
 	if trim.Messages > 0 || trim.ToolResults > 0 {
 		r.emit(evConversationTrimmed, conversationTrimmedEvent(r.conv.id, trim, limit))
 		r.logger.Info("conversation trimmed", "conversation", r.conv.id, "tool_results", trim.ToolResults, "turns", trim.Turns, "bytes", trim.BytesAfter)
@@ -179,25 +182,43 @@ func messageBytes(m chatMessage) int {
 	return n
 }
 
+// historyBytes is what msgs count towards max_conversation_bytes.
+func historyBytes(msgs []chatMessage) int {
+	n := 0
+	for _, m := range msgs {
+		n += messageBytes(m)
+	}
+	return n
+}
+
 // trimConversation returns history cut so that it and a prompt of
 // promptBytes fit limit bytes: first the oldest tool results are replaced
 // by a one-line note, then the oldest turns (a prompt and what followed
 // it) are dropped whole, the first prompt kept. Tool calls stay answered.
 // history is not changed.
 func trimConversation(history []chatMessage, promptBytes, limit int) ([]chatMessage, conversationTrim) {
-	total := promptBytes
-	for _, m := range history {
-		total += messageBytes(m)
-	}
+	total := promptBytes + historyBytes(history)
 	t := conversationTrim{BytesBefore: total}
 	if total <= limit {
 		t.BytesAfter = total
 		return history, t
 	}
 	out := slices.Clone(history)
-	for i := range out {
+	_, total = trimToolResults(out, 0, total, limit, &t)
+	out, total = dropTurns(out, total, limit, &t)
+	t.BytesAfter = total
+	return out, t
+}
+
+// trimToolResults replaces the tool results of out from index from on,
+// oldest first, by a note, while total (what out and the prompt count)
+// is over limit; a result no longer than its note is left. It returns
+// the index of the first message it did not look at and the new total,
+// and counts the results replaced in t.
+func trimToolResults(out []chatMessage, from, total, limit int, t *conversationTrim) (int, int) {
+	for i := from; i < len(out); i++ {
 		if total <= limit {
-			break
+			return i, total
 		}
 		if out[i].Role != roleTool {
 			continue
@@ -210,26 +231,35 @@ func trimConversation(history []chatMessage, promptBytes, limit int) ([]chatMess
 		out[i].Content = note
 		t.ToolResults++
 	}
-	// Drop what follows the first prompt, then each later turn, oldest
-	// first; a turn starts at a user message.
+	return len(out), total
+}
+
+// turnEnd returns the end of the turn of msgs that starts at start: the
+// next user message's index, or len(msgs).
+func turnEnd(msgs []chatMessage, start int) int {
+	end := start + 1
+	for end < len(msgs) && msgs[end].Role != roleUser {
+		end++
+	}
+	return end
+}
+
+// dropTurns drops from out what follows the first prompt, then each
+// later turn, oldest first, while total is over limit, and returns out
+// and the new total, counting what it dropped in t.
+func dropTurns(out []chatMessage, total, limit int, t *conversationTrim) ([]chatMessage, int) {
 	start := 0
 	if len(out) > 0 && out[0].Role == roleUser {
 		start = 1
 	}
 	for total > limit && start < len(out) {
-		end := start + 1
-		for end < len(out) && out[end].Role != roleUser {
-			end++
-		}
-		for _, m := range out[start:end] {
-			total -= messageBytes(m)
-		}
+		end := turnEnd(out, start)
+		total -= historyBytes(out[start:end])
 		t.Messages += end - start
 		t.Turns++
 		out = slices.Delete(out, start, end)
 	}
-	t.BytesAfter = total
-	return out, t
+	return out, total
 }
 
 // isContextLengthError reports whether a model call failed because the

@@ -16,13 +16,13 @@ import (
 
 // newStoredRuns returns a run manager whose model is f, keeping runs in
 // dir with keep (nil for the default), over an empty registry.
-func newStoredRuns(t *testing.T, f *fakeModel, dir string, keep *retention) *runManager {
+func newStoredRuns(t testing.TB, f *fakeModel, dir string, keep *retention) *runManager {
 	t.Helper()
 	return newStoredRunsOver(t, nil, f, dir, keep)
 }
 
 // newStoredRunsOver is newStoredRuns over a registry of globals.
-func newStoredRunsOver(t *testing.T, globals []serverConfig, f *fakeModel, dir string, keep *retention) *runManager {
+func newStoredRunsOver(t testing.TB, globals []serverConfig, f *fakeModel, dir string, keep *retention) *runManager {
 	t.Helper()
 	store, err := openRunStore(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -33,7 +33,7 @@ func newStoredRunsOver(t *testing.T, globals []serverConfig, f *fakeModel, dir s
 }
 
 // newRunsOnStore is newStoredRunsOver on a store the test opened.
-func newRunsOnStore(t *testing.T, globals []serverConfig, f *fakeModel, store *runStore, keep *retention) *runManager {
+func newRunsOnStore(t testing.TB, globals []serverConfig, f *fakeModel, store *runStore, keep *retention) *runManager {
 	t.Helper()
 	reg := newRegistry(globals, registryOptions{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(reg.close)

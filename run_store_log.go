@@ -159,6 +159,10 @@ type runsLog struct {
 	// open counts the runs being written (create to close): the runs
 	// that may ask for a sync soon.
 	open atomic.Int64
+	// readBytes counts the bytes read back from the segments of runs'
+	// lines (eachLine, lastLine), so that what a request costs in reads
+	// can be measured.
+	readBytes atomic.Int64
 
 	mu sync.Mutex
 	// guards what follows, and the segments' fields

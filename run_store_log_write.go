@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -236,7 +237,7 @@ func (g *runsLog) eachLine(id string, fn func(line []byte) error) error {
 	for _, e := range extents {
 		// Each segment is let go once read, not after the last.
 		if err == nil {
-			buf, err = eachExtentLine(e, id, buf, fn)
+			buf, err = eachExtentLine(e, id, buf, fn, &g.readBytes)
 		}
 		g.release(e.seg)
 	}
@@ -246,8 +247,8 @@ func (g *runsLog) eachLine(id string, fn func(line []byte) error) error {
 // eachExtentLine calls fn with each line of e that is run id's, without
 // the id and the newline, reading e into buf a window at a time; buf
 // doubles while one line does not fit. It returns buf, for the next
-// extent, and fn's first error.
-func eachExtentLine(e extent, id string, buf []byte, fn func(line []byte) error) ([]byte, error) {
+// extent, and fn's first error. It adds the bytes it reads to read.
+func eachExtentLine(e extent, id string, buf []byte, fn func(line []byte) error, read *atomic.Int64) ([]byte, error) {
 	pending := 0 // the start of a line at the head of buf, not yet whole
 	for off, end := e.off, e.off+e.n; off < end; {
 		if pending == len(buf) {
@@ -258,6 +259,7 @@ func eachExtentLine(e extent, id string, buf []byte, fn func(line []byte) error)
 		if _, err := e.seg.f.ReadAt(b[pending:], off); err != nil {
 			return buf, fmt.Errorf("read run %s from %s: %w", id, e.seg.path, err)
 		}
+		read.Add(n)
 		off += n
 		for {
 			i := bytes.IndexByte(b, '\n')
@@ -289,18 +291,20 @@ func (g *runsLog) lastLine(id string) ([]byte, error) {
 	e.seg.refs++
 	g.mu.Unlock()
 	defer g.release(e.seg)
-	return lastLineOf(e, id)
+	return lastLineOf(e, id, &g.readBytes)
 }
 
 // lastLineOf returns the last line of e, run id's, without the id and the
 // newline. It reads e backwards from its end, a window at first, twice as
-// much each time the line does not start within it.
-func lastLineOf(e extent, id string) ([]byte, error) {
+// much each time the line does not start within it. It adds the bytes it
+// reads to read.
+func lastLineOf(e extent, id string, read *atomic.Int64) ([]byte, error) {
 	for size := min(int64(4<<10), e.n); ; size = min(2*size, e.n) {
 		b := make([]byte, size)
 		if _, err := e.seg.f.ReadAt(b, e.off+e.n-size); err != nil {
 			return nil, fmt.Errorf("read run %s from %s: %w", id, e.seg.path, err)
 		}
+		read.Add(size)
 		b = bytes.TrimSuffix(b, []byte("\n"))
 		start := bytes.LastIndexByte(b, '\n') + 1
 		if start == 0 && size < e.n {

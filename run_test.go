@@ -71,7 +71,7 @@ func newRunsWith(t testing.TB, opts runManagerOptions) *runManager {
 }
 
 // waitRun waits for r to end and returns its view.
-func waitRun(t *testing.T, r *run) runView {
+func waitRun(t testing.TB, r *run) runView {
 	t.Helper()
 	select {
 	case <-r.done:
