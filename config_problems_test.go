@@ -137,11 +137,11 @@ func TestDaemonServesWithFailedServer(t *testing.T) {
 	p, at := serveHarnessd(t, bin, env, workspace)
 	var servers []serverStatus
 	waitUntil(t, "both servers' first attempt", func() bool {
-		resp, data := at.do(t, "GET", "/readyz", "", "")
+		resp, _ := at.do(t, "GET", "/readyz", "", "")
 		if resp.StatusCode != http.StatusOK {
 			return false
 		}
-		_, data = at.do(t, "GET", "/v1/mcp/servers", "", "")
+		_, data := at.do(t, "GET", "/v1/mcp/servers", "", "")
 		var out struct{ Servers []serverStatus }
 		if err := json.Unmarshal(data, &out); err != nil {
 			t.Fatalf("GET /v1/mcp/servers = %s: %v", data, err)
