@@ -27,7 +27,7 @@ func TestJSONFieldsHints(t *testing.T) {
 		want string
 	}{
 		{"run request", &runRequest{}, "prompt, profile, model, system_prompt, max_steps, mcp_servers, interactive, input_timeout, roots, conversation_id, webhook_url, approval, max_tokens, max_cost_usd, max_duration"},
-		{"api key", &rawAuthKey{}, "name, token, token_sha256, scopes"},
+		{"api key", &rawAuthKey{}, "name, token, token_sha256, scopes, tenant"},
 		{"embedded, untagged, omitempty, skipped", sample{}, "deep, Plain, tagged"},
 		{"not a struct", map[string]string{}, ""},
 	}

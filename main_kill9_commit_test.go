@@ -93,14 +93,8 @@ func TestKill9DuringCommits(t *testing.T) {
 	wg.Wait()
 
 	_, at = serveHarnessd(t, bin, env, workspace)
-	var list struct {
-		Runs []runSummary `json:"runs"`
-	}
-	if err := json.Unmarshal(getOK(t, at, "/v1/runs"), &list); err != nil {
-		t.Fatal(err)
-	}
 	listed := map[string]runSummary{}
-	for _, r := range list.Runs {
+	for _, r := range listAllRuns(t, at) {
 		listed[r.ID] = r
 	}
 	for _, id := range accepted {

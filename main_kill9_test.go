@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,14 +106,8 @@ func TestKill9(t *testing.T) {
 		t.Errorf("process group records left after the restart: %d", len(left))
 	}
 
-	var list struct {
-		Runs []runSummary `json:"runs"`
-	}
-	if err := json.Unmarshal(getOK(t, at, "/v1/runs"), &list); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Runs) != finished+active {
-		t.Errorf("GET /v1/runs after the restart lists %d runs, want %d", len(list.Runs), finished+active)
+	if runs := listAllRuns(t, at); len(runs) != finished+active {
+		t.Errorf("GET /v1/runs after the restart lists %d runs, want %d", len(runs), finished+active)
 	}
 	for _, id := range done {
 		view, events := string(getOK(t, at, "/v1/runs/"+id)), string(getOK(t, at, "/v1/runs/"+id+"/events"))
@@ -164,4 +159,25 @@ func runStatus(t *testing.T, at *apiTest, id string) string {
 		t.Fatal(err)
 	}
 	return v.Status
+}
+
+// listAllRuns returns every run GET /v1/runs lists, following its pages.
+func listAllRuns(t *testing.T, at *apiTest) []runSummary {
+	t.Helper()
+	var all []runSummary
+	path := "/v1/runs?limit=1000"
+	for {
+		var page struct {
+			Runs       []runSummary `json:"runs"`
+			NextCursor string       `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(getOK(t, at, path), &page); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page.Runs...)
+		if page.NextCursor == "" {
+			return all
+		}
+		path = "/v1/runs?limit=1000&cursor=" + url.QueryEscape(page.NextCursor)
+	}
 }
