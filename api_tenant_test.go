@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -149,31 +150,16 @@ func TestAuthKeyTenant(t *testing.T) {
 }
 
 func TestAuthKeyTenantTOML(t *testing.T) {
+	key := func(name, hexByte, tenant string) string {
+		return fmt.Sprintf("[[auth.keys]]\nname = %q\ntoken_sha256 = %q\nscopes = [\"runs:read\"]\ntenant = %q\n", name, strings.Repeat(hexByte, 32), tenant)
+	}
 	home := t.TempDir()
-	writeFile(t, home, "config.toml", `
-[[auth.keys]]
-name = "dash"
-token_sha256 = "`+strings.Repeat("ab", 32)+`"
-scopes = ["runs:read"]
-tenant = "team"
-
-[[auth.keys]]
-name = "bad"
-token_sha256 = "`+strings.Repeat("cd", 32)+`"
-scopes = ["runs:read"]
-tenant = "no/slash"
-`)
+	writeFile(t, home, "config.toml", key("dash", "ab", "team")+key("bad", "cd", "no/slash"))
 	_, err := loadConfig(loadOptions{Home: home, Getenv: fakeEnv(nil)})
 	if err == nil || !strings.Contains(err.Error(), `[[auth.keys]] #2: key "bad": tenant: "no/slash" has invalid characters`) {
 		t.Fatalf("loadConfig() error = %v, want the bad tenant of key \"bad\"", err)
 	}
-	writeFile(t, home, "config.toml", `
-[[auth.keys]]
-name = "dash"
-token_sha256 = "`+strings.Repeat("ab", 32)+`"
-scopes = ["runs:read"]
-tenant = "team"
-`)
+	writeFile(t, home, "config.toml", key("dash", "ab", "team"))
 	cfg, err := loadConfig(loadOptions{Home: home, Getenv: fakeEnv(nil)})
 	if err != nil || len(cfg.AuthKeys) != 1 || cfg.AuthKeys[0].Tenant != "team" {
 		t.Fatalf("loadConfig() = %+v, %v, want key dash of tenant team", cfg, err)

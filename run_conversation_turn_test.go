@@ -43,15 +43,7 @@ func benchConversationTurn(b *testing.B, turn, limit int) {
 	f := newFakeModel(b, providerOpenAI, script...)
 	reg := newRegistry(nil, registryOptions{Logger: slog.New(slog.DiscardHandler)})
 	b.Cleanup(reg.close)
-	store, err := openRunStore(b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(store.close)
-	opts := runOptionsOver(b, reg, f, "", nil)
-	opts.Store = store
-	opts.Limits = runLimits{MaxConversationBytes: limit}
-	m := newRunsWith(b, opts)
+	m := conversationRuns(b, reg, f, b.TempDir(), limit)
 	conv := ""
 	next := func(i int) {
 		r, err := m.start(runRequest{Prompt: fmt.Sprintf("remember item %d", i), ConversationID: conv}, true)
@@ -66,6 +58,7 @@ func benchConversationTurn(b *testing.B, turn, limit int) {
 	for i := 1; i < turn; i++ {
 		next(i)
 	}
+	store := m.opts.Store
 	read := store.log.readBytes.Load()
 	b.ResetTimer()
 	for i := range b.N {
@@ -124,15 +117,7 @@ func TestConversationTurnsMatchWhole(t *testing.T) {
 		if err := reg.waitReady(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		store, err := openRunStore(dir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(store.close)
-		opts := runOptionsOver(t, reg, f, "", nil)
-		opts.Store = store
-		opts.Limits = runLimits{MaxConversationBytes: limit}
-		return newRunsWith(t, opts)
+		return conversationRuns(t, reg, f, dir, limit)
 	}
 	m := start()
 	conv := ""
@@ -188,4 +173,20 @@ func trunc(s string) string {
 		return s[:60] + "..."
 	}
 	return s
+}
+
+// conversationRuns returns a run manager over reg and f whose runs are
+// kept in a store in dir, with max_conversation_bytes limit (0: the
+// default).
+func conversationRuns(tb testing.TB, reg *registry, f *fakeModel, dir string, limit int) *runManager {
+	tb.Helper()
+	store, err := openRunStore(dir, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(store.close)
+	opts := runOptionsOver(tb, reg, f, "", nil)
+	opts.Store = store
+	opts.Limits = runLimits{MaxConversationBytes: limit}
+	return newRunsWith(tb, opts)
 }
