@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -502,17 +503,16 @@ func (s *webhookSender) record(w *runWebhook, logger *slog.Logger, gen int, typ 
 		logger.Error("writing the webhook delivery to disk failed; a restart may repeat or drop it", "err", saveErr)
 	}
 	logger = logger.With("type", typ)
+	logged := cmp.Or(detail, reason) // the error in full, for the log; "" for none
 	switch {
-	case superseded && err != nil:
-		logger.Info("webhook delivery superseded by a newer one", "attempt", attempt, "err", peerDetail(err))
 	case superseded:
-		logger.Info("webhook delivery superseded by a newer one", "attempt", attempt)
+		logger.Info("webhook delivery superseded by a newer one", "attempt", attempt, "err", logged)
 	case err == nil:
 		logger.Info("webhook delivered", "attempts", attempt)
 	case last:
-		logger.Warn("webhook delivery failed; giving up", "attempts", attempt, "err", peerDetail(err))
+		logger.Warn("webhook delivery failed; giving up", "attempts", attempt, "err", logged)
 	default:
-		logger.Warn("webhook attempt failed; retrying", "attempt", attempt, "err", peerDetail(err))
+		logger.Warn("webhook attempt failed; retrying", "attempt", attempt, "err", logged)
 	}
 }
 
