@@ -97,14 +97,40 @@ func (g *runsLog) removeRuns(ids []string, purge bool) error {
 
 // compact empties the segments other than the last that are in force,
 // hold nothing live, hold less live than dead, or are small, and removes
-// them once what was moved out of them is durable.
+// them once what was moved out of them is durable. The last segment is
+// spared while it takes writes; when moving runs out of the victims
+// seals it and it qualifies, a second pass empties it too.
 func (g *runsLog) compact(force map[*segment]bool) error {
 	g.cmu.Lock()
 	defer g.cmu.Unlock()
+	last, err := g.compactPass(force)
+	if err != nil {
+		return err
+	}
 	g.mu.Lock()
+	sealed := last != g.current() && !last.dropped && g.wasteful(last)
+	g.mu.Unlock()
+	if !sealed {
+		return nil
+	}
+	_, err = g.compactPass(nil)
+	return err
+}
+
+// wasteful reports whether segment s holds less live than dead, or is
+// small. Called with mu held.
+func (g *runsLog) wasteful(s *segment) bool {
+	return s.live*2 < s.size || s.size < g.segBytes/16
+}
+
+// compactPass is one pass of compact; it returns the segment that was
+// last when the victims were chosen. Called with cmu held.
+func (g *runsLog) compactPass(force map[*segment]bool) (*segment, error) {
+	g.mu.Lock()
+	last := g.current()
 	victims := map[*segment]bool{}
 	for _, s := range g.segs[:len(g.segs)-1] {
-		if force[s] || s.live*2 < s.size || s.size < g.segBytes/16 {
+		if force[s] || g.wasteful(s) {
 			victims[s] = true
 		}
 	}
@@ -116,21 +142,21 @@ func (g *runsLog) compact(force map[*segment]bool) error {
 	}
 	g.mu.Unlock()
 	if len(victims) == 0 {
-		return nil
+		return last, nil
 	}
 	for _, id := range moving {
 		if err := g.move(id, victims); err != nil {
-			return err
+			return last, err
 		}
 	}
 	if err := g.keepTombstones(victims); err != nil {
-		return err
+		return last, err
 	}
 	if err := g.syncAll(); err != nil {
-		return err
+		return last, err
 	}
 	g.drop(victims)
-	return g.costs.syncDir(g.dir)
+	return last, g.costs.syncDir(g.dir)
 }
 
 // move copies run id's lines to the last segment after a moved line,
