@@ -3,20 +3,17 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
 
-// This file holds the reload of the configuration on SIGHUP: what a new
-// configuration changes in the global servers (diffServers), how the
-// registry swaps its set of servers without touching the unchanged ones or
-// the runs, and the daemon's reload that checks a configuration and applies it
-// with the other settings that may change while harnessd runs.
+// This file holds how the registry takes a new configuration on a
+// reload: what it changes in the global servers (diffServers), and how
+// the registry swaps its set of servers without touching the unchanged
+// ones or the runs. The daemon's reload that calls it is in
+// main_reload.go.
 //
 // What a run sees when a reload removes or restarts a global server it
 // uses: a call already in flight finishes on the old connection (bounded
@@ -203,153 +200,10 @@ func (r *registry) retireLocked(s *managedServer, why error) {
 	}()
 }
 
-// serveFlags are the flags of harnessd serve that override configuration
-// settings; a reload overlays them again, so a flag keeps winning.
-type serveFlags struct {
-	limits          runLimits
-	keepRuns        keptRunsSettings
-	outsideSampling outsideSamplingSettings
-	maxConns        int
-	budgets         budgetSettings
-}
-
-// A textSetting is one of the settings kept as written until checked
-// (settingValue): the retention of finished runs and the budget of
-// sampling outside runs' calls. serve takes each as a flag, a reload does
-// not apply them. Its env variable is HARNESS_ plus the key in upper case,
-// its flag the key with dashes.
-type textSetting struct {
-	key, usage string
-	def        any
-	field      func(*keptRunsSettings, *outsideSamplingSettings) *settingValue
-}
-
-// textSettings lists them, in the order --help lists their flags.
-var textSettings = []textSetting{
-	{"max_kept_runs", "finished runs kept, newest first; 0 for no bound", defaultMaxKeptRuns,
-		func(k *keptRunsSettings, _ *outsideSamplingSettings) *settingValue { return &k.runs }},
-	{"max_kept_run_age", "finished runs older than this are dropped; 0 for no bound", defaultMaxKeptRunAge,
-		func(k *keptRunsSettings, _ *outsideSamplingSettings) *settingValue { return &k.age }},
-	{"max_kept_run_bytes", "bytes the kept runs take on disk; 0 for no bound", defaultMaxKeptRunBytes,
-		func(k *keptRunsSettings, _ *outsideSamplingSettings) *settingValue { return &k.bytes }},
-	{"max_outside_sampling_requests", "sampling requests a server may make per hour outside any run's call; 0 refuses them", defaultOutsideSamplingRequests,
-		func(_ *keptRunsSettings, o *outsideSamplingSettings) *settingValue { return &o.requests }},
-	{"max_outside_sampling_tokens", "model tokens the sampling of a server may spend per hour outside any run's call; 0 refuses it", defaultOutsideSamplingTokens,
-		func(_ *keptRunsSettings, o *outsideSamplingSettings) *settingValue { return &o.tokens }},
-}
-
-// registerTextFlags adds a flag per textSetting to fs, writing into f.
-func registerTextFlags(fs *flag.FlagSet, f *serveFlags) {
-	for _, s := range textSettings {
-		name := strings.ReplaceAll(s.key, "_", "-")
-		set := s.field(&f.keepRuns, &f.outsideSampling)
-		set.source = "--" + name
-		fs.StringVar(&set.value, name, "", fmt.Sprintf("%s (env HARNESS_%s, %s; default %v)", s.usage, strings.ToUpper(s.key), s.key, s.def))
-	}
-}
-
-// overlay applies the flags to cfg as serve does at start.
-func (f serveFlags) overlay(cfg *config) {
-	cfg.KeptRuns.merge(f.keepRuns)
-	cfg.OutsideSampling.merge(f.outsideSampling)
-	cfg.Limits.overlay(f.limits)
-	cfg.Budgets.merge(f.budgets)
-	if f.maxConns > 0 {
-		cfg.MaxConnections = f.maxConns
-	}
-}
-
-// reload reads and checks every configuration source as harnessd check
-// does and, if all is well, applies what can change while harnessd runs:
-// the global servers (see registry.reload), the API keys, [connect_mcp]
-// allow_hosts, the default model, max_steps, budgets and model prices of
-// runs started from then on, [webhooks] and [[schedules]] (see
-// scheduler.replace). A configuration with any problem is refused whole and the
-// running one stays; the error names each problem's file or variable and
-// field. It logs one line either way, and warns of changed settings that
-// need a restart.
-func (d *daemon) reload() error {
-	begun := time.Now()
-	cfg, _, err := checkConfig(d.load)
-	if err == nil {
-		err = d.opts.checkAuth(cfg.AuthKeys)
-	}
-	if err == nil && d.runs != nil {
-		err = d.runs.checkScheduleConversations(cfg.Schedules)
-	}
-	if err != nil {
-		d.metrics.reloaded(false, serverDiff{})
-		d.logger.Error("configuration reload refused; the running configuration stays", "err", err)
-		return err
-	}
-	d.opts.flags.overlay(cfg)
-	// Secrets first: the new servers' lines and answers are hidden from
-	// their first byte.
-	// d.secrets is the runs' live redactor too.
-	d.secrets.add(cfg.secretValues()...)
-	diff, started, err := d.reg.reload(cfg.Servers)
-	if err != nil {
-		d.metrics.reloaded(false, serverDiff{})
-		d.logger.Error("configuration reload refused; the running configuration stays", "err", err)
-		return err
-	}
-	d.api.setAuthKeys(cfg.AuthKeys)
-	d.runs.setDefaults(cfg.Model.spec(), cfg.Model.MaxSteps, cfg.ConnectAllowHosts)
-	if budgets, err := cfg.Budgets.limits(); err == nil { // the flags were checked at start
-		d.runs.setBudgets(budgets, cfg.Model.Prices)
-	}
-	d.runs.setWebhooks(cfg.Webhooks)
-	if d.schedules != nil {
-		d.schedules.reload(cfg.Schedules)
-	}
-	d.metrics.reloaded(true, diff)
-	attrs := append(diff.summary(), "auth_keys", len(cfg.AuthKeys), "model", cfg.Model.spec().name(),
-		"config_files", cfg.Files, "took", time.Since(begun))
-	d.logger.Info("configuration reloaded", attrs...)
-	if pending := restartSettings(d.started, cfg); len(pending) > 0 {
-		d.logger.Warn("settings changed that apply only after a restart; the running values stay", "settings", pending)
-	}
-	if len(diff.Added)+len(diff.Restarted) > 0 {
-		// Owned by reload; exits once every started server made its first
-		// attempt (bounded by their startup timeouts and the registry's
-		// close).
-		go func() {
-			<-started
-			d.logger.Info("servers started by the reload made their first attempt", "took", time.Since(begun))
-		}()
-	}
-	return nil
-}
-
 // summary returns the diff as log attributes: counts and names.
 func (d serverDiff) summary() []any {
 	return []any{
 		"added", len(d.Added), "removed", len(d.Removed), "restarted", len(d.Restarted), "rerooted", len(d.Rerooted), "unchanged", len(d.Unchanged),
 		"added_names", d.Added, "removed_names", d.Removed, "restarted_names", d.Restarted, "rerooted_names", d.Rerooted, "unchanged_names", d.Unchanged,
 	}
-}
-
-// restartSettings returns the names of the settings that differ between
-// the configuration harnessd started with and next and that a reload does
-// not apply: the run limits, the retention of finished runs, the budget of
-// sampling outside runs' calls, max_connections and allowed_hosts.
-func restartSettings(started, next *config) []string {
-	var names []string
-	for _, s := range limitSettings {
-		if s.value(&started.Limits) != s.value(&next.Limits) {
-			names = append(names, s.key)
-		}
-	}
-	for _, s := range textSettings {
-		if s.field(&started.KeptRuns, &started.OutsideSampling).value != s.field(&next.KeptRuns, &next.OutsideSampling).value {
-			names = append(names, s.key)
-		}
-	}
-	if started.MaxConnections != next.MaxConnections {
-		names = append(names, "max_connections")
-	}
-	if !slices.Equal(started.AllowedHosts, next.AllowedHosts) {
-		names = append(names, "allowed_hosts")
-	}
-	return names
 }
