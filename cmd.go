@@ -1,27 +1,3 @@
-// Command harnessd runs LLM agent runs started over an HTTP API, with tools
-// from external MCP servers that it consumes as an MCP client.
-//
-// Usage:
-//
-//	harnessd [serve] [flags]            serve the API
-//	harnessd mcp list [flags]           connect every configured server, list its tools
-//	harnessd mcp call [flags] TOOL [JSON-ARGS]
-//	harnessd mcp get|add|remove NAME [flags]
-//	harnessd mcp import [flags] FILE
-//	harnessd check [flags]
-//	harnessd run [flags] PROMPT         start a run on a running harnessd and follow it
-//	harnessd version
-//
-// Run any command with --help for its flags.
-//
-// The source files come in families, one per layer, named by the part
-// before the first underscore: the head of each family has the plain name
-// (config.go, client.go, run.go) and the rest of it are head_concern.go
-// (config_server.go, client_conn.go, run_store.go). The families are main,
-// cmd, config, client, stdio, httptransport, oauth, registry, tools, input,
-// run, model and api; redact.go and backoff.go serve every layer. Test files
-// follow their file (client_conn_test.go); _linux and _other keep their
-// build meaning.
 package main
 
 import (
@@ -32,25 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // This file holds the command line's entry: the subcommand dispatch,
 // the flags every command shares, and exit codes.
-
-// buildVersion is set at link time with -ldflags "-X main.buildVersion=...".
-var buildVersion = "dev"
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	a := &app{stdout: os.Stdout, stderr: os.Stderr, getenv: os.LookupEnv}
-	err := a.run(ctx, os.Args[1:])
-	stop()
-	os.Exit(exitCode(err, a.stderr))
-}
 
 // An app is one invocation of the command: its output streams and the
 // environment it reads. Tests run it in-process with their own.
@@ -206,16 +169,6 @@ func (c *commonFlags) register(fs *flag.FlagSet, getenv func(string) (string, bo
 	fs.StringVar(&c.workspace, "workspace", ws, "workspace directory: its .harness/config.toml is read, and ${HARNESS_WORKSPACE} in the config names it (env HARNESS_WORKSPACE; default the current directory)")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-}
-
-// orDiscard returns logger, or one that discards when it is nil. It is
-// the one rule for a logger left out: code below the constructors that
-// call it never sees a nil logger.
-func orDiscard(logger *slog.Logger) *slog.Logger {
-	if logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return logger
 }
 
 // logger builds the logger the flags ask for.
