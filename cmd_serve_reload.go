@@ -29,7 +29,7 @@ func (d *daemon) reload() error {
 		err = d.runs.checkScheduleConversations(cfg.Schedules)
 	}
 	if err != nil {
-		d.metrics.reloaded(false, serverDiff{})
+		d.metrics.reloaded(false, nil)
 		d.logger.Error("configuration reload refused; the running configuration stays", "err", err)
 		return err
 	}
@@ -40,7 +40,7 @@ func (d *daemon) reload() error {
 	d.secrets.add(cfg.secretValues()...)
 	diff, started, err := d.reg.reload(cfg.Servers)
 	if err != nil {
-		d.metrics.reloaded(false, serverDiff{})
+		d.metrics.reloaded(false, nil)
 		d.logger.Error("configuration reload refused; the running configuration stays", "err", err)
 		return err
 	}
@@ -53,7 +53,7 @@ func (d *daemon) reload() error {
 	if d.schedules != nil {
 		d.schedules.reload(cfg.Schedules)
 	}
-	d.metrics.reloaded(true, diff)
+	d.metrics.reloaded(true, diff.counts())
 	attrs := append(diff.summary(), "auth_keys", len(cfg.AuthKeys), "model", cfg.Model.spec().name(),
 		"config_files", cfg.Files, "took", time.Since(begun))
 	d.logger.Info("configuration reloaded", attrs...)

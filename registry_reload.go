@@ -200,6 +200,11 @@ func (r *registry) retireLocked(s *managedServer, why error) {
 	}()
 }
 
+// counts returns how many global servers the diff changes, by change.
+func (d serverDiff) counts() map[string]int {
+	return map[string]int{"added": len(d.Added), "removed": len(d.Removed), "restarted": len(d.Restarted), "rerooted": len(d.Rerooted)}
+}
+
 // summary returns the diff as log attributes: counts and names.
 func (d serverDiff) summary() []any {
 	return []any{
