@@ -12,17 +12,6 @@ import (
 // This file holds API authentication: the bearer-token check against the
 // configured keys and the scopes a key grants.
 
-// Auth scopes. admin implies every scope; runs:write implies runs:read.
-const (
-	scopeRunsRead  = "runs:read"
-	scopeRunsWrite = "runs:write"
-	scopeAdmin     = "admin"
-)
-
-// authScopes are the scopes an API key may hold, in the order error
-// messages list them.
-var authScopes = []string{scopeRunsRead, scopeRunsWrite, scopeAdmin}
-
 // authInfo is who made a request.
 type authInfo struct {
 	key    string // the key's name; "" with auth off

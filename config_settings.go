@@ -295,3 +295,14 @@ func checkAuthKeys(keys []authKey) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Auth scopes. admin implies every scope; runs:write implies runs:read.
+const (
+	scopeRunsRead  = "runs:read"
+	scopeRunsWrite = "runs:write"
+	scopeAdmin     = "admin"
+)
+
+// authScopes are the scopes an API key may hold, in the order error
+// messages list them.
+var authScopes = []string{scopeRunsRead, scopeRunsWrite, scopeAdmin}
