@@ -22,6 +22,10 @@ import (
 // HARNESS_MCP_SERVERS variable, profiles and per-run servers, merged with
 // the seed's precedence and checked for name collisions.
 
+// toolConnectMCP is the name of the built-in tool that connects a server
+// mid-run; the configuration of such a server is built here.
+const toolConnectMCP = "connect_mcp"
+
 // A config is everything harnessd reads at startup. Servers holds the
 // global servers (TOML first, in file order, then HARNESS_MCP_SERVERS),
 // including disabled ones (Enabled false), which the registry must not start

@@ -633,3 +633,13 @@ func checkRunServerValues(s serverConfig) error {
 	}
 	return nil
 }
+
+// mcpToolPrefix returns how the name of every tool of the server named
+// server starts: "mcp_", the sanitized server name, "_". Two servers with
+// the same prefix collide (see sameToolPrefix). Where the tool part of one
+// server's name and the server part of another's meet ("a_b" with tool "c",
+// "a" with tool "b_c"), the full names can still coincide: warnToolClashes
+// reports those, and the server listed first wins.
+func mcpToolPrefix(server string) string {
+	return "mcp_" + sanitizeName(server) + "_"
+}

@@ -13,11 +13,10 @@ import (
 // This file holds the tool catalog: mcp_ naming, tiers and tags, and the
 // per-run catalog of reachable and activated tools.
 
-// Names of the built-in tools. find_tool is the only core tool; the others
-// are deferred like every MCP tool.
+// Names of the built-in tools (and toolConnectMCP, in config.go). find_tool
+// is the only core tool; the others are deferred like every MCP tool.
 const (
 	toolFindTool         = "find_tool"
-	toolConnectMCP       = "connect_mcp"
 	toolListMCPResources = "list_mcp_resources"
 	toolReadMCPResource  = "read_mcp_resource"
 )
@@ -62,16 +61,6 @@ type serverTools struct {
 	// vocab is sorted; postings[i] lists the entries containing vocab[i].
 	vocab    []string
 	postings [][]posting
-}
-
-// mcpToolPrefix returns how the name of every tool of the server named
-// server starts: "mcp_", the sanitized server name, "_". Two servers with
-// the same prefix collide (see sameToolPrefix). Where the tool part of one
-// server's name and the server part of another's meet ("a_b" with tool "c",
-// "a" with tool "b_c"), the full names can still coincide: warnToolClashes
-// reports those, and the server listed first wins.
-func mcpToolPrefix(server string) string {
-	return "mcp_" + sanitizeName(server) + "_"
 }
 
 // mcpToolName returns the name the agent sees for a server's tool:
