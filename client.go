@@ -53,25 +53,6 @@ type exchangeTransport interface {
 	sendsExchanges()
 }
 
-// Errors a transport's send returns that the client acts upon.
-var (
-	// errSessionExpired: the server no longer knows the HTTP session (404);
-	// the client initializes again once and resends.
-	errSessionExpired = errors.New("session expired")
-	// errTransportClosed: send after close or after the server went away.
-	errTransportClosed = errors.New("transport closed")
-)
-
-// Protocol versions of the initialize handshake, newest first. The client
-// offers the first and accepts any of them in the server's answer. The
-// current revisions, without the handshake, are in client_revision.go.
-var knownProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
-const (
-	latestProtocolVersion   = "2025-11-25"
-	fallbackProtocolVersion = "2024-11-05"
-)
-
 // clientOptions are what a session needs beyond the server's config.
 type clientOptions struct {
 	// Logger receives the session's logs; nil discards them.

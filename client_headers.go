@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -33,21 +32,6 @@ const (
 // maxSafeInteger is the largest integer JavaScript represents exactly: the
 // bound of integer values sent in headers.
 const maxSafeInteger = 1<<53 - 1
-
-// requestHeaderKey is the context key of a request's extra HTTP headers.
-type requestHeaderKey struct{}
-
-// withRequestHeader returns ctx carrying h for the transport to send with
-// the request.
-func withRequestHeader(ctx context.Context, h http.Header) context.Context {
-	return context.WithValue(ctx, requestHeaderKey{}, h)
-}
-
-// requestHeader returns the headers withRequestHeader put in ctx, or nil.
-func requestHeader(ctx context.Context) http.Header {
-	h, _ := ctx.Value(requestHeaderKey{}).(http.Header)
-	return h
-}
 
 // encodeHeaderValue returns s as a header value: as is when it is plain
 // visible ASCII (spaces and tabs inside allowed), else base64 of its UTF-8

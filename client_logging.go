@@ -8,9 +8,6 @@ import (
 // This file holds a server's logging: the level asked of it
 // (logging/setLevel) and the mapping of its log levels onto slog's.
 
-// mcpLogLevels are the levels of logging/setLevel, most verbose first.
-var mcpLogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-
 // applyLogLevel sends logging/setLevel with the configured log_level, when
 // there is one and the server offers logging. A refusal is logged, not
 // fatal: the server keeps its own level.

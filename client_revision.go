@@ -18,36 +18,6 @@ import (
 // the initialize handshake of the older ones, and what every request of
 // the current revision carries (_meta, and over HTTP the standard headers).
 
-// sessionlessProtocolVersions are the revisions without initialize or sessions,
-// newest first: every request carries its version, client info and
-// capabilities in _meta.
-var sessionlessProtocolVersions = []string{"2026-07-28"}
-
-// sessionlessProtocolVersion is the revision the probe offers first.
-const sessionlessProtocolVersion = "2026-07-28"
-
-// Error codes of the current revision.
-const (
-	// codeHeaderMismatch: the HTTP headers do not match the body (for
-	// Mcp-Param-*: the tool's schema changed since it was listed).
-	codeHeaderMismatch = -32020
-	// codeMissingCapability: the server needs a client capability that
-	// harnessd does not declare.
-	codeMissingCapability = -32021
-	// codeUnsupportedVersion: the server does not speak the requested
-	// revision; its data lists those it does.
-	codeUnsupportedVersion = -32022
-)
-
-// The _meta keys every request of the current revision carries.
-const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
-	metaLogLevel           = "io.modelcontextprotocol/logLevel"
-)
-
 // defaultDiscoverTimeout bounds the server/discover probe of a stdio server
 // that may never answer an unknown method. Older servers answer it with
 // -32601 at once; the bound is only for those that stay silent.
@@ -59,15 +29,6 @@ var errOlderServer = errors.New("server speaks an older protocol revision")
 
 // errProbeTimeout: the server did not answer server/discover in time.
 var errProbeTimeout = errors.New("no answer to server/discover")
-
-// isSessionlessVersion reports whether v is a revision without initialize.
-func isSessionlessVersion(v string) bool { return slices.Contains(sessionlessProtocolVersions, v) }
-
-// isSessionlessError reports whether code is an error only servers of the
-// current revision send: a 400 carrying one is an answer, not a refusal.
-func isSessionlessError(code int) bool {
-	return code == codeHeaderMismatch || code == codeMissingCapability || code == codeUnsupportedVersion
-}
 
 // A discoverResult is the result of server/discover.
 type discoverResult struct {
@@ -433,18 +394,4 @@ func missingCapabilities(data json.RawMessage) string {
 	}
 	names := slices.Sorted(maps.Keys(required))
 	return strings.Join(names, ", ")
-}
-
-// checkProtocolVersion records a protocol_version harnessd does not speak,
-// or the current revision pinned on legacy SSE, which cannot carry it.
-func (b *serverBuilder) checkProtocolVersion(transport string) {
-	v := b.raw.ProtocolVersion
-	switch {
-	case v == "" || slices.Contains(knownProtocolVersions, v):
-	case !isSessionlessVersion(v):
-		b.bad("protocol_version", "%q is not a protocol revision harnessd speaks; use one of %s, or leave it out to negotiate",
-			v, strings.Join(append(slices.Clone(sessionlessProtocolVersions), knownProtocolVersions...), ", "))
-	case transport == transportSSE:
-		b.bad("protocol_version", "%q needs transport http or stdio; legacy sse speaks up to %s", v, latestProtocolVersion)
-	}
 }

@@ -643,3 +643,17 @@ func checkRunServerValues(s serverConfig) error {
 func mcpToolPrefix(server string) string {
 	return "mcp_" + sanitizeName(server) + "_"
 }
+
+// checkProtocolVersion records a protocol_version harnessd does not speak,
+// or the current revision pinned on legacy SSE, which cannot carry it.
+func (b *serverBuilder) checkProtocolVersion(transport string) {
+	v := b.raw.ProtocolVersion
+	switch {
+	case v == "" || slices.Contains(knownProtocolVersions, v):
+	case !isSessionlessVersion(v):
+		b.bad("protocol_version", "%q is not a protocol revision harnessd speaks; use one of %s, or leave it out to negotiate",
+			v, strings.Join(append(slices.Clone(sessionlessProtocolVersions), knownProtocolVersions...), ", "))
+	case transport == transportSSE:
+		b.bad("protocol_version", "%q needs transport http or stdio; legacy sse speaks up to %s", v, latestProtocolVersion)
+	}
+}

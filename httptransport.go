@@ -412,3 +412,18 @@ func (t *streamableTransport) deleteSession(sessionID, version string) {
 		t.logger.Debug("mcp http delete session refused", "status", resp.StatusCode)
 	}
 }
+
+// requestHeaderKey is the context key of a request's extra HTTP headers.
+type requestHeaderKey struct{}
+
+// withRequestHeader returns ctx carrying h for the transport to send with
+// the request.
+func withRequestHeader(ctx context.Context, h http.Header) context.Context {
+	return context.WithValue(ctx, requestHeaderKey{}, h)
+}
+
+// requestHeader returns the headers withRequestHeader put in ctx, or nil.
+func requestHeader(ctx context.Context) http.Header {
+	h, _ := ctx.Value(requestHeaderKey{}).(http.Header)
+	return h
+}

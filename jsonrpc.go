@@ -158,3 +158,12 @@ func jsonrpcShape(msg []byte) (hasMethod bool, id []byte) {
 	}
 	return shape.Method != nil, shape.ID
 }
+
+// Errors a transport's send returns that the client acts upon.
+var (
+	// errSessionExpired: the server no longer knows the HTTP session (404);
+	// the client initializes again once and resends.
+	errSessionExpired = errors.New("session expired")
+	// errTransportClosed: send after close or after the server went away.
+	errTransportClosed = errors.New("transport closed")
+)
