@@ -193,7 +193,9 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 		t, err = startStdio(cfg, stdioEnv(cfg, getenv), opts.ProcessGroups, opts.StopGrace, logger)
 	case transportHTTP:
 		st := newStreamableTransport(cfg, opts.Secrets, logger)
-		st.auth = opts.OAuth.forServer(cfg)
+		if c := opts.OAuth.forServer(cfg); c != nil {
+			st.auth = c
+		}
 		t = st
 	case transportSSE:
 		t, err = newSSETransport(ctx, cfg, opts.Secrets, logger)

@@ -75,8 +75,26 @@ type httpEndpoint struct {
 	maxMessage int
 	logger     *slog.Logger
 	client     *http.Client
-	untrusted  bool         // serverConfig.Untrusted: error bodies are not quoted
-	auth       *oauthClient // nil: no OAuth
+	untrusted  bool       // serverConfig.Untrusted: error bodies are not quoted
+	auth       authorizer // nil: no OAuth
+}
+
+// An authorizer sends a request with a server's credentials, and renews
+// them once when the server asks (oauthClient, in oauth_client.go).
+type authorizer interface {
+	do(ctx context.Context, c *http.Client, build func() (*http.Request, error)) (*http.Response, error)
+}
+
+// do sends the request build returns, through auth when there is one.
+func (e httpEndpoint) do(ctx context.Context, build func() (*http.Request, error)) (*http.Response, error) {
+	if e.auth != nil {
+		return e.auth.do(ctx, e.client, build)
+	}
+	req, err := build()
+	if err != nil {
+		return nil, err
+	}
+	return e.client.Do(req)
 }
 
 // newHTTPEndpoint returns the endpoint part of a transport for cfg; its
@@ -400,7 +418,7 @@ func (t *streamableTransport) close() error {
 func (t *streamableTransport) deleteSession(sessionID, version string) {
 	ctx, cancel := context.WithTimeout(context.Background(), deleteSessionTimeout)
 	defer cancel()
-	resp, err := t.auth.do(ctx, t.client, func() (*http.Request, error) {
+	resp, err := t.do(ctx, func() (*http.Request, error) {
 		return t.newRequest(ctx, http.MethodDelete, sessionID, version, nil)
 	})
 	if err != nil {

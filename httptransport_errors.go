@@ -227,3 +227,6 @@ func printable(b []byte) string {
 	}, s)
 	return strings.TrimSpace(s)
 }
+
+// errNeedsAuth marks errors that a person must fix by logging in.
+var errNeedsAuth = errors.New("needs authorization")

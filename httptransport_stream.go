@@ -76,7 +76,7 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 	if revisionHeader != nil {
 		sessionID = ""
 	}
-	resp, err := t.auth.do(ctx, t.client, func() (*http.Request, error) {
+	resp, err := t.do(ctx, func() (*http.Request, error) {
 		req, err := t.newRequest(a.ctx, http.MethodPost, sessionID, version, a.msg)
 		if err == nil {
 			req.Header[headerAccept] = acceptPost
@@ -192,7 +192,7 @@ func (t *streamableTransport) openStream(ctx context.Context, lastID string) (*h
 	t.mu.Lock()
 	sessionID, version := t.sessionID, t.protocolVersion
 	t.mu.Unlock()
-	resp, err := t.auth.do(ctx, t.client, func() (*http.Request, error) {
+	resp, err := t.do(ctx, func() (*http.Request, error) {
 		req, err := t.newRequest(ctx, http.MethodGet, sessionID, version, nil)
 		if err == nil {
 			req.Header[headerAccept] = acceptStream

@@ -19,9 +19,6 @@ import (
 // does on 401 and 403 (refresh, re-authorization, step-up), client
 // credentials, and the login that needs a person.
 
-// errNeedsAuth marks errors that a person must fix by logging in.
-var errNeedsAuth = errors.New("needs authorization")
-
 const (
 	// refreshAhead is how long before its expiry a token is renewed.
 	refreshAhead = time.Minute
