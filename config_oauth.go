@@ -10,6 +10,24 @@ import (
 // This file holds a server's oauth table: as written in TOML or JSON, its
 // validation, and the oauthConfig the OAuth client works from.
 
+// The grants of oauth.grant.
+const (
+	grantAuthorizationCode = "authorization_code"
+	grantClientCredentials = "client_credentials"
+	grantJWTBearer         = "jwt_bearer"
+)
+
+// defaultRedirectURI is the loopback callback of "mcp login" when the
+// server's oauth table names none.
+const defaultRedirectURI = "http://127.0.0.1:8788/callback"
+
+// DPoP modes of oauth.dpop.
+const (
+	dpopAuto   = "auto"   // when the authorization server advertises ES256 proofs
+	dpopAlways = "always" // on every token request
+	dpopNever  = "never"
+)
+
 // An oauthConfig is a server's oauth table.
 type oauthConfig struct {
 	ClientID          string
@@ -139,4 +157,36 @@ func buildOAuth(raw rawOAuth, transport string, expand func(field, s string) str
 		}
 	}
 	return c
+}
+
+// checkJWTBearer validates the fields of grant jwt_bearer (and reports
+// them set for another grant).
+func checkJWTBearer(c *oauthConfig, bad func(field, format string, args ...any)) {
+	if c.Grant != grantJWTBearer {
+		for _, f := range [][2]string{{"assertion_file", c.AssertionFile}, {"assertion_env", c.AssertionEnv},
+			{"idp_token_endpoint", c.IdPTokenEndpoint}, {"idp_client_id", c.IdPClientID}, {"idp_client_secret", c.IdPClientSecret}} {
+			if f[1] != "" {
+				bad("oauth."+f[0], "only grant jwt_bearer takes %s; set grant = \"jwt_bearer\" or remove it", f[0])
+			}
+		}
+		return
+	}
+	switch {
+	case c.AssertionFile == "" && c.AssertionEnv == "":
+		bad("oauth.assertion_file", "grant jwt_bearer needs assertion_file or assertion_env (where the platform's JWT is)")
+	case c.AssertionFile != "" && c.AssertionEnv != "":
+		bad("oauth.assertion_env", "set assertion_file or assertion_env, not both")
+	case c.AssertionFile != "" && !filepath.IsAbs(c.AssertionFile):
+		bad("oauth.assertion_file", "not an absolute path; write a full path (${HOME}/token.jwt works)")
+	}
+	if c.IdPTokenEndpoint != "" {
+		if u, err := url.Parse(c.IdPTokenEndpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			bad("oauth.idp_token_endpoint", "must be the http(s) URL of the enterprise IdP's token endpoint")
+		}
+		if c.IdPClientID == "" {
+			bad("oauth.idp_client_id", "idp_token_endpoint needs the client_id harnessd has at the IdP; set idp_client_id")
+		}
+	} else if c.IdPClientID != "" || c.IdPClientSecret != "" {
+		bad("oauth.idp_token_endpoint", "idp_client_id and idp_client_secret need idp_token_endpoint; set it")
+	}
 }

@@ -22,11 +22,6 @@ import (
 const (
 	// refreshAhead is how long before its expiry a token is renewed.
 	refreshAhead = time.Minute
-	// defaultRedirectURI is the loopback callback of "mcp login" when the
-	// server's oauth table names none.
-	defaultRedirectURI     = "http://127.0.0.1:8788/callback"
-	grantAuthorizationCode = "authorization_code"
-	grantClientCredentials = "client_credentials"
 )
 
 // An authorizeFunc has the authorization URL approved and returns the URL

@@ -22,13 +22,6 @@ import (
 // token requests and resource requests, and the server-provided nonces
 // (DPoP-Nonce) those servers ask proofs to carry.
 
-// DPoP modes of oauth.dpop.
-const (
-	dpopAuto   = "auto"   // when the authorization server advertises ES256 proofs
-	dpopAlways = "always" // on every token request
-	dpopNever  = "never"
-)
-
 // A dpopKey is a DPoP proof key: an ECDSA P-256 private key with its
 // public JWK, that JWK's thumbprint (RFC 7638) and the encoded header
 // every proof of the key starts with. Immutable.

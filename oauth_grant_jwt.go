@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -18,7 +17,6 @@ import (
 // authorization server accepts as the assertion).
 
 const (
-	grantJWTBearer     = "jwt_bearer"
 	jwtBearerGrantType = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 	tokenExchangeGrant = "urn:ietf:params:oauth:grant-type:token-exchange"
 	tokenTypeIDToken   = "urn:ietf:params:oauth:token-type:id_token"
@@ -30,38 +28,6 @@ const (
 // running the grant again.
 func (c *oauthClient) machineGrant() bool {
 	return c.cfg.Grant == grantClientCredentials || c.cfg.Grant == grantJWTBearer
-}
-
-// checkJWTBearer validates the fields of grant jwt_bearer (and reports
-// them set for another grant).
-func checkJWTBearer(c *oauthConfig, bad func(field, format string, args ...any)) {
-	if c.Grant != grantJWTBearer {
-		for _, f := range [][2]string{{"assertion_file", c.AssertionFile}, {"assertion_env", c.AssertionEnv},
-			{"idp_token_endpoint", c.IdPTokenEndpoint}, {"idp_client_id", c.IdPClientID}, {"idp_client_secret", c.IdPClientSecret}} {
-			if f[1] != "" {
-				bad("oauth."+f[0], "only grant jwt_bearer takes %s; set grant = \"jwt_bearer\" or remove it", f[0])
-			}
-		}
-		return
-	}
-	switch {
-	case c.AssertionFile == "" && c.AssertionEnv == "":
-		bad("oauth.assertion_file", "grant jwt_bearer needs assertion_file or assertion_env (where the platform's JWT is)")
-	case c.AssertionFile != "" && c.AssertionEnv != "":
-		bad("oauth.assertion_env", "set assertion_file or assertion_env, not both")
-	case c.AssertionFile != "" && !filepath.IsAbs(c.AssertionFile):
-		bad("oauth.assertion_file", "not an absolute path; write a full path (${HOME}/token.jwt works)")
-	}
-	if c.IdPTokenEndpoint != "" {
-		if u, err := url.Parse(c.IdPTokenEndpoint); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			bad("oauth.idp_token_endpoint", "must be the http(s) URL of the enterprise IdP's token endpoint")
-		}
-		if c.IdPClientID == "" {
-			bad("oauth.idp_client_id", "idp_token_endpoint needs the client_id harnessd has at the IdP; set idp_client_id")
-		}
-	} else if c.IdPClientID != "" || c.IdPClientSecret != "" {
-		bad("oauth.idp_token_endpoint", "idp_client_id and idp_client_secret need idp_token_endpoint; set it")
-	}
 }
 
 // readAssertion reads the grant's assertion now (platform tokens rotate:
