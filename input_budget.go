@@ -14,44 +14,8 @@ import (
 // This file holds the daemon-wide budget of sampling requests that come
 // while no call of a run is in flight (a global server sampling on its
 // own): per server and per hour, in requests and tokens, configured by
-// max_outside_sampling_requests and max_outside_sampling_tokens, counted
-// in /metrics.
-
-// Defaults of the budget outside calls: small, as nobody asked for these.
-const (
-	defaultOutsideSamplingRequests = 10     // per server and hour
-	defaultOutsideSamplingTokens   = 20_000 // per server and hour
-	outsideSamplingWindow          = time.Hour
-)
-
-// outsideSamplingSettings are the budget's settings of every source: TOML
-// max_outside_sampling_requests and max_outside_sampling_tokens, the
-// HARNESS_ variables of their upper-case names, and the flags of their
-// names with dashes; a later source overrides an earlier one. 0 refuses.
-type outsideSamplingSettings struct{ requests, tokens settingValue }
-
-// merge sets in s every value o sets.
-func (s *outsideSamplingSettings) merge(o outsideSamplingSettings) {
-	s.requests.override(o.requests)
-	s.tokens.override(o.tokens)
-}
-
-// outsideSamplingFromEnv returns the settings of the environment.
-func outsideSamplingFromEnv(getenv func(string) (string, bool)) outsideSamplingSettings {
-	return outsideSamplingSettings{
-		requests: envSetting(getenv, "HARNESS_MAX_OUTSIDE_SAMPLING_REQUESTS"),
-		tokens:   envSetting(getenv, "HARNESS_MAX_OUTSIDE_SAMPLING_TOKENS"),
-	}
-}
-
-// applyEnvOutsideSampling lets the HARNESS_ variables of the budget of
-// sampling outside runs' calls override the files' settings, and checks
-// the result.
-func (cfg *config) applyEnvOutsideSampling(getenv func(string) (string, bool)) error {
-	cfg.OutsideSampling.merge(outsideSamplingFromEnv(getenv))
-	_, err := cfg.OutsideSampling.budget()
-	return err
-}
+// max_outside_sampling_requests and max_outside_sampling_tokens (read in
+// config_budget.go), counted in /metrics.
 
 // budget returns the budget the settings describe (defaults where unset),
 // or an error naming each bad value's source.

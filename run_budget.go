@@ -1,221 +1,24 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
 
-// This file holds a run's budgets: max_tokens, max_cost_usd and
-// max_duration, their defaults (TOML max_run_tokens, max_run_cost_usd and
-// max_run_duration, the HARNESS_ variables of their upper-case names, and
-// the flags of their names with dashes), the model price table
-// ([model.prices."provider/model"]), what model calls under way hold
-// against a run's budget (their worst case, until they settle) and the
-// stop of a run past a budget.
-
-// Budget names, as run requests, errors, events and metrics name them.
-const (
-	budgetTokens   = "max_tokens"
-	budgetCostUSD  = "max_cost_usd"
-	budgetDuration = "max_duration"
-)
-
-// budgetNames are the budgets in the order /metrics lists them.
-var budgetNames = []string{budgetTokens, budgetCostUSD, budgetDuration}
-
-// perMillion converts a price per million tokens to one per token.
-const perMillion = 1e6
-
-// A modelPrice is what one model costs, in USD per million tokens.
-// CachedInput prices the input tokens read from a prompt cache; when the
-// table does not set it, they cost Input.
-type modelPrice struct {
-	Input, Output, CachedInput float64
-}
+// This file holds a run's budgets at work: max_tokens, max_cost_usd and
+// max_duration (their settings and the price table are in
+// config_budget.go), what model calls under way hold against a run's
+// budget (their worst case, until they settle) and the stop of a run past
+// a budget.
 
 // cost returns what usage u costs at p, in USD.
 func (p modelPrice) cost(u modelUsage) float64 {
 	cached := min(max(u.CachedInputTokens, 0), u.InputTokens)
 	return (float64(u.InputTokens-cached)*p.Input + float64(cached)*p.CachedInput + float64(u.OutputTokens)*p.Output) / perMillion
-}
-
-// A tomlPrice is one [model.prices."provider/model"] table; nil fields
-// were not set.
-type tomlPrice struct {
-	Input       *float64 `toml:"input"`
-	Output      *float64 `toml:"output"`
-	CachedInput *float64 `toml:"cached_input"`
-}
-
-// parsePrices validates the [model.prices] tables of file: each keyed by
-// a "provider/model" name, with input and output set and every price a
-// finite number of at least 0. It returns the valid prices by model name
-// and an error for each problem.
-func parsePrices(file string, tables map[string]tomlPrice) (map[string]modelPrice, []error) {
-	prices := make(map[string]modelPrice, len(tables))
-	var errs []error
-	for name, t := range tables {
-		label := fmt.Sprintf("%s: [model.prices.%q]", file, name)
-		spec, err := parseModelName(name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v", label, err))
-			continue
-		}
-		var p modelPrice
-		ok := true
-		for _, f := range []struct {
-			key      string
-			value    *float64
-			into     *float64
-			required bool
-		}{{"input", t.Input, &p.Input, true}, {"output", t.Output, &p.Output, true}, {"cached_input", t.CachedInput, &p.CachedInput, false}} {
-			switch {
-			case f.value == nil && f.required:
-				errs = append(errs, fmt.Errorf("%s: %s: missing; set the model's price in USD per million tokens, like %s = 2.5", label, f.key, f.key))
-				ok = false
-			case f.value == nil:
-			case math.IsNaN(*f.value) || math.IsInf(*f.value, 0) || *f.value < 0:
-				errs = append(errs, fmt.Errorf("%s: %s: %v is not a price; give USD per million tokens, 0 or more", label, f.key, *f.value))
-				ok = false
-			default:
-				*f.into = *f.value
-			}
-		}
-		if t.CachedInput == nil {
-			p.CachedInput = p.Input
-		}
-		if ok {
-			prices[spec.name()] = p
-		}
-	}
-	return prices, errs
-}
-
-// A budgetLimits is what a run may spend; a zero field does not bound.
-type budgetLimits struct {
-	Tokens   int64
-	CostUSD  float64
-	Duration time.Duration
-}
-
-// budgetSettings are the default budgets of every source, each as its
-// text and the source it came from ("config.toml: max_run_tokens", an
-// environment variable, a flag); a later source overrides an earlier one.
-type budgetSettings struct{ tokens, cost, duration settingValue }
-
-// budgetSettingKeys are the TOML keys of the defaults, with each one's
-// place in a budgetSettings and what the flag's help says of it.
-var budgetSettingKeys = []struct {
-	key   string
-	field func(*budgetSettings) *settingValue
-	usage string
-}{
-	{"max_run_tokens", func(s *budgetSettings) *settingValue { return &s.tokens }, "model tokens (input and output, sampling included) a run may use, unless its request sets max_tokens; 0 for no bound"},
-	{"max_run_cost_usd", func(s *budgetSettings) *settingValue { return &s.cost }, "USD a run's model calls may cost, unless its request sets max_cost_usd (needs [model.prices]); 0 for no bound"},
-	{"max_run_duration", func(s *budgetSettings) *settingValue { return &s.duration }, "how long a run may run, like 10m, unless its request sets max_duration; 0 for no bound"},
-}
-
-// A tomlBudgets is the default budgets at the top level of config.toml;
-// nil fields were not set.
-type tomlBudgets struct {
-	MaxRunTokens   *int64   `toml:"max_run_tokens"`
-	MaxRunCostUSD  *float64 `toml:"max_run_cost_usd"`
-	MaxRunDuration *string  `toml:"max_run_duration"`
-}
-
-// settings returns the defaults file sets, as text, for limits to check.
-func (t tomlBudgets) settings(file string) budgetSettings {
-	var s budgetSettings
-	set := func(into *settingValue, key, value string) {
-		*into = settingValue{value: value, source: file + ": " + key}
-	}
-	if t.MaxRunTokens != nil {
-		set(&s.tokens, "max_run_tokens", strconv.FormatInt(*t.MaxRunTokens, 10))
-	}
-	if t.MaxRunCostUSD != nil {
-		set(&s.cost, "max_run_cost_usd", strconv.FormatFloat(*t.MaxRunCostUSD, 'g', -1, 64))
-	}
-	if t.MaxRunDuration != nil {
-		set(&s.duration, "max_run_duration", cmp.Or(*t.MaxRunDuration, `""`))
-	}
-	return s
-}
-
-// merge sets in s every default o sets.
-func (s *budgetSettings) merge(o budgetSettings) {
-	for _, k := range budgetSettingKeys {
-		k.field(s).override(*k.field(&o))
-	}
-}
-
-// budgetsFromEnv returns the defaults of the HARNESS_MAX_RUN_...
-// variables that are set and not empty.
-func budgetsFromEnv(getenv func(string) (string, bool)) budgetSettings {
-	var s budgetSettings
-	for _, k := range budgetSettingKeys {
-		*k.field(&s) = envSetting(getenv, "HARNESS_"+strings.ToUpper(k.key))
-	}
-	return s
-}
-
-// registerBudgetFlags adds a flag per default budget to fs, writing into s.
-func registerBudgetFlags(fs *flag.FlagSet, s *budgetSettings) {
-	for _, k := range budgetSettingKeys {
-		name := strings.ReplaceAll(k.key, "_", "-")
-		field := k.field(s)
-		field.source = "--" + name
-		fs.StringVar(&field.value, name, "", fmt.Sprintf("default cap on %s (env HARNESS_%s, %s)", k.usage, strings.ToUpper(k.key), k.key))
-	}
-}
-
-// limits returns the defaults as budgets, or an error naming each bad
-// value's source and what to write instead.
-func (s budgetSettings) limits() (budgetLimits, error) {
-	var l budgetLimits
-	var errs []error
-	if v := s.tokens; v.value != "" {
-		n, err := strconv.ParseInt(v.value, 10, 64)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%s: %q is not a number of tokens; give a whole number, or 0 for no bound", v.source, v.value))
-		}
-		l.Tokens = max(n, 0)
-	}
-	if v := s.cost; v.value != "" {
-		f, err := strconv.ParseFloat(v.value, 64)
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
-			errs = append(errs, fmt.Errorf("%s: %q is not an amount of USD; give one like 0.50, or 0 for no bound", v.source, v.value))
-			f = 0
-		}
-		l.CostUSD = f
-	}
-	if v := s.duration; v.value != "" {
-		d, err := time.ParseDuration(v.value)
-		if v.value == "0" {
-			d, err = 0, nil
-		}
-		if err != nil || d < 0 {
-			errs = append(errs, fmt.Errorf("%s: %q is not a duration; give one like 10m, or 0 for no bound", v.source, v.value))
-			d = 0
-		}
-		l.Duration = d
-	}
-	return l, errors.Join(errs...)
-}
-
-// applyEnvBudgets lets the HARNESS_ variables of the default budgets
-// override the files' and checks the result.
-func (cfg *config) applyEnvBudgets(getenv func(string) (string, bool)) error {
-	cfg.Budgets.merge(budgetsFromEnv(getenv))
-	_, err := cfg.Budgets.limits()
-	return err
 }
 
 // A budgetExceededError says which budget a run went past: the limit and
@@ -260,13 +63,6 @@ func (e *budgetExceededError) event() map[string]any {
 	}
 	return data
 }
-
-// formatUSD writes an amount of USD with no more digits than it needs.
-func formatUSD(v float64) string { return strconv.FormatFloat(roundUSD(v), 'f', -1, 64) }
-
-// roundUSD rounds v to a billionth of a dollar, so that sums of many small
-// costs print short.
-func roundUSD(v float64) float64 { return math.Round(v*1e9) / 1e9 }
 
 // A runBudget is one run's budgets, what it has spent against them and
 // what the model calls under way hold (their worst case, until they

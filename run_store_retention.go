@@ -2,38 +2,14 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"strconv"
 	"time"
 )
 
-// This file holds retention: which finished runs the store keeps, by
-// count, age and bytes, the settings that bound them, and the removal of
-// runs from disk.
-
-// Retention defaults: what a small appliance keeps.
-const (
-	defaultMaxKeptRuns     = 1000
-	defaultMaxKeptRunAge   = 30 * 24 * time.Hour
-	defaultMaxKeptRunBytes = 1 << 30
-)
-
-// A retention bounds the finished runs kept, in memory and on disk. The
-// oldest finished runs go first; active runs are never dropped. Zero
-// fields mean no bound of that kind. Expired runs are dropped at start-up
-// and after runs end (pruneSoon).
-type retention struct {
-	MaxRuns  int
-	MaxAge   time.Duration
-	MaxBytes int64
-}
-
-// defaultRetention returns the retention used when nothing is configured.
-func defaultRetention() retention {
-	return retention{MaxRuns: defaultMaxKeptRuns, MaxAge: defaultMaxKeptRunAge, MaxBytes: defaultMaxKeptRunBytes}
-}
+// This file holds retention at work: which finished runs the store keeps,
+// by count, age and bytes (the settings are in config_budget.go), and the
+// removal of runs from disk.
 
 // A keptRun is what retention needs to know of one run.
 type keptRun struct {
@@ -71,59 +47,6 @@ func (k retention) expired(runs []keptRun, now time.Time) []string {
 		total -= r.bytes
 	}
 	return out
-}
-
-// keptRunsSettings are the retention settings of every source: TOML
-// max_kept_runs, max_kept_run_age and max_kept_run_bytes, the
-// HARNESS_ variables of their upper-case names, and the flags of their
-// names with dashes. A later source overrides an earlier one.
-type keptRunsSettings struct{ runs, age, bytes settingValue }
-
-// merge sets in s every value o sets.
-func (s *keptRunsSettings) merge(o keptRunsSettings) {
-	s.runs.override(o.runs)
-	s.age.override(o.age)
-	s.bytes.override(o.bytes)
-}
-
-// keptRunsFromEnv returns the retention settings of the environment.
-func keptRunsFromEnv(getenv func(string) (string, bool)) keptRunsSettings {
-	return keptRunsSettings{
-		runs:  envSetting(getenv, "HARNESS_MAX_KEPT_RUNS"),
-		age:   envSetting(getenv, "HARNESS_MAX_KEPT_RUN_AGE"),
-		bytes: envSetting(getenv, "HARNESS_MAX_KEPT_RUN_BYTES"),
-	}
-}
-
-// retention returns defaultRetention with the settings applied, or an
-// error naming each bad value's source and what to write instead.
-func (s keptRunsSettings) retention() (retention, error) {
-	k := defaultRetention()
-	var errs []error
-	count := func(set settingValue, what string) int64 {
-		n, err := strconv.ParseInt(set.value, 10, 64)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%s: %q is not a %s; give a whole number, or 0 for no bound", set.source, set.value, what))
-		}
-		return n
-	}
-	if s.runs.value != "" {
-		k.MaxRuns = int(count(s.runs, "number of runs"))
-	}
-	if s.bytes.value != "" {
-		k.MaxBytes = count(s.bytes, "number of bytes")
-	}
-	if s.age.value != "" {
-		d, err := time.ParseDuration(s.age.value)
-		if s.age.value == "0" {
-			d, err = 0, nil
-		}
-		if err != nil || d < 0 {
-			errs = append(errs, fmt.Errorf("%s: %q is not a duration; give one like 720h (30 days), or 0 for no bound", s.age.source, s.age.value))
-		}
-		k.MaxAge = d
-	}
-	return k, errors.Join(errs...)
 }
 
 // remove deletes run id from the log, with its webhook delivery, or the
