@@ -322,6 +322,28 @@ func outsideSamplingFromEnv(getenv func(string) (string, bool)) outsideSamplingS
 // the result.
 func (cfg *config) applyEnvOutsideSampling(getenv func(string) (string, bool)) error {
 	cfg.OutsideSampling.merge(outsideSamplingFromEnv(getenv))
-	_, err := cfg.OutsideSampling.budget()
+	_, _, err := cfg.OutsideSampling.limits()
 	return err
+}
+
+// limits returns the requests and tokens a server's sampling outside
+// runs' calls may take per hour, or an error naming a bad setting.
+func (s outsideSamplingSettings) limits() (requests, tokens int, err error) {
+	requests, tokens = defaultOutsideSamplingRequests, defaultOutsideSamplingTokens
+	var errs []error
+	for _, p := range []struct {
+		set settingValue
+		dst *int
+	}{{s.requests, &requests}, {s.tokens, &tokens}} {
+		if p.set.value == "" {
+			continue
+		}
+		n, err := strconv.Atoi(p.set.value)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%s: %q is not a number of at least 0; give a whole number per server and hour, 0 to refuse", p.set.source, p.set.value))
+			continue
+		}
+		*p.dst = n
+	}
+	return requests, tokens, errors.Join(errs...)
 }

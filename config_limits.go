@@ -284,3 +284,22 @@ func (g startGate) run(ctx context.Context, start func() error) error {
 	defer func() { <-g }()
 	return start()
 }
+
+// Run limits.
+const (
+	defaultMaxSteps = 25
+	maxMaxSteps     = 1000
+)
+
+// Sampling defaults.
+const (
+	defaultSamplingRequests = 20      // per run
+	defaultSamplingTokens   = 100_000 // per run, input and output
+	// defaultSamplingMaxTokens caps one request's maxTokens when the model
+	// has no limit of its own configured.
+	defaultSamplingMaxTokens = 4096
+)
+
+// maxInputTimeout bounds a server's input_timeout and a run's wait for
+// an answer.
+const maxInputTimeout = 24 * time.Hour

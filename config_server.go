@@ -657,3 +657,21 @@ func (b *serverBuilder) checkProtocolVersion(transport string) {
 		b.bad("protocol_version", "%q needs transport http or stdio; legacy sse speaks up to %s", v, latestProtocolVersion)
 	}
 }
+
+// Approval modes, of a server's approval field and a run's approval.
+const (
+	approvalNever  = "never"  // no call waits (the default)
+	approvalWrites = "writes" // calls of tools not annotated readOnlyHint: true wait
+	approvalAlways = "always" // every call waits
+)
+
+// approvalModes are the modes from loosest to strictest.
+var approvalModes = []string{approvalNever, approvalWrites, approvalAlways}
+
+// checkApproval records an approval that is not a mode. The globs of
+// approval_tools are checked with the other tool filters.
+func (b *serverBuilder) checkApproval() {
+	if a := b.raw.Approval; a != nil && !slices.Contains(approvalModes, *a) {
+		b.bad("approval", "%q is not an approval mode; use never (the default), writes or always", *a)
+	}
+}

@@ -34,7 +34,6 @@ const (
 // Input limits.
 const (
 	defaultInputTimeout = 10 * time.Minute
-	maxInputTimeout     = 24 * time.Hour
 	// maxOpenInputs bounds the open requests of one run: a server asking
 	// more at once is declined.
 	maxOpenInputs = 32

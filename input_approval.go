@@ -14,16 +14,6 @@ import (
 // approval), the wait itself in the run's input queue, and its answer
 // over POST /v1/runs/{id}/approvals/{approval_id}.
 
-// Approval modes, of a server's approval field and a run's approval.
-const (
-	approvalNever  = "never"  // no call waits (the default)
-	approvalWrites = "writes" // calls of tools not annotated readOnlyHint: true wait
-	approvalAlways = "always" // every call waits
-)
-
-// approvalModes are the modes from loosest to strictest.
-var approvalModes = []string{approvalNever, approvalWrites, approvalAlways}
-
 // Decisions of an approval.
 const (
 	decisionApprove = "approve"
@@ -78,14 +68,6 @@ func stricterApproval(a, b string) string {
 		return approvalNever
 	}
 	return a
-}
-
-// checkApproval records an approval that is not a mode. The globs of
-// approval_tools are checked with the other tool filters.
-func (b *serverBuilder) checkApproval() {
-	if a := b.raw.Approval; a != nil && !slices.Contains(approvalModes, *a) {
-		b.bad("approval", "%q is not an approval mode; use never (the default), writes or always", *a)
-	}
 }
 
 // checkRunApproval validates a run request's approval: empty, writes or

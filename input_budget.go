@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,23 +19,8 @@ import (
 // budget returns the budget the settings describe (defaults where unset),
 // or an error naming each bad value's source.
 func (s outsideSamplingSettings) budget() (*outsideSamplingBudget, error) {
-	b := newOutsideSamplingBudget(defaultOutsideSamplingRequests, defaultOutsideSamplingTokens)
-	var errs []error
-	for _, p := range []struct {
-		set settingValue
-		dst *int
-	}{{s.requests, &b.maxRequests}, {s.tokens, &b.maxTokens}} {
-		if p.set.value == "" {
-			continue
-		}
-		n, err := strconv.Atoi(p.set.value)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%s: %q is not a number of at least 0; give a whole number per server and hour, 0 to refuse", p.set.source, p.set.value))
-			continue
-		}
-		*p.dst = n
-	}
-	return b, errors.Join(errs...)
+	requests, tokens, err := s.limits()
+	return newOutsideSamplingBudget(requests, tokens), err
 }
 
 // outsideInputOf returns the daemon's policy for requests outside any

@@ -15,15 +15,6 @@ import (
 // run's own model, within the per-server switch and the per-run caps on
 // requests and tokens.
 
-// Sampling defaults.
-const (
-	defaultSamplingRequests = 20      // per run
-	defaultSamplingTokens   = 100_000 // per run, input and output
-	// defaultSamplingMaxTokens caps one request's maxTokens when the model
-	// has no limit of its own configured.
-	defaultSamplingMaxTokens = 4096
-)
-
 // codeSamplingRefused is the error code of a sampling request harnessd will
 // not serve (the specification's example uses -1 for a user's refusal).
 const codeSamplingRefused = -1

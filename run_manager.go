@@ -35,12 +35,6 @@ const (
 // runWaitingInput when both wait.
 const runWaitingApproval = "waiting_approval"
 
-// Run limits.
-const (
-	defaultMaxSteps = 25
-	maxMaxSteps     = 1000
-)
-
 // A runRequest is the body of POST /v1/runs.
 type runRequest struct {
 	Prompt       string          `json:"prompt"`
