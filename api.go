@@ -248,7 +248,7 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if req.ConversationID != "" && a.findConversation(w, req.ConversationID, info) == nil {
 		return
 	}
-	req.Owner, req.Tenant, req.AnyTenant = info.owner(), info.tenant, info.has(scopeAdmin)
+	info.stamp(&req)
 	run, err := a.runs.start(req, info.has(scopeAdmin))
 	if err != nil {
 		a.writeStartError(w, err)
@@ -266,6 +266,7 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 func (a *api) writeStartError(w http.ResponseWriter, err error) {
 	var reqErr *requestError
 	var busy *busyError
+	var rated *rateError
 	switch {
 	case writeConversationError(w, err):
 	case errors.As(err, &reqErr) && reqErr.forbidden:
@@ -275,6 +276,9 @@ func (a *api) writeStartError(w http.ResponseWriter, err error) {
 	case errors.As(err, &busy):
 		w.Header().Set("Retry-After", strconv.Itoa(int(busy.retryAfter.Seconds())))
 		writeError(w, http.StatusTooManyRequests, "too_many_runs", err.Error())
+	case errors.As(err, &rated):
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(rated.retryAfter.Seconds()))))
+		writeError(w, http.StatusTooManyRequests, "rate_limited", err.Error())
 	case errors.Is(err, errShuttingDown):
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", err.Error())
 	case errors.As(err, new(*storeUnavailableError)):

@@ -18,6 +18,19 @@ type authInfo struct {
 	tenant string // the key's tenant (authKey.Tenant); "" with auth off
 	scopes []string
 	authOn bool
+	// limits and rate are the key's bounds on its runs (authKey.Limits,
+	// authKey.Rate); zero with auth off.
+	limits toolLimits
+	rate   int
+}
+
+// stamp writes into req who starts it, as every surface that starts runs
+// (the API, the MCP server, A2A) must: its owner and tenant, whether it
+// may join another tenant's conversation, and the key's bounds on its
+// tools, servers and rate.
+func (i authInfo) stamp(req *runRequest) {
+	req.Owner, req.Tenant, req.AnyTenant = i.owner(), i.tenant, i.has(scopeAdmin)
+	req.Limits, req.Rate = i.limits, i.rate
 }
 
 // has reports whether the caller holds scope (auth off holds everything).
@@ -91,7 +104,8 @@ func (a *api) authenticate(r *http.Request, need string) (authInfo, int, error) 
 	if match < 0 {
 		return authInfo{}, http.StatusUnauthorized, errors.New("authorization: invalid bearer token: it matches no configured API key")
 	}
-	info := authInfo{key: keys[match].Name, tenant: keys[match].tenant(), scopes: keys[match].Scopes, authOn: true}
+	info := authInfo{key: keys[match].Name, tenant: keys[match].tenant(), scopes: keys[match].Scopes, authOn: true,
+		limits: keys[match].Limits, rate: keys[match].Rate}
 	if !info.has(need) {
 		return info, http.StatusForbidden, fmt.Errorf("authorization: key %q lacks the %s scope this route needs (it has %s); grant %s or admin in [[auth.keys]] or HARNESS_API_KEYS",
 			info.key, need, strings.Join(info.scopes, ", "), need)

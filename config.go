@@ -22,9 +22,13 @@ import (
 // HARNESS_MCP_SERVERS variable, profiles and per-run servers, merged with
 // the seed's precedence and checked for name collisions.
 
-// toolConnectMCP is the name of the built-in tool that connects a server
-// mid-run; the configuration of such a server is built here.
-const toolConnectMCP = "connect_mcp"
+// Names of built-in tools the configuration names: find_tool, which keys'
+// tool limits always leave (config_keylimits.go), and connect_mcp, which
+// connects a server mid-run and whose server configuration is built here.
+const (
+	toolFindTool   = "find_tool"
+	toolConnectMCP = "connect_mcp"
+)
 
 // A config is everything harnessd reads at startup. Servers holds the
 // global servers (TOML first, in file order, then HARNESS_MCP_SERVERS),

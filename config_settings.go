@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 )
@@ -67,6 +68,10 @@ type authKey struct {
 	TokenSHA256 [sha256.Size]byte
 	// Scopes holds values of authScopes.
 	Scopes []string
+	// Limits bound the tools and servers the key's runs reach.
+	Limits toolLimits
+	// Rate is the runs the key may start per minute; 0 for no bound.
+	Rate   int
 	Source string
 }
 
@@ -86,6 +91,9 @@ type rawAuthKey struct {
 	TokenSHA256 *string  `json:"token_sha256" toml:"token_sha256"`
 	Scopes      []string `json:"scopes" toml:"scopes"`
 	Tenant      string   `json:"tenant" toml:"tenant"`
+	Tools       []string `json:"tools" toml:"tools"`
+	Servers     []string `json:"servers" toml:"servers"`
+	Rate        int      `json:"rate" toml:"rate"`
 }
 
 // A tomlModel is the [model] table; nil fields were not set in that file.
@@ -242,7 +250,18 @@ func buildAuthKey(label, source string, raw rawAuthKey) (authKey, error) {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: key %q: %s: %s", label, raw.Name, field, fmt.Sprintf(format, args...)))
 	}
-	key := authKey{Name: raw.Name, Tenant: raw.Tenant, Scopes: raw.Scopes, Source: source}
+	key := authKey{Name: raw.Name, Tenant: raw.Tenant, Scopes: raw.Scopes, Source: source,
+		Limits: toolLimits{Tools: raw.Tools, Servers: raw.Servers}, Rate: raw.Rate}
+	for field, globs := range map[string][]string{"tools": raw.Tools, "servers": raw.Servers} {
+		for i, g := range globs {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				bad(fmt.Sprintf("%s[%d]", field, i), "%q is not a glob (path.Match: * ? [a-z]); write a name such as mcp_github_* or github", g)
+			}
+		}
+	}
+	if raw.Rate < 0 {
+		bad("rate", "%d is negative; give the runs per minute the key may start, or leave it out for no bound", raw.Rate)
+	}
 	if err := checkName(raw.Name, ".", "letters, digits, \"-\", \"_\" and \".\""); err != nil {
 		bad("name", "%v", err)
 	}

@@ -160,6 +160,7 @@ func newRun(env *runEnv, req runRequest) *run {
 	scope.starts = env.starts
 	cat := newCatalog(scope.toolSets)
 	cat.unready = scope.unready
+	cat.limits = req.Limits
 	return &run{
 		id:        id,
 		env:       env,

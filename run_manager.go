@@ -70,6 +70,11 @@ type runRequest struct {
 	// AnyTenant lets the run join a conversation of another tenant (an
 	// admin key's request); without it, such a conversation is refused.
 	AnyTenant bool `json:"-"`
+	// Limits are the starting key's bounds on the tools and servers the
+	// run reaches, Rate the runs per minute it may start (authInfo.stamp).
+	// Never read from a request.
+	Limits toolLimits `json:"-"`
+	Rate   int        `json:"-"`
 	// Approval tightens the approval of every server of the run
 	// (approvalWrites or approvalAlways; input_approval.go).
 	Approval string `json:"approval,omitempty"`
@@ -143,6 +148,8 @@ type runManager struct {
 	runTime time.Duration
 	// conversations are the kept conversations by id.
 	conversations map[string]*conversation
+	// rates bound the runs keys with a rate start (run_rate.go).
+	rates keyRates
 
 	defaultsMu sync.Mutex
 	// guards opts.Model, opts.MaxSteps, opts.AllowHosts, opts.Budgets and
@@ -288,6 +295,16 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	release, err := m.rates.reserve(req.Owner, req.Rate, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			release()
+		}
+	}()
 	// Refuse a full queue before touching the disk; admit checks again.
 	if err := m.checkRoom(); err != nil {
 		return nil, err
@@ -313,6 +330,7 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 		return nil, err
 	}
 	m.opts.Metrics.runStarted()
+	started = true
 	return r, nil
 }
 
@@ -423,6 +441,10 @@ func (m *runManager) resolveServers(r *run, allowCommand bool) error {
 	for i, s := range servers {
 		if err := checkRunServerValues(s); err != nil {
 			return invalidRequest(err)
+		}
+		if !r.req.Limits.allowsServer(s.Name) {
+			return &requestError{forbidden: true,
+				msg: fmt.Sprintf("mcp_servers: server %q: this key may use only the servers %q; use one of those names", s.Name, r.req.Limits.Servers)}
 		}
 		if s.Transport == transportStdio && !allowCommand {
 			return &requestError{forbidden: true,

@@ -13,10 +13,10 @@ import (
 // This file holds the tool catalog: mcp_ naming, tiers and tags, and the
 // per-run catalog of reachable and activated tools.
 
-// Names of the built-in tools (and toolConnectMCP, in config.go). find_tool
-// is the only core tool; the others are deferred like every MCP tool.
+// Names of the built-in tools (toolFindTool and toolConnectMCP are in
+// config.go). find_tool is the only core tool; the others are deferred
+// like every MCP tool.
 const (
-	toolFindTool         = "find_tool"
 	toolListMCPResources = "list_mcp_resources"
 	toolReadMCPResource  = "read_mcp_resource"
 )
@@ -159,10 +159,19 @@ type catalog struct {
 	// find_tool says of them (tools_unready.go); nil for none.
 	unready func() []serverStatus
 
+	// limits bound the tools the run reaches (the starting key's); the
+	// zero value bounds nothing.
+	limits toolLimits
+
 	mu sync.Mutex
 	// guards activated and isActivated
 	activated   []string // in activation order
 	isActivated map[string]bool
+
+	boundMu sync.Mutex
+	// guards bounded: the view within limits of each snapshot reached,
+	// by the snapshot it was made of
+	bounded map[*serverTools]*serverTools
 }
 
 // newCatalog returns a catalog with nothing activated over the servers
@@ -180,7 +189,35 @@ func (c *catalog) reachable() []*serverTools {
 	}
 	out := make([]*serverTools, 0, 1+len(sets))
 	out = append(out, deferredBuiltins)
-	return append(out, sets...)
+	out = append(out, sets...)
+	if !c.limits.bounded() {
+		return out
+	}
+	c.boundMu.Lock()
+	defer c.boundMu.Unlock()
+	next := make(map[*serverTools]*serverTools, len(out))
+	for i, st := range out {
+		view, ok := c.bounded[st]
+		if !ok {
+			view = st.within(c.limits)
+		}
+		next[st], out[i] = view, view
+	}
+	c.bounded = next
+	return out
+}
+
+// within returns the snapshot of st's tools that l leaves.
+func (st *serverTools) within(l toolLimits) *serverTools {
+	view := &serverTools{server: st.server, byName: map[string]int{}}
+	for _, e := range st.entries {
+		if l.allowsTool(e.Server, e.Name) {
+			view.byName[e.Name] = len(view.entries)
+			view.entries = append(view.entries, e)
+		}
+	}
+	view.buildIndex()
+	return view
 }
 
 // lookup returns the tool the run reaches under name, built-ins included,

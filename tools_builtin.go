@@ -121,6 +121,9 @@ func connectMCP(ctx context.Context, r *run, args json.RawMessage) (string, erro
 	if err := checkAgentServerName(name); err != nil {
 		return "", fmt.Errorf("connect_mcp: server_name: %v", err)
 	}
+	if !r.req.Limits.allowsServer(name) {
+		return "", fmt.Errorf("connect_mcp: server_name %q: this run's API key may use only the servers %q; choose a server_name among them", name, r.req.Limits.Servers)
+	}
 	if err := checkConnectHost(ctx, u.Hostname(), r.env.allowHosts()); err != nil {
 		return "", fmt.Errorf("connect_mcp: %v", err)
 	}

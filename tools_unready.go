@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -16,7 +17,11 @@ func (c *catalog) unreadyServers() []serverStatus {
 	if c.unready == nil {
 		return nil
 	}
-	return c.unready()
+	servers := c.unready()
+	if len(c.limits.Servers) > 0 {
+		servers = slices.DeleteFunc(servers, func(st serverStatus) bool { return !c.limits.allowsServer(st.Name) })
+	}
+	return servers
 }
 
 // unreadyReason says, for the model, why the server st cannot be used now
