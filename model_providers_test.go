@@ -71,8 +71,9 @@ func TestModelProviderDefaults(t *testing.T) {
 
 // TestModelProviderReachesItsBaseURL: a run naming each OpenAI-compatible
 // provider ("google/gemini-2.5-flash") reaches the server its base URL
-// variable names, with its key; a run of [model] reaches [model]
-// base_url, which wins over the variable.
+// variable names, with its key, which is redacted when the model echoes
+// it; a run of [model] reaches [model] base_url, which wins over the
+// variable.
 func TestModelProviderReachesItsBaseURL(t *testing.T) {
 	for _, tt := range compatibleProviders {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,15 +90,15 @@ func TestModelProviderReachesItsBaseURL(t *testing.T) {
 					return nil
 				}
 			}
-			byEnv := newFakeModel(t, providerOpenAI, fakeTurn{Text: "by env", Check: wantCall("named-model")})
+			byEnv := newFakeModel(t, providerOpenAI, fakeTurn{Text: "by env, key " + key, Check: wantCall("named-model")})
 			byConfig := newFakeModel(t, providerOpenAI, fakeTurn{Text: "by config", Check: wantCall("configured-model")})
 			t.Setenv(tt.baseURLEnv, byEnv.URL())
 			noDefault := newProviderAPITest(t, modelSpec{})
 			named := waitRunID(t, noDefault, noDefault.postRun(t, "", `{"prompt":"hi","model":"`+tt.name+`/named-model"}`))
 			configured := newProviderAPITest(t, modelSpec{Provider: tt.name, Model: "configured-model", BaseURL: byConfig.URL()})
 			ofConfig := waitRunID(t, configured, configured.postRun(t, "", `{"prompt":"hi"}`))
-			if named.Output != "by env" || ofConfig.Output != "by config" {
-				t.Errorf("outputs %q (%s), %q (%s), want %q and %q", named.Output, named.Error, ofConfig.Output, ofConfig.Error, "by env", "by config")
+			if want := "by env, key " + redactedText; named.Output != want || ofConfig.Output != "by config" {
+				t.Errorf("outputs %q (%s), %q (%s), want %q and %q", named.Output, named.Error, ofConfig.Output, ofConfig.Error, want, "by config")
 			}
 		})
 	}
