@@ -54,12 +54,12 @@ func TestMisleadingErrors(t *testing.T) {
 			args: []string{"mcp", "list"}, wantCode: 1,
 			wantErr: `error: server "fk": start: cwd "/nonexistent/dir" is not a directory; create it or fix the server's cwd`},
 		{name: "TOML values of the wrong type, all at once",
-			home: "max_connections = \"8\"\n[model]\nmax_tokens = \"lots\"\n[mcp_servers.ev]\ncommand = \"npx\"\nargs = \"-y @modelcontextprotocol/server-everything\"\n" +
+			home: "max_connections = \"8\"\n[model]\nmax_output_tokens = \"lots\"\n[mcp_servers.ev]\ncommand = \"npx\"\nargs = \"-y @modelcontextprotocol/server-everything\"\n" +
 				"enabled = \"yes\"\nenv = { PORT = 3001 }\n[mcp_servers.web]\nurl = \"http://localhost:3001/mcp\"\nheaders = [\"Authorization: Bearer x\"]\n" +
 				"include_tools = [\"a\", 2]\noauth = { scopes = \"read write\" }\n[[auth.keys]]\nname = \"ci\"\nscopes = \"runs:write\"\n",
 			args: []string{"mcp", "list"}, wantCode: 2,
 			wantErr: `harnessd: HOME/config.toml: field "max_connections": a string is not allowed here; write a whole number
-HOME/config.toml: [model] field "max_tokens": a string is not allowed here; write a whole number
+HOME/config.toml: [model] field "max_output_tokens": a string is not allowed here; write a whole number
 HOME/config.toml: [mcp_servers.ev] field "args": a string is not allowed here; write a list of strings
 HOME/config.toml: [mcp_servers.ev] field "enabled": a string is not allowed here; write true or false
 HOME/config.toml: [mcp_servers.ev] field "env.PORT": a whole number is not allowed here; write a string

@@ -213,8 +213,8 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 
 // noModelHint says how to give the daemon a model; a daemon started
 // without one logs it.
-const noModelHint = "set HARNESS_MODEL=provider/model (like openai/gpt-4o or anthropic/claude-sonnet-4-5) and the provider's key " +
-	"(OPENAI_API_KEY, ANTHROPIC_API_KEY; OPENAI_BASE_URL for a compatible server), or [model] name in config.toml; " +
+const noModelHint = "set HARNESS_MODEL=provider/model (like openai/gpt-4o, anthropic/claude-sonnet-4-5 or google/gemini-2.5-flash) and the provider's key " +
+	"(OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...; OPENAI_BASE_URL for a compatible server), or [model] name in config.toml; " +
 	"under systemd put the variables in /etc/harnessd/env, then restart"
 
 // startServing builds the registry (answering requests outside runs' calls

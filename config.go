@@ -165,6 +165,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 		cfg.applyEnvLimits(opts.Getenv),
 		cfg.applyEnvBudgets(opts.Getenv),
 		cfg.applyEnvModel(opts.Getenv),
+		cfg.checkModel(),
 		cfg.applyEnvMaxConnections(opts.Getenv),
 		cfg.applyEnvKeptRuns(opts.Getenv),
 		cfg.applyEnvOutsideSampling(opts.Getenv),

@@ -37,11 +37,15 @@ func envSetting(getenv func(string) (string, bool), name string) settingValue {
 // A modelSettings is the model part of the config. Empty strings and zero
 // numbers mean "not configured": the agent applies its own defaults.
 type modelSettings struct {
-	Provider  string // "openai" or "anthropic"
-	Model     string // the provider's model name, may contain "/"
-	BaseURL   string
-	MaxTokens int
-	MaxSteps  int
+	Provider string // a name of modelProviders
+	Model    string // the provider's model name, may contain "/"
+	BaseURL  string
+	// MaxOutputTokens caps the output of each model call (not a run's
+	// tokens: that is a run's max_tokens budget).
+	MaxOutputTokens int
+	MaxSteps        int
+	// Tuning is temperature, top_p and reasoning_effort.
+	Tuning modelTuning
 	// NoStream: [model] stream = false, call the model without streaming.
 	NoStream bool
 	// SamplingModels are the other models a server's sampling request may
@@ -55,7 +59,7 @@ type modelSettings struct {
 // spec returns the configured model as the runs' default modelSpec: its
 // Provider is empty when no model is configured.
 func (m modelSettings) spec() modelSpec {
-	return modelSpec{Provider: m.Provider, Model: m.Model, BaseURL: m.BaseURL, MaxTokens: m.MaxTokens, NoStream: m.NoStream}
+	return modelSpec{Provider: m.Provider, Model: m.Model, BaseURL: m.BaseURL, MaxTokens: m.MaxOutputTokens, NoStream: m.NoStream, Tuning: m.Tuning}
 }
 
 // An authKey is one API key. The token itself is never kept, only its hash.
@@ -98,10 +102,13 @@ type rawAuthKey struct {
 
 // A tomlModel is the [model] table; nil fields were not set in that file.
 type tomlModel struct {
-	Name      *string `toml:"name"`
-	BaseURL   *string `toml:"base_url"`
-	MaxTokens *int    `toml:"max_tokens"`
-	MaxSteps  *int    `toml:"max_steps"`
+	Name            *string  `toml:"name"`
+	BaseURL         *string  `toml:"base_url"`
+	MaxOutputTokens *int     `toml:"max_output_tokens"`
+	MaxSteps        *int     `toml:"max_steps"`
+	Temperature     *float64 `toml:"temperature"`
+	TopP            *float64 `toml:"top_p"`
+	ReasoningEffort *string  `toml:"reasoning_effort"`
 	// Stream calls the model with streaming (default true).
 	Stream *bool `toml:"stream"`
 	// SamplingModels are "provider/model" names.
@@ -131,11 +138,21 @@ func parseTOMLModel(file string, doc tomlModel) (modelSettings, []error) {
 		}
 		m.BaseURL = *u
 	}
-	if n := doc.MaxTokens; n != nil {
+	if n := doc.MaxOutputTokens; n != nil {
 		if *n <= 0 {
-			bad("max_tokens", "%d is not positive; set a positive number or remove it", *n)
+			bad("max_output_tokens", "%d is not positive; set a positive number or remove it", *n)
 		}
-		m.MaxTokens = *n
+		m.MaxOutputTokens = *n
+	}
+	m.Tuning = modelTuning{Temperature: doc.Temperature, TopP: doc.TopP}
+	if e := doc.ReasoningEffort; e != nil {
+		m.Tuning.ReasoningEffort = *e
+		if *e == "" {
+			bad("reasoning_effort", "is empty; use %s, or remove it", strings.Join(reasoningEfforts, ", "))
+		}
+	}
+	for _, p := range m.Tuning.rangeProblems() {
+		bad(p.field, "%s", p.msg)
 	}
 	if n := doc.MaxSteps; n != nil {
 		if *n <= 0 {
@@ -165,6 +182,17 @@ func parseTOMLModel(file string, doc tomlModel) (modelSettings, []error) {
 	return m, errs
 }
 
+// checkModel returns an error for each setting of the merged [model] that
+// its provider cannot take (modelSpec.providerProblems): files and
+// HARNESS_MODEL may each set a part.
+func (cfg *config) checkModel() error {
+	var errs []error
+	for _, p := range cfg.Model.spec().providerProblems() {
+		errs = append(errs, fmt.Errorf("[model] %s: %s", p.field, p.msg))
+	}
+	return errors.Join(errs...)
+}
+
 // parseTOMLKeys validates the [[auth.keys]] of file and returns the valid
 // ones, with an error joining every problem (also two keys sharing a name
 // or a token).
@@ -190,9 +218,10 @@ func mergeModel(m *modelSettings, layer configLayer) {
 	if layer.modelSet.BaseURL != nil {
 		m.BaseURL = layer.model.BaseURL
 	}
-	if layer.modelSet.MaxTokens != nil {
-		m.MaxTokens = layer.model.MaxTokens
+	if layer.modelSet.MaxOutputTokens != nil {
+		m.MaxOutputTokens = layer.model.MaxOutputTokens
 	}
+	m.Tuning = m.Tuning.override(layer.model.Tuning)
 	if layer.modelSet.MaxSteps != nil {
 		m.MaxSteps = layer.model.MaxSteps
 	}

@@ -78,6 +78,9 @@ func TestAuthKeys(t *testing.T) {
 	}
 }
 
+// unknownProviderGemini is the error of a model named "gemini/...".
+const unknownProviderGemini = `unknown provider "gemini": want one of openai, anthropic, google, ollama, vllm, openrouter, groq, mistral, deepseek, xai`
+
 func TestModelSettings(t *testing.T) {
 	tests := []struct {
 		name, home, ws, env string
@@ -88,25 +91,49 @@ func TestModelSettings(t *testing.T) {
 		{name: "env only", env: "openai/gpt-4o", want: modelSettings{Provider: "openai", Model: "gpt-4o"}},
 		{name: "model with slash", env: "openai/meta-llama/Llama-3-8B", want: modelSettings{Provider: "openai", Model: "meta-llama/Llama-3-8B"}},
 		{name: "fields merge by layer",
-			home: "[model]\nname = \"anthropic/claude-sonnet-4-5\"\nbase_url = \"http://h\"\nmax_tokens = 1000\n",
-			ws:   "[model]\nmax_tokens = 2000\nmax_steps = 7\n",
-			want: modelSettings{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "http://h", MaxTokens: 2000, MaxSteps: 7}},
+			home: "[model]\nname = \"anthropic/claude-sonnet-4-5\"\nbase_url = \"http://h\"\nmax_output_tokens = 1000\ntemperature = 0.5\ntop_p = 0.9\n",
+			ws:   "[model]\nmax_output_tokens = 2000\nmax_steps = 7\ntemperature = 1\n",
+			want: modelSettings{Provider: "anthropic", Model: "claude-sonnet-4-5", BaseURL: "http://h", MaxOutputTokens: 2000, MaxSteps: 7,
+				Tuning: modelTuning{Temperature: floatPtr(1), TopP: floatPtr(0.9)}}},
+		{name: "reasoning effort", home: "[model]\nname = \"openai/gpt-5\"\nreasoning_effort = \"high\"\n",
+			want: modelSettings{Provider: "openai", Model: "gpt-5", Tuning: modelTuning{ReasoningEffort: "high"}}},
 		{name: "env overrides name", home: "[model]\nname = \"anthropic/c\"\nmax_steps = 3\n", env: "openai/o",
 			want: modelSettings{Provider: "openai", Model: "o", MaxSteps: 3}},
+		{name: "an OpenAI-compatible provider", env: "google/gemini-2.5-flash", want: modelSettings{Provider: "google", Model: "gemini-2.5-flash"}},
 		{name: "sampling models, the workspace's replacing the home's",
 			home: "[model]\nsampling_models = [\"openai/gpt-4o\"]\n",
 			ws:   "[model]\nsampling_models = [\"anthropic/claude-haiku-4-5\", \"openai/gpt-4o-mini\"]\n",
 			want: modelSettings{SamplingModels: []modelSpec{{Provider: "anthropic", Model: "claude-haiku-4-5"}, {Provider: "openai", Model: "gpt-4o-mini"}}}},
-		{name: "bad sampling models", home: "[model]\nsampling_models = [\"gpt-4o\", \"openai/o\", \"google/gemini\"]\n",
-			wantErr: `H: [model] sampling_models[0]: model "gpt-4o": want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5` + "\n" +
-				`H: [model] sampling_models[2]: model "google/gemini": unknown provider "google": want openai or anthropic`},
-		{name: "bad provider", env: "google/gemini",
-			wantErr: `HARNESS_MODEL: model "google/gemini": unknown provider "google": want openai or anthropic`},
+		{name: "bad sampling models", home: "[model]\nsampling_models = [\"gpt-4o\", \"openai/o\", \"gemini/pro\"]\n",
+			wantErr: `H: [model] sampling_models[0]: model "gpt-4o": want provider/model, e.g. openai/gpt-4o, anthropic/claude-sonnet-4-5 or google/gemini-2.5-flash` + "\n" +
+				`H: [model] sampling_models[2]: model "gemini/pro": ` + unknownProviderGemini},
+		{name: "bad provider", env: "gemini/pro",
+			wantErr: `HARNESS_MODEL: model "gemini/pro": ` + unknownProviderGemini},
 		{name: "no model", home: "[model]\nname = \"openai/\"\n",
-			wantErr: `H: [model] name: model "openai/": want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5`},
-		{name: "bad url and numbers", home: "[model]\nbase_url = \"api.openai.com\"\nmax_tokens = -1\n",
+			wantErr: `H: [model] name: model "openai/": want provider/model, e.g. openai/gpt-4o, anthropic/claude-sonnet-4-5 or google/gemini-2.5-flash`},
+		{name: "bad url and numbers", home: "[model]\nbase_url = \"api.openai.com\"\nmax_output_tokens = -1\n",
 			wantErr: "H: [model] base_url: no scheme; write a full URL like http://localhost:3001/mcp\n" +
-				"H: [model] max_tokens: -1 is not positive; set a positive number or remove it"},
+				"H: [model] max_output_tokens: -1 is not positive; set a positive number or remove it"},
+		{name: "the old max_tokens is refused naming the new key, with the file's other problems",
+			home: "[model]\nmax_tokens = 1000\nmax_steps = 0\n",
+			wantErr: `H: unknown key "model.max_tokens"; renamed max_output_tokens (the output tokens of one model call; a run's max_tokens is its whole budget): write max_output_tokens instead` + "\n" +
+				"H: [model] max_steps: 0 is not positive; set a positive number or remove it"},
+		{name: "bad sampling settings", home: "[model]\ntemperature = 2.5\ntop_p = -0.1\nreasoning_effort = \"extreme\"\n",
+			wantErr: "H: [model] temperature: 2.5 is out of range: use 0 to 2, or leave it out for the model's default\n" +
+				"H: [model] top_p: -0.1 is out of range: use 0 to 1, or leave it out for the model's default\n" +
+				`H: [model] reasoning_effort: "extreme" is not an effort: use low, medium, high, or leave it out for the model's default`},
+		{name: "an empty reasoning effort", home: "[model]\nreasoning_effort = \"\"\n",
+			wantErr: "H: [model] reasoning_effort: is empty; use low, medium, high, or remove it"},
+		{name: "a typo in [model] lists its keys", home: "[model]\ntemprature = 1\n",
+			wantErr: `H: unknown key "model.temprature"; valid keys are name, base_url, max_output_tokens, max_steps, temperature, top_p, reasoning_effort, stream, sampling_models, prices`},
+		{name: "Anthropic's limits, checked once the layers merged",
+			home: "[model]\nname = \"openai/gpt-4o\"\ntemperature = 1.5\n", env: "anthropic/claude-sonnet-4-5",
+			wantErr: "[model] temperature: 1.5 is over 1, the most Anthropic takes: use 0 to 1"},
+		{name: "Anthropic's thinking takes no temperature, a top_p of 0.95 or more, and more output than its budget",
+			home: "[model]\nname = \"anthropic/claude-sonnet-4-5\"\ntemperature = 0.2\ntop_p = 0.5\nreasoning_effort = \"medium\"\nmax_output_tokens = 4096\n",
+			wantErr: `[model] temperature: cannot be set with reasoning_effort "medium": Anthropic's extended thinking takes no temperature; remove one of them` + "\n" +
+				`[model] top_p: 0.5 is under 0.95, the least Anthropic's extended thinking (reasoning_effort "medium") takes: raise it or remove one of them` + "\n" +
+				`[model] reasoning_effort: "medium" thinks with up to 4096 tokens on Anthropic, which max_output_tokens (4096) must exceed: raise max_output_tokens above 4096 or lower the effort`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,3 +148,6 @@ func TestModelSettings(t *testing.T) {
 		})
 	}
 }
+
+// floatPtr returns a pointer to v, for the optional settings.
+func floatPtr(v float64) *float64 { return &v }

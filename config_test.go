@@ -313,7 +313,7 @@ func TestUnknownTOMLKeys(t *testing.T) {
 		{name: "unknown table reported once", toml: "[server]\nx = 1\ny = 2\n",
 			wantErr: `F: unknown key "server"; remove it or check its spelling`},
 		{name: "model key", toml: "[model]\nmodel = \"x\"\n",
-			wantErr: `F: unknown key "model.model"; remove it or check its spelling`},
+			wantErr: `F: unknown key "model.model"; valid keys are name, base_url, max_output_tokens, max_steps, temperature, top_p, reasoning_effort, stream, sampling_models, prices`},
 		{name: "plaintext token", toml: "[[auth.keys]]\nname = \"k\"\ntoken = \"abc\"\ntoken_sha256 = \"" + strings.Repeat("a", 64) + "\"\nscopes = [\"admin\"]\n",
 			wantErr: `F: unknown key "auth.keys.token"; store the token's SHA-256 as token_sha256 (printf %s "$TOKEN" | sha256sum), never the token`},
 		{name: "type error", toml: tomlServer("a", "x") + "timeout = 30\n",
@@ -343,7 +343,7 @@ func TestLoadConfigReportsEveryProblem(t *testing.T) {
 HOME/config.toml: [model] max_steps: 0 is not positive; set a positive number or remove it
 WS/.harness/config.toml: server "b": url: scheme "ftp" is not supported; use http or https
 HARNESS_MCP_SERVERS[0]: server "c": command/url: neither is set; set command for a stdio server or url for an http server
-HARNESS_MODEL: model "gpt": want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5
+HARNESS_MODEL: model "gpt": want provider/model, e.g. openai/gpt-4o, anthropic/claude-sonnet-4-5 or google/gemini-2.5-flash
 HARNESS_API_KEYS[0]: key "k": token_sha256: missing; set token_sha256 to the SHA-256 of the token in lowercase hex
 HARNESS_API_KEYS[0]: key "k": scopes: empty; list one or more of runs:read, runs:write, admin`
 	if got != want {
@@ -554,7 +554,7 @@ func FuzzConfigTOML(f *testing.F) {
 		if err := validateServerNames(layer.servers); err != nil {
 			t.Fatalf("parseConfigTOML(%q) succeeded with colliding names: %v", in, err)
 		}
-		if layer.model.MaxSteps < 0 || layer.model.MaxTokens < 0 || (layer.model.Provider == "") != (layer.model.Model == "") {
+		if layer.model.MaxSteps < 0 || layer.model.MaxOutputTokens < 0 || len(layer.model.Tuning.rangeProblems()) > 0 || (layer.model.Provider == "") != (layer.model.Model == "") {
 			t.Fatalf("parseConfigTOML(%q) model = %+v", in, layer.model)
 		}
 		for _, k := range layer.authKeys {

@@ -58,6 +58,12 @@ func decodeTOML(label string, data []byte, v any, kind tomlFile) (md toml.MetaDa
 	return md, unknownTOMLKeys(label, md, kind), nil
 }
 
+// renamedTOMLKeys are the keys of config.toml that were renamed, each with
+// the hint that names its new key; the old key is refused.
+var renamedTOMLKeys = map[string]string{
+	"model.max_tokens": "renamed max_output_tokens (the output tokens of one model call; a run's max_tokens is its whole budget): write max_output_tokens instead",
+}
+
 // unknownTOMLKeys returns an error for each key of md that was not
 // decoded (only the outermost of nested ones), with a hint by kind.
 func unknownTOMLKeys(label string, md toml.MetaData, kind tomlFile) []error {
@@ -71,6 +77,10 @@ func unknownTOMLKeys(label string, md toml.MetaData, kind tomlFile) []error {
 		}
 		hint := "remove it or check its spelling"
 		switch {
+		case renamedTOMLKeys[k.String()] != "":
+			hint = renamedTOMLKeys[k.String()]
+		case len(k) == 2 && k[0] == "model":
+			hint = "valid keys are " + strings.Join(taggedFields(reflect.TypeFor[tomlModel](), "toml"), ", ")
 		case kind == profileFile && k[0] != "mcp_servers":
 			hint = "a profile holds only [mcp_servers]; remove it"
 		case len(k) == 3 && k[0] == "mcp_servers" && k[2] == "name":

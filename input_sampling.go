@@ -78,7 +78,8 @@ func (b *samplingBudget) take(input, maxOutput int) (int, *budgetHold, error) {
 type sampler struct {
 	Provider modelProvider
 	// Spec is Provider's model; another model picked by a hint takes its
-	// base URL and max_tokens.
+	// max_output_tokens and sampling settings, and its base URL when of
+	// the same provider (modelSpec.withModel).
 	Spec modelSpec
 	// Models are the other models a hint may pick ([model]
 	// sampling_models); hints matching none of them, nor Spec, are
@@ -169,8 +170,7 @@ func (s *sampler) providerFor(req *samplingRequest, logger *slog.Logger) modelPr
 	if !ok || picked.name() == s.Spec.name() || s.NewProvider == nil {
 		return s.Provider
 	}
-	spec := s.Spec
-	spec.Provider, spec.Model = picked.Provider, picked.Model
+	spec := s.Spec.withModel(picked)
 	provider, err := s.NewProvider(spec)
 	if err != nil {
 		logger.Warn("sampling model picked by a hint cannot be used; serving with the run's model", "model", spec.name(), "err", err)

@@ -20,7 +20,8 @@ import (
 // request and response, the provider selection, and the HTTP endpoint with
 // its bounded retries.
 
-// Provider names, the part of a model name before the first '/'.
+// The providers whose wire formats harnessd speaks; the others of the
+// table (model_providers.go) speak OpenAI's.
 const (
 	providerOpenAI    = "openai"
 	providerAnthropic = "anthropic"
@@ -60,6 +61,9 @@ type chatMessage struct {
 	ToolCalls  []toolCall // assistant: the calls the model made
 	ToolCallID string     // tool: the ID of the call this message answers
 	IsError    bool       // tool: the result is an error
+	// Thinking is what modelResponse.Thinking held for this assistant
+	// message, sent back as it came; nil for most providers.
+	Thinking []json.RawMessage
 }
 
 // A toolCall is one tool invocation the model asked for.
@@ -156,6 +160,10 @@ type modelResponse struct {
 	ToolCalls  []toolCall
 	Usage      modelUsage
 	StopReason string // stopEndTurn, stopToolUse, stopMaxTokens or the provider's own
+	// Thinking are the provider's reasoning blocks (Anthropic's thinking
+	// and redacted_thinking, signed), which must go back with the answer
+	// in the next call of a tool-use turn; nil when there are none.
+	Thinking []json.RawMessage
 }
 
 // A modelProvider calls one model. Implementations are safe for concurrent use.
@@ -171,29 +179,33 @@ type modelProvider interface {
 
 // A modelSpec says which model to call and where.
 type modelSpec struct {
-	Provider string // providerOpenAI or providerAnthropic
+	Provider string // a name of modelProviders
 	Model    string
-	// BaseURL, when empty, comes from OPENAI_BASE_URL or ANTHROPIC_BASE_URL,
-	// else the provider's public API.
+	// BaseURL, when empty, comes from the provider's base URL variable
+	// (OPENAI_BASE_URL, GEMINI_BASE_URL, ...), else its default.
 	BaseURL string
-	// MaxTokens limits each answer. Zero: 4096 for Anthropic, where it is
-	// required; not sent to OpenAI.
+	// MaxTokens limits each answer ([model] max_output_tokens). Zero:
+	// 4096 for Anthropic, where it is required, plus the thinking budget
+	// of a reasoning effort; not sent to the others.
 	MaxTokens int
 	// NoStream asks for whole answers ([model] stream = false); by
 	// default the model is called with streaming.
 	NoStream bool
+	// Tuning is how the model samples: temperature, top_p, reasoning
+	// effort (model_tuning.go).
+	Tuning modelTuning
 }
 
 // parseModelName splits "provider/model" at the first '/': the model part
 // may itself contain '/' ("openai/meta-llama/Llama-3"). It fails on an
-// unknown provider or an empty part.
+// unknown provider, naming the known ones, or an empty part.
 func parseModelName(s string) (modelSpec, error) {
 	provider, model, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok || provider == "" || model == "" {
-		return modelSpec{}, fmt.Errorf("model %q: want provider/model, e.g. openai/gpt-4o or anthropic/claude-sonnet-4-5", s)
+		return modelSpec{}, fmt.Errorf("model %q: want provider/model, e.g. openai/gpt-4o, anthropic/claude-sonnet-4-5 or google/gemini-2.5-flash", s)
 	}
-	if provider != providerOpenAI && provider != providerAnthropic {
-		return modelSpec{}, fmt.Errorf("model %q: unknown provider %q: want openai or anthropic", s, provider)
+	if _, err := lookupModelProvider(provider); err != nil {
+		return modelSpec{}, fmt.Errorf("model %q: %v", s, err)
 	}
 	return modelSpec{Provider: provider, Model: model}, nil
 }
@@ -207,69 +219,59 @@ func (s modelSpec) name() string {
 	return s.Provider + "/" + s.Model
 }
 
+// withModel returns s calling named's provider and model instead. The
+// base URL is kept only for the same provider: [model] base_url points at
+// the configured provider's server, not at another provider's.
+func (s modelSpec) withModel(named modelSpec) modelSpec {
+	if named.Provider != s.Provider {
+		s.BaseURL = ""
+	}
+	s.Provider, s.Model = named.Provider, named.Model
+	return s
+}
+
 // outputLimit returns the output tokens an answer of the model may use:
-// MaxTokens, else 4096 for Anthropic, else 0 for no limit of harnessd's.
+// MaxTokens, else for Anthropic 4096 plus the thinking budget of its
+// reasoning effort, else 0 for no limit of harnessd's.
 func (s modelSpec) outputLimit() int {
-	if s.MaxTokens <= 0 && s.Provider == providerAnthropic {
-		return defaultAnthropicMaxTokens
+	if s.MaxTokens <= 0 && s.Provider != "" {
+		if entry, err := lookupModelProvider(s.Provider); err == nil && entry.wire == providerAnthropic {
+			return defaultAnthropicMaxTokens + s.thinkingBudget()
+		}
 	}
 	return max(s.MaxTokens, 0)
 }
 
-// A wireDefaults is what a provider takes from the environment and where it posts.
-type wireDefaults struct {
-	keyEnv, baseURLEnv, defaultBaseURL, path string
-}
-
-// modelSecrets returns the model API keys and the passwords in the base
-// URLs that getenv holds for every provider, for the redactor: a model
-// may echo its key, and an error may quote its URL. A nil getenv holds
-// none.
-func modelSecrets(getenv func(string) (string, bool)) []string {
-	var values []string
-	if getenv == nil {
-		return nil
-	}
-	for _, w := range []wireDefaults{openaiDefaults, anthropicDefaults} {
-		if v, ok := getenv(w.keyEnv); ok {
-			values = append(values, strings.TrimSpace(v))
-		}
-		if v, ok := getenv(w.baseURLEnv); ok {
-			values = append(values, urlPasswords(v)...)
-		}
-	}
-	return values
-}
-
 // newModelProvider returns the provider spec names. getenv looks up the API
 // key and base URL variables (os.LookupEnv in the daemon); an empty value
-// counts as unset. It fails on an unknown provider, a bad base URL, or a
-// missing key for the provider's public API; other base URLs (vLLM,
-// llama.cpp, Ollama, proxies) may need no key.
+// counts as unset. It fails on an unknown provider, a sampling setting
+// the provider cannot take, a bad base URL, or a missing key for the
+// provider's public API; other base URLs (vLLM, llama.cpp, Ollama,
+// proxies) may need no key.
 func newModelProvider(spec modelSpec, getenv func(string) (string, bool), logger *slog.Logger) (modelProvider, error) {
-	switch spec.Provider {
-	case providerOpenAI:
-		ep, err := newModelEndpoint(spec, openaiDefaults, getenv, logger)
-		if err != nil {
-			return nil, err
-		}
-		if ep.key != "" {
-			ep.header.Set("Authorization", "Bearer "+ep.key)
-		}
-		return &openaiProvider{modelEndpoint: ep, model: spec.Model, maxTokens: spec.MaxTokens,
-			maxCompletionTokens: ep.publicAPI}, nil
-	case providerAnthropic:
-		ep, err := newModelEndpoint(spec, anthropicDefaults, getenv, logger)
-		if err != nil {
-			return nil, err
-		}
+	entry, err := lookupModelProvider(spec.Provider)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %v", spec.name(), err)
+	}
+	if problems := spec.problems(); len(problems) > 0 {
+		return nil, fmt.Errorf("model %q: %s: %s", spec.name(), problems[0].field, problems[0].msg)
+	}
+	ep, err := newModelEndpoint(spec, entry, getenv, logger)
+	if err != nil {
+		return nil, err
+	}
+	if entry.wire == providerAnthropic {
 		if ep.key != "" {
 			ep.header.Set("X-Api-Key", ep.key)
 		}
 		ep.header.Set("Anthropic-Version", anthropicVersion)
-		return &anthropicProvider{modelEndpoint: ep, model: spec.Model, maxTokens: spec.outputLimit()}, nil
+		return &anthropicProvider{modelEndpoint: ep, model: spec.Model, maxTokens: spec.outputLimit(), tuning: spec.Tuning}, nil
 	}
-	return nil, fmt.Errorf("model %q: unknown provider %q: want openai or anthropic", spec.Provider+"/"+spec.Model, spec.Provider)
+	if ep.key != "" {
+		ep.header.Set("Authorization", "Bearer "+ep.key)
+	}
+	return &openaiProvider{modelEndpoint: ep, model: spec.Model, maxTokens: spec.MaxTokens, tuning: spec.Tuning,
+		maxCompletionTokens: ep.publicAPI && entry.maxCompletionTokens}, nil
 }
 
 // A retryPolicy bounds the retries of one model call.
@@ -287,6 +289,7 @@ var defaultRetryPolicy = retryPolicy{attempts: 4, backoffBase: time.Second, back
 // afterwards, so it is safe for concurrent use.
 type modelEndpoint struct {
 	provider  string
+	wire      string // the format spoken: providerOpenAI or providerAnthropic
 	modelName string // "provider/model"
 	url       string // where requests are posted
 	// baseURL and baseURLOrigin describe the base URL for error messages.
@@ -305,8 +308,9 @@ type modelEndpoint struct {
 	stream bool
 }
 
-// newModelEndpoint resolves the key and base URL of spec.
-func newModelEndpoint(spec modelSpec, wire wireDefaults, getenv func(string) (string, bool), logger *slog.Logger) (*modelEndpoint, error) {
+// newModelEndpoint resolves the key and base URL of spec, a model of the
+// provider entry.
+func newModelEndpoint(spec modelSpec, wire modelProviderEntry, getenv func(string) (string, bool), logger *slog.Logger) (*modelEndpoint, error) {
 	name := spec.Provider + "/" + spec.Model
 	if spec.Model == "" {
 		return nil, fmt.Errorf("model %q: the model name is empty: want provider/model, e.g. openai/gpt-4o", name)
@@ -329,7 +333,7 @@ func newModelEndpoint(spec modelSpec, wire wireDefaults, getenv func(string) (st
 	key := lookup(wire.keyEnv)
 	defaultURL, _ := url.Parse(wire.defaultBaseURL)
 	publicAPI := strings.EqualFold(u.Hostname(), defaultURL.Hostname())
-	if key == "" && publicAPI {
+	if key == "" && publicAPI && !wire.keyOptional {
 		return nil, fmt.Errorf("model %s: %s is not set: set it to your API key, or set %s for a server that needs none", spec.Provider, wire.keyEnv, wire.baseURLEnv)
 	}
 	header := http.Header{}
@@ -339,7 +343,8 @@ func newModelEndpoint(spec modelSpec, wire wireDefaults, getenv func(string) (st
 	return &modelEndpoint{
 		provider:       spec.Provider,
 		modelName:      name,
-		url:            u.String() + wire.path,
+		url:            u.String() + wire.path(),
+		wire:           wire.wire,
 		baseURL:        u.Redacted(),
 		baseURLOrigin:  origin,
 		keyEnv:         wire.keyEnv,
@@ -458,7 +463,7 @@ func (e *modelEndpoint) attempt(ctx context.Context, body []byte, c modelCall, s
 	if ok {
 		decoded, err := c.decode(data)
 		if err != nil {
-			return nil, &attemptFailure{err: e.errorf("decode the answer from %s: %v (is it an %s-compatible API?)", e.url, err, e.provider)}
+			return nil, &attemptFailure{err: e.errorf("decode the answer from %s: %v (is it an %s-compatible API?)", e.url, err, e.wire)}
 		}
 		return decoded, nil
 	}

@@ -16,6 +16,7 @@ type anthropicProvider struct {
 	*modelEndpoint
 	model     string
 	maxTokens int
+	tuning    modelTuning
 }
 
 type anthropicRequest struct {
@@ -25,8 +26,19 @@ type anthropicRequest struct {
 	Messages  []anthropicMessage `json:"messages"`
 	Tools     []anthropicTool    `json:"tools,omitempty"`
 	// StopSequences end the answer early (sampling requests may ask).
-	StopSequences []string `json:"stop_sequences,omitempty"`
-	Stream        bool     `json:"stream,omitempty"`
+	StopSequences []string           `json:"stop_sequences,omitempty"`
+	Stream        bool               `json:"stream,omitempty"`
+	Temperature   *float64           `json:"temperature,omitempty"`
+	TopP          *float64           `json:"top_p,omitempty"`
+	Thinking      *anthropicThinking `json:"thinking,omitempty"`
+}
+
+// An anthropicThinking turns on extended thinking, the Messages API's
+// reasoning effort: the model may think with up to BudgetTokens of the
+// call's max_tokens before it answers.
+type anthropicThinking struct {
+	Type         string `json:"type"` // "enabled"
+	BudgetTokens int    `json:"budget_tokens"`
 }
 
 type anthropicMessage struct {
@@ -34,7 +46,9 @@ type anthropicMessage struct {
 	Content []anthropicBlock `json:"content"`
 }
 
-// An anthropicBlock is a content block: text, tool_use or tool_result.
+// An anthropicBlock is a content block: text, tool_use, tool_result, or
+// thinking and redacted_thinking (extended thinking, sent back as they
+// came, with their signature or data).
 type anthropicBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
@@ -44,6 +58,9 @@ type anthropicBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   string          `json:"content,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	Data      string          `json:"data,omitempty"`
 }
 
 type anthropicTool struct {
@@ -89,6 +106,14 @@ func (p *anthropicProvider) encodeStream(req modelRequest, stream bool) ([]byte,
 		Messages:      []anthropicMessage{},
 		StopSequences: req.StopSequences,
 		Stream:        stream,
+		Temperature:   p.tuning.Temperature,
+		TopP:          p.tuning.TopP,
+	}
+	// Extended thinking needs max_tokens above its budget. A call whose
+	// cap was cut lower (a sampling request asking for fewer tokens, or
+	// one a budget leaves little room) is made without thinking.
+	if budget := anthropicThinkingBudgets[p.tuning.ReasoningEffort]; budget > 0 && out.MaxTokens > budget {
+		out.Thinking = &anthropicThinking{Type: "enabled", BudgetTokens: budget}
 	}
 	for i, m := range req.Messages {
 		switch m.Role {
@@ -96,6 +121,15 @@ func (p *anthropicProvider) encodeStream(req modelRequest, stream bool) ([]byte,
 			out.Messages = append(out.Messages, anthropicMessage{Role: roleUser, Content: []anthropicBlock{{Type: "text", Text: m.Content}}})
 		case roleAssistant:
 			msg := anthropicMessage{Role: roleAssistant, Content: []anthropicBlock{}}
+			// The API wants the thinking of a turn that called tools back,
+			// first, untouched.
+			for _, raw := range m.Thinking {
+				var block anthropicBlock
+				if err := json.Unmarshal(raw, &block); err != nil {
+					return nil, p.errorf("message %d: thinking block: %v", i, err)
+				}
+				msg.Content = append(msg.Content, block)
+			}
 			if m.Content != "" {
 				msg.Content = append(msg.Content, anthropicBlock{Type: "text", Text: m.Content})
 			}
@@ -129,7 +163,8 @@ func (p *anthropicProvider) encodeStream(req modelRequest, stream bool) ([]byte,
 }
 
 // decodeAnthropicResponse reads a Messages answer: text blocks joined by
-// newlines, tool_use blocks as tool calls; other blocks are ignored.
+// newlines, tool_use blocks as tool calls, thinking blocks kept to be sent
+// back; other blocks are ignored.
 func decodeAnthropicResponse(body []byte) (*modelResponse, error) {
 	var r anthropicResponse
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -158,6 +193,10 @@ func anthropicResult(r anthropicResponse) *modelResponse {
 		case "tool_use":
 			args, argsErr := normalizeArguments(b.Input)
 			resp.ToolCalls = append(resp.ToolCalls, toolCall{ID: b.ID, Name: b.Name, Arguments: args, ArgumentsError: argsErr})
+		case "thinking", "redacted_thinking":
+			if raw, err := json.Marshal(b); err == nil {
+				resp.Thinking = append(resp.Thinking, raw)
+			}
 		}
 	}
 	resp.Content = strings.Join(texts, "\n")

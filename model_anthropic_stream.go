@@ -25,6 +25,8 @@ type anthropicEvent struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`         // text_delta
 		PartialJSON string `json:"partial_json"` // input_json_delta
+		Thinking    string `json:"thinking"`     // thinking_delta
+		Signature   string `json:"signature"`    // signature_delta
 		StopReason  string `json:"stop_reason"`  // message_delta
 	} `json:"delta"`
 	Usage *anthropicUsage `json:"usage"` // message_delta
@@ -85,6 +87,10 @@ func (s *anthropicStream) event(data []byte) (string, bool, error) {
 		case "text_delta":
 			s.result.Content[i].Text += ev.Delta.Text
 			return ev.Delta.Text, false, nil
+		case "thinking_delta":
+			s.result.Content[i].Thinking += ev.Delta.Thinking
+		case "signature_delta":
+			s.result.Content[i].Signature += ev.Delta.Signature
 		case "input_json_delta":
 			if s.inputs[i] == nil {
 				s.inputs[i] = &strings.Builder{}

@@ -117,6 +117,15 @@ func (f *fakeModel) streamAnthropic(s fakeStreamWriter, req fakeRequest, turn fa
 		"stop_reason": nil, "usage": map[string]any{"input_tokens": turn.Usage.InputTokens, "output_tokens": 1}}})
 	s.send("ping", map[string]any{"type": "ping"})
 	index := 0
+	if turn.Thinking != "" {
+		s.send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "thinking", "thinking": ""}})
+		for _, part := range halves(turn.Thinking) {
+			s.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "thinking_delta", "thinking": part}})
+		}
+		s.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": map[string]any{"type": "signature_delta", "signature": "sig:" + turn.Thinking}})
+		s.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		index++
+	}
 	if len(pieces) > 0 {
 		s.send("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": map[string]any{"type": "text", "text": ""}})
 		for i, piece := range pieces {

@@ -35,6 +35,9 @@ type fakeTurn struct {
 	ToolCalls  []toolCall // an empty ID is generated; empty Arguments are sent as {}
 	Usage      modelUsage
 	StopReason string // in the wire's own words; derived from ToolCalls when empty
+	// Thinking, when set, is sent first by the Anthropic wire as a
+	// thinking block signed "sig:" + Thinking, as extended thinking is.
+	Thinking string
 
 	// Status, when neither 0 nor 200, answers with that status and an error
 	// body in the wire's shape whose message is Text.
@@ -314,6 +317,9 @@ func (f *fakeModel) writeAnswer(w http.ResponseWriter, req fakeRequest, turn fak
 		return
 	}
 	blocks := []any{}
+	if turn.Thinking != "" {
+		blocks = append(blocks, map[string]any{"type": "thinking", "thinking": turn.Thinking, "signature": "sig:" + turn.Thinking})
+	}
 	if turn.Text != "" {
 		blocks = append(blocks, map[string]any{"type": "text", "text": turn.Text})
 	}
@@ -411,6 +417,8 @@ func decodeFakeAnthropicRequest(raw []byte) (modelRequest, error) {
 				ToolUseID string          `json:"tool_use_id"`
 				Content   string          `json:"content"`
 				IsError   bool            `json:"is_error"`
+				Thinking  string          `json:"thinking"`
+				Signature string          `json:"signature"`
 			} `json:"content"`
 		} `json:"messages"`
 		Tools []struct {
@@ -433,6 +441,9 @@ func decodeFakeAnthropicRequest(raw []byte) (modelRequest, error) {
 				msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: b.ID, Name: b.Name, Arguments: b.Input})
 			case "tool_result":
 				out.Messages = append(out.Messages, chatMessage{Role: roleTool, ToolCallID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
+			case "thinking":
+				block, _ := json.Marshal(map[string]string{"type": b.Type, "thinking": b.Thinking, "signature": b.Signature})
+				msg.Thinking = append(msg.Thinking, block)
 			default:
 				return modelRequest{}, fmt.Errorf("unknown content block type %q", b.Type)
 			}

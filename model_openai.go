@@ -14,16 +14,12 @@ import (
 // This file holds the OpenAI Chat Completions wire format: encoding a
 // modelRequest and decoding the answer.
 
-var (
-	openaiDefaults    = wireDefaults{"OPENAI_API_KEY", "OPENAI_BASE_URL", "https://api.openai.com/v1", "/chat/completions"}
-	anthropicDefaults = wireDefaults{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "https://api.anthropic.com", "/v1/messages"}
-)
-
 // An openaiProvider calls an OpenAI-compatible Chat Completions API.
 type openaiProvider struct {
 	*modelEndpoint
 	model     string
 	maxTokens int // not sent when zero
+	tuning    modelTuning
 	// maxCompletionTokens: send the limit as max_completion_tokens, which
 	// OpenAI's own API wants (newer models refuse max_tokens); compatible
 	// servers know max_tokens.
@@ -37,6 +33,9 @@ type openaiRequest struct {
 	MaxTokens           int             `json:"max_tokens,omitempty"`
 	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
 	Stop                []string        `json:"stop,omitempty"`
+	Temperature         *float64        `json:"temperature,omitempty"`
+	TopP                *float64        `json:"top_p,omitempty"`
+	ReasoningEffort     string          `json:"reasoning_effort,omitempty"`
 	Stream              bool            `json:"stream,omitempty"`
 	// StreamOptions asks for the usage in the last chunk of a stream.
 	StreamOptions *openaiStreamOptions `json:"stream_options,omitempty"`
@@ -100,7 +99,8 @@ func (p *openaiProvider) complete(ctx context.Context, req modelRequest) (*model
 // encodeStream returns the Chat Completions body for req, asking for a
 // stream with the usage in its last chunk when stream is set.
 func (p *openaiProvider) encodeStream(req modelRequest, stream bool) ([]byte, error) {
-	out := openaiRequest{Model: cmp.Or(req.Model, p.model), Messages: []openaiMessage{}, Stop: req.StopSequences}
+	out := openaiRequest{Model: cmp.Or(req.Model, p.model), Messages: []openaiMessage{}, Stop: req.StopSequences,
+		Temperature: p.tuning.Temperature, TopP: p.tuning.TopP, ReasoningEffort: p.tuning.ReasoningEffort}
 	if stream {
 		out.Stream, out.StreamOptions = true, &openaiStreamOptions{IncludeUsage: true}
 	}

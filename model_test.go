@@ -36,7 +36,8 @@ func TestParseModelName(t *testing.T) {
 		{name: "no provider", in: "gpt-4o", wantErr: `model "gpt-4o": want provider/model`},
 		{name: "empty model", in: "openai/", wantErr: `model "openai/": want provider/model`},
 		{name: "empty provider", in: "/gpt-4o", wantErr: `model "/gpt-4o": want provider/model`},
-		{name: "unknown provider", in: "mistral/large", wantErr: `model "mistral/large": unknown provider "mistral": want openai or anthropic`},
+		{name: "an OpenAI-compatible provider", in: "google/gemini-2.5-flash", want: modelSpec{Provider: "google", Model: "gemini-2.5-flash"}},
+		{name: "unknown provider", in: "gemini/pro", wantErr: `model "gemini/pro": ` + unknownProviderGemini},
 		{name: "provider is case sensitive", in: "OpenAI/gpt-4o", wantErr: `unknown provider "OpenAI"`},
 	}
 	for _, tt := range tests {
@@ -83,7 +84,16 @@ func TestNewModelProvider(t *testing.T) {
 			wantErr: "OPENAI_API_KEY is not set"},
 		{name: "bad base URL", spec: modelSpec{Provider: "openai", Model: "m"}, env: map[string]string{"OPENAI_BASE_URL": "localhost:8000"},
 			wantErr: `model openai: base URL "localhost:8000" from OPENAI_BASE_URL: no scheme; write a full URL like http://localhost:3001/mcp`},
-		{name: "unknown provider", spec: modelSpec{Provider: "gemini", Model: "pro"}, wantErr: `unknown provider "gemini"`},
+		{name: "unknown provider", spec: modelSpec{Provider: "gemini", Model: "pro"}, wantErr: unknownProviderGemini},
+		{name: "google default", spec: modelSpec{Provider: "google", Model: "gemini-2.5-flash"},
+			env: map[string]string{"GEMINI_API_KEY": "k"}, wantURL: "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions"},
+		{name: "google key missing", spec: modelSpec{Provider: "google", Model: "gemini-2.5-flash"},
+			wantErr: "model google: GEMINI_API_KEY is not set: set it to your API key, or set GEMINI_BASE_URL for a server that needs none"},
+		{name: "ollama needs no key", spec: modelSpec{Provider: "ollama", Model: "llama3.2"}, wantURL: "http://localhost:11434/v1/chat/completions"},
+		{name: "vllm needs no key", spec: modelSpec{Provider: "vllm", Model: "qwen"}, wantURL: "http://localhost:8000/v1/chat/completions"},
+		{name: "a sampling setting the provider cannot take", spec: modelSpec{Provider: "anthropic", Model: "claude",
+			Tuning: modelTuning{Temperature: floatPtr(1.5)}}, env: map[string]string{"ANTHROPIC_API_KEY": "k"},
+			wantErr: `model "anthropic/claude": temperature: 1.5 is over 1, the most Anthropic takes: use 0 to 1`},
 		{name: "empty model", spec: modelSpec{Provider: "openai"}, env: map[string]string{"OPENAI_API_KEY": "k"}, wantErr: "the model name is empty"},
 	}
 	for _, tt := range tests {
@@ -397,12 +407,13 @@ func TestDecodeAnthropicResponse(t *testing.T) {
 		want    modelResponse
 		wantErr string
 	}{
-		{name: "text and tool use", body: `{"type":"message","content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"hm"},
+		{name: "text and tool use", body: `{"type":"message","content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"hm","signature":"s1"},
 			{"type":"text","text":"b"},{"type":"tool_use","id":"t1","name":"f","input":{"x":1}},{"type":"tool_use","id":"t2","name":"g","input":null}],
 			"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":4,"cache_creation_input_tokens":5,"cache_read_input_tokens":100}}`,
 			want: modelResponse{Content: "a\nb", StopReason: stopToolUse, Usage: modelUsage{InputTokens: 115, OutputTokens: 4, CachedInputTokens: 100}, ToolCalls: []toolCall{
 				{ID: "t1", Name: "f", Arguments: json.RawMessage(`{"x":1}`)},
-				{ID: "t2", Name: "g", Arguments: json.RawMessage(`{}`)}}}},
+				{ID: "t2", Name: "g", Arguments: json.RawMessage(`{}`)}},
+				Thinking: []json.RawMessage{json.RawMessage(`{"type":"thinking","thinking":"hm","signature":"s1"}`)}}},
 		{name: "max tokens", body: `{"content":[{"type":"text","text":"tr"}],"stop_reason":"max_tokens"}`,
 			want: modelResponse{Content: "tr", StopReason: stopMaxTokens}},
 		{name: "missing stop reason", body: `{"content":[{"type":"tool_use","id":"t","name":"f","input":{}}]}`,

@@ -451,7 +451,7 @@ func (r *run) loop(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", errors.New(r.modelFailure(step, err))
 		}
-		answer := chatMessage{Role: roleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls}
+		answer := chatMessage{Role: roleAssistant, Content: resp.Content, ToolCalls: resp.ToolCalls, Thinking: resp.Thinking}
 		messages = append(messages, answer)
 		r.record(step, []chatMessage{answer}, nil)
 		if len(resp.ToolCalls) == 0 {

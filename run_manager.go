@@ -83,6 +83,11 @@ type runRequest struct {
 	MaxTokens   int64   `json:"max_tokens,omitempty"`
 	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
 	MaxDuration string  `json:"max_duration,omitempty"`
+	// Temperature, TopP and ReasoningEffort override [model]'s for this
+	// run's model calls (model_tuning.go).
+	Temperature     *float64 `json:"temperature,omitempty"`
+	TopP            *float64 `json:"top_p,omitempty"`
+	ReasoningEffort string   `json:"reasoning_effort,omitempty"`
 }
 
 // runManagerOptions configure a runManager.
@@ -350,7 +355,7 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if err := checkRunApproval(req.Approval); err != nil {
 		return nil, err
 	}
-	spec, provider, err := m.model(req.Model)
+	spec, provider, err := m.model(req)
 	if err != nil {
 		return nil, err
 	}
@@ -393,19 +398,24 @@ func (m *runManager) setUp(r *run, spec modelSpec, provider modelProvider, budge
 	return r.setupInput(m.opts.Limits, m.opts.SamplingModels, newProvider)
 }
 
-// model resolves a run's model name ("" for the configured default) to
-// its spec and provider. Errors are *requestError.
-func (m *runManager) model(name string) (modelSpec, modelProvider, error) {
+// model resolves a run's model (req.Model, "" for the configured default)
+// and its sampling settings (req's over [model]'s) to its spec and
+// provider. Errors are *requestError naming the field.
+func (m *runManager) model(req runRequest) (modelSpec, modelProvider, error) {
 	spec, _ := m.defaults()
-	if name != "" {
-		named, err := parseModelName(name)
+	if req.Model != "" {
+		named, err := parseModelName(req.Model)
 		if err != nil {
 			return modelSpec{}, nil, invalidRequest(err)
 		}
-		spec.Provider, spec.Model = named.Provider, named.Model
+		spec = spec.withModel(named)
 	}
 	if spec.Provider == "" {
 		return modelSpec{}, nil, badRequest("model", "no model configured: set HARNESS_MODEL (like openai/gpt-4o), [model] name in config.toml, or model in the request")
+	}
+	spec.Tuning = spec.Tuning.override(modelTuning{Temperature: req.Temperature, TopP: req.TopP, ReasoningEffort: req.ReasoningEffort})
+	if problems := spec.problems(); len(problems) > 0 {
+		return modelSpec{}, nil, badRequest(problems[0].field, "%s", problems[0].msg)
 	}
 	provider, err := m.opts.newProvider(spec, m.opts.Getenv, m.logger)
 	if err != nil {
