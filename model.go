@@ -20,13 +20,6 @@ import (
 // request and response, the provider selection, and the HTTP endpoint with
 // its bounded retries.
 
-// The providers whose wire formats harnessd speaks; the others of the
-// table (model_providers.go) speak OpenAI's.
-const (
-	providerOpenAI    = "openai"
-	providerAnthropic = "anthropic"
-)
-
 // Roles of a chatMessage.
 const (
 	roleUser      = "user"
@@ -175,59 +168,6 @@ type modelProvider interface {
 	complete(ctx context.Context, req modelRequest) (*modelResponse, error)
 	// name returns "provider/model", e.g. "openai/gpt-4o".
 	name() string
-}
-
-// A modelSpec says which model to call and where.
-type modelSpec struct {
-	Provider string // a name of modelProviders
-	Model    string
-	// BaseURL, when empty, comes from the provider's base URL variable
-	// (OPENAI_BASE_URL, GEMINI_BASE_URL, ...), else its default.
-	BaseURL string
-	// MaxTokens limits each answer ([model] max_output_tokens). Zero:
-	// 4096 for Anthropic, where it is required, plus the thinking budget
-	// of a reasoning effort; not sent to the others.
-	MaxTokens int
-	// NoStream asks for whole answers ([model] stream = false); by
-	// default the model is called with streaming.
-	NoStream bool
-	// Tuning is how the model samples: temperature, top_p, reasoning
-	// effort (model_tuning.go).
-	Tuning modelTuning
-}
-
-// parseModelName splits "provider/model" at the first '/': the model part
-// may itself contain '/' ("openai/meta-llama/Llama-3"). It fails on an
-// unknown provider, naming the known ones, or an empty part.
-func parseModelName(s string) (modelSpec, error) {
-	provider, model, ok := strings.Cut(strings.TrimSpace(s), "/")
-	if !ok || provider == "" || model == "" {
-		return modelSpec{}, fmt.Errorf("model %q: want provider/model, e.g. openai/gpt-4o, anthropic/claude-sonnet-4-5 or google/gemini-2.5-flash", s)
-	}
-	if _, err := lookupModelProvider(provider); err != nil {
-		return modelSpec{}, fmt.Errorf("model %q: %v", s, err)
-	}
-	return modelSpec{Provider: provider, Model: model}, nil
-}
-
-// name returns the model as "provider/model", or "" when no provider is
-// set.
-func (s modelSpec) name() string {
-	if s.Provider == "" {
-		return ""
-	}
-	return s.Provider + "/" + s.Model
-}
-
-// withModel returns s calling named's provider and model instead. The
-// base URL is kept only for the same provider: [model] base_url points at
-// the configured provider's server, not at another provider's.
-func (s modelSpec) withModel(named modelSpec) modelSpec {
-	if named.Provider != s.Provider {
-		s.BaseURL = ""
-	}
-	s.Provider, s.Model = named.Provider, named.Model
-	return s
 }
 
 // outputLimit returns the output tokens an answer of the model may use:

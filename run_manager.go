@@ -84,7 +84,7 @@ type runRequest struct {
 	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
 	MaxDuration string  `json:"max_duration,omitempty"`
 	// Temperature, TopP and ReasoningEffort override [model]'s for this
-	// run's model calls (model_tuning.go).
+	// run's model calls (config_model.go).
 	Temperature     *float64 `json:"temperature,omitempty"`
 	TopP            *float64 `json:"top_p,omitempty"`
 	ReasoningEffort string   `json:"reasoning_effort,omitempty"`

@@ -96,3 +96,10 @@ func modelSecrets(getenv func(string) (string, bool)) []string {
 	}
 	return values
 }
+
+// The providers whose wire formats harnessd speaks; the others of the
+// table speak OpenAI's.
+const (
+	providerOpenAI    = "openai"
+	providerAnthropic = "anthropic"
+)

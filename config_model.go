@@ -7,10 +7,12 @@ import (
 	"strings"
 )
 
-// This file holds a model's sampling settings (temperature, top_p and the
-// reasoning effort), set in [model] or per run, their checks, and how the
-// effort maps onto Anthropic's extended thinking. The wire formats put
-// them into their own fields (model_openai.go, model_anthropic.go).
+// This file holds what names a model and how it is tuned: its
+// provider/model name and base URL (modelSpec), its sampling settings
+// (temperature, top_p and the reasoning effort), set in [model] or per
+// run, their checks, and how the effort maps onto Anthropic's extended
+// thinking. The wire formats put them into their own fields
+// (model_openai.go, model_anthropic.go).
 
 // Reasoning efforts, the values of reasoning_effort.
 const (
@@ -126,3 +128,56 @@ func (spec modelSpec) thinkingBudget() int {
 
 // formatFloat writes v as the shortest decimal that reads back as v.
 func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// A modelSpec says which model to call and where.
+type modelSpec struct {
+	Provider string // a name of modelProviders
+	Model    string
+	// BaseURL, when empty, comes from the provider's base URL variable
+	// (OPENAI_BASE_URL, GEMINI_BASE_URL, ...), else its default.
+	BaseURL string
+	// MaxTokens limits each answer ([model] max_output_tokens). Zero:
+	// 4096 for Anthropic, where it is required, plus the thinking budget
+	// of a reasoning effort; not sent to the others.
+	MaxTokens int
+	// NoStream asks for whole answers ([model] stream = false); by
+	// default the model is called with streaming.
+	NoStream bool
+	// Tuning is how the model samples: temperature, top_p, reasoning
+	// effort (config_model.go).
+	Tuning modelTuning
+}
+
+// parseModelName splits "provider/model" at the first '/': the model part
+// may itself contain '/' ("openai/meta-llama/Llama-3"). It fails on an
+// unknown provider, naming the known ones, or an empty part.
+func parseModelName(s string) (modelSpec, error) {
+	provider, model, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok || provider == "" || model == "" {
+		return modelSpec{}, fmt.Errorf("model %q: want provider/model, e.g. openai/gpt-4o, anthropic/claude-sonnet-4-5 or google/gemini-2.5-flash", s)
+	}
+	if _, err := lookupModelProvider(provider); err != nil {
+		return modelSpec{}, fmt.Errorf("model %q: %v", s, err)
+	}
+	return modelSpec{Provider: provider, Model: model}, nil
+}
+
+// name returns the model as "provider/model", or "" when no provider is
+// set.
+func (s modelSpec) name() string {
+	if s.Provider == "" {
+		return ""
+	}
+	return s.Provider + "/" + s.Model
+}
+
+// withModel returns s calling named's provider and model instead. The
+// base URL is kept only for the same provider: [model] base_url points at
+// the configured provider's server, not at another provider's.
+func (s modelSpec) withModel(named modelSpec) modelSpec {
+	if named.Provider != s.Provider {
+		s.BaseURL = ""
+	}
+	s.Provider, s.Model = named.Provider, named.Model
+	return s
+}
