@@ -37,6 +37,9 @@ type api struct {
 	reg     *registry
 	metrics *metrics
 	logger  *slog.Logger
+	// audit records admin actions and counts refused requests; nil
+	// records nothing. Set once before serving.
+	audit *auditLog
 	// stopping is closed at shutdown so event streams end.
 	stopping <-chan struct{}
 	// heartbeat is the interval of SSE keep-alive comments.
@@ -102,6 +105,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/v1/schedules/{name}/run", map[string]route{http.MethodPost: {scopeAdmin, a.runSchedule}})
 	a.route("/v1/mcp/servers/{name}", map[string]route{http.MethodGet: {scopeRunsRead, a.getServer}})
 	a.route("/v1/mcp/servers/{name}/login", map[string]route{http.MethodPost: {scopeAdmin, a.loginServer}})
+	a.route("/v1/audit", map[string]route{http.MethodGet: {scopeAdmin, a.listAudit}})
 	a.route("/healthz", map[string]route{http.MethodGet: {"", a.healthz}})
 	a.route("/readyz", map[string]route{http.MethodGet: {"", a.readyz}})
 	a.route("/metrics", map[string]route{http.MethodGet: {scopeRunsRead, a.serveMetrics}})
@@ -170,10 +174,14 @@ func (a *api) route(pattern string, methods map[string]route) {
 				code = "unauthorized"
 				w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd"`)
 			}
+			a.audit.refuse(code)
 			writeError(w, status, code, err.Error())
 			return
 		}
 		rt.handler(w, r, info)
+		if rt.scope == scopeAdmin && r.Method != http.MethodGet {
+			a.auditAdmin(w, r, pattern, info)
+		}
 	})
 }
 
@@ -300,6 +308,7 @@ func (a *api) findRun(w http.ResponseWriter, r *http.Request, info authInfo) *ru
 	id := r.PathValue("id")
 	run := a.runs.get(id)
 	if run != nil && !info.sees(run.req.Tenant) {
+		a.audit.refuse("not_owner")
 		run = nil
 	}
 	if run == nil {

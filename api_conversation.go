@@ -16,7 +16,11 @@ import (
 // 404 and returns nil.
 func (a *api) findConversation(w http.ResponseWriter, id string, info authInfo) *conversation {
 	c := a.runs.conversation(id)
-	if c == nil || !info.sees(a.runs.tenantOf(c)) {
+	if c != nil && !info.sees(a.runs.tenantOf(c)) {
+		a.audit.refuse("not_owner")
+		c = nil
+	}
+	if c == nil {
 		writeConversationError(w, &conversationNotFoundError{id: id})
 		return nil
 	}

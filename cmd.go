@@ -112,6 +112,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 		return nil
 	case "check":
 		return a.check(ctx, args[1:])
+	case "audit":
+		return a.audit(ctx, args[1:])
 	case "run":
 		return a.runPrompt(ctx, args[1:])
 	case "help", "-h", "--help":
@@ -151,6 +153,7 @@ Usage:
                                            here are warnings: exit 0, or 1 with --strict)
   harnessd run [flags] PROMPT              start a run on a running harnessd and follow it;
                                            --conversation ID continues a conversation
+  harnessd audit verify                    check the audit trail's chain (exit 1 naming the first break)
   harnessd version                         version, VCS revision and Go version
 
 Run "harnessd COMMAND --help" for a command's flags.

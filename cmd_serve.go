@@ -128,6 +128,8 @@ type daemon struct {
 	runs    *runManager
 	metrics *metrics
 	store   *runStore
+	// audit is the audit trail (audit.go); nil with [audit] enabled = false.
+	audit *auditLog
 	// schedules starts the runs of [[schedules]]; nil in tests that build
 	// a daemon without serving.
 	schedules *scheduler
@@ -207,6 +209,12 @@ func (a *app) startDaemon(o serveOptions) (*daemon, error) {
 		ln.Close()
 		return nil, err
 	}
+	if !cfg.Audit.Off {
+		if d.audit, err = openAuditLog(filepath.Join(home, "audit"), cfg.Audit, d.logger); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	d.startServing(a, cfg, groups, &keep, runBudgets, outsideInput, ln)
 	return d, nil
 }
@@ -246,6 +254,7 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 		MaxSteps:   cfg.Model.MaxSteps,
 		AllowHosts: cfg.ConnectAllowHosts,
 		Metrics:    d.metrics,
+		Audit:      d.audit,
 		Store:      d.store,
 		Retention:  keep,
 		Limits:     cfg.Limits,
@@ -258,6 +267,7 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 	d.stopping = make(chan struct{})
 	d.api = newAPI(d.runs, d.reg, cfg.AuthKeys, d.metrics, logger, d.stopping)
 	d.api.hosts = newHostPolicy(d.opts.addr, cfg.AllowedHosts)
+	d.api.audit = d.audit
 	d.schedules = newScheduler(d.runs, cfg.Schedules, nil, logger)
 	d.api.schedules = d.schedules
 	// The API and the servers are starting: a schedule that names another
@@ -337,6 +347,7 @@ func (d *daemon) shutdown() {
 	case <-budget.Done():
 		d.logger.Warn("servers still closing at the shutdown deadline")
 	}
+	d.audit.close()
 }
 
 // newHTTPServer returns the API's server: a client must send its request

@@ -65,6 +65,8 @@ type config struct {
 	// Budgets are the default budgets of runs (run_budget.go) the files
 	// and environment set.
 	Budgets budgetSettings
+	// Audit is the [audit] table of every file, over defaultAudit.
+	Audit auditSettings
 	// Files lists the TOML files that existed and were read, in order.
 	Files []string
 }
@@ -101,6 +103,7 @@ type tomlConfig struct {
 	} `toml:"connect_mcp"`
 	Webhooks  tomlWebhooks  `toml:"webhooks"`
 	Schedules []rawSchedule `toml:"schedules"`
+	Audit     tomlAudit     `toml:"audit"`
 
 	// The budget of sampling outside runs' calls (input_budget.go).
 	MaxOutsideSamplingRequests *int64 `toml:"max_outside_sampling_requests"`
@@ -125,6 +128,7 @@ type configLayer struct {
 	keptRuns       keptRunsSettings
 	limits         runLimits
 	webhooks       webhookSettings
+	audit          tomlAudit
 	schedules      []scheduleConfig
 	budgets        budgetSettings
 	// outsideSampling is what the file sets of the budget of sampling
@@ -158,7 +162,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := &config{}
+	cfg := &config{Audit: defaultAudit()}
 	err = errors.Join(
 		cfg.readFiles(configPaths(opts.Home, opts.Workspace), opts.Getenv),
 		cfg.addEnvServers(opts.Getenv, opts.Logger),
@@ -243,6 +247,7 @@ func (cfg *config) readFiles(paths []string, getenv func(string) (string, bool))
 		cfg.Webhooks.merge(layer.webhooks)
 		cfg.Schedules = mergeByName(cfg.Schedules, layer.schedules, func(s scheduleConfig) string { return s.Name })
 		cfg.Budgets.merge(layer.budgets)
+		errs = append(errs, mergeTOMLAudit(p, layer.audit, &cfg.Audit))
 	}
 	// Each file checked its own names; what is left is a clash between
 	// a home and a workspace server.
@@ -328,6 +333,7 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	layer.schedules, err = parseSchedules(file, doc.Schedules)
 	errs = append(errs, err)
 	layer.budgets = doc.tomlBudgets.settings(file)
+	layer.audit = doc.Audit
 	return layer, errors.Join(errs...)
 }
 

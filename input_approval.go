@@ -115,8 +115,9 @@ func needsApproval(entry toolEntry, cfg serverConfig, runMode string) bool {
 // approval asks for the approval of a call of entry with args when it
 // needs one, and blocks until it is given, denied, timed out (the run's
 // input_timeout, else approval_timeout) or ctx is done, whether the run is
-// interactive or not. ok is true when the call may go ahead; otherwise
-// denied is the tool error the model gets.
+// interactive or not. ok is true when the call may go ahead (denied then
+// names the approval, if one was asked); otherwise denied is the tool
+// error the model gets.
 func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessage) (denied toolResult, ok bool) {
 	var cfg serverConfig
 	if entry.Server != "" {
@@ -160,12 +161,14 @@ func (r *run) approval(ctx context.Context, entry toolEntry, args json.RawMessag
 	}
 	r.resolveApproval(req.ID, decision, by, reason)
 	if decision == decisionApprove {
-		return toolResult{}, true
+		return toolResult{approvalID: req.ID, decidedBy: by}, true
 	}
 	if strings.TrimSpace(reason) == "" {
 		reason = "no reason given"
 	}
-	return toolError(entry.Server, "the operator denied this call: %s", reason), false
+	denied = toolError(entry.Server, "the operator denied this call: %s", reason)
+	denied.approvalID, denied.decidedBy, denied.denied = req.ID, by, true
+	return denied, false
 }
 
 // resolveApproval records how an approval ended: the approval.resolved

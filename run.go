@@ -67,6 +67,7 @@ type runEnv struct {
 	reg        *registry
 	logger     *slog.Logger
 	metrics    *metrics
+	audit      *auditLog       // nil records nothing
 	allowHosts func() []string // [connect_mcp] allow_hosts now (a reload may change it)
 	// secrets hides what every run may quote (see baseSecrets); a reload
 	// adds the new global servers' values.
@@ -585,6 +586,7 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 				outcome = "error"
 			}
 			r.env.metrics.toolCall(res.server, outcome, elapsed)
+			r.auditCall(tc, res, start, elapsed)
 			data := map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name, "duration_ms": float64(elapsed.Microseconds()) / 1000, "is_error": res.isError}
 			r.putCut(data, "result", res.text)
 			r.emit(evToolCallCompleted, data)

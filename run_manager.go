@@ -107,6 +107,8 @@ type runManagerOptions struct {
 	MaxSteps       int
 	AllowHosts     []string
 	Metrics        *metrics
+	// Audit records each tool call; nil records nothing.
+	Audit *auditLog
 	// Store keeps runs on disk and holds the history loaded at start;
 	// nil keeps them in memory only.
 	Store *runStore
@@ -237,7 +239,7 @@ func newRunManager(opts runManagerOptions) *runManager {
 	opts.Registry.secrets().add(append(modelSecrets(opts.Getenv), opts.Webhooks.Secret)...)
 	m := &runManager{opts: opts, logger: opts.Logger, ctx: ctx, stop: stop, runs: map[string]*run{}, conversations: map[string]*conversation{},
 		pruneKick: make(chan struct{}, 1), pruned: make(chan struct{})}
-	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, allowHosts: m.connectAllowHosts,
+	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, audit: opts.Audit, allowHosts: m.connectAllowHosts,
 		secrets: opts.Registry.secrets(), store: opts.Store,
 		limits: opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
 	m.env.webhooks = &webhookSender{ctx: ctx, logger: opts.Logger, metrics: opts.Metrics, timing: opts.WebhookTiming.resolve(),

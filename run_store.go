@@ -163,20 +163,6 @@ func writeTemp(path string, data []byte) error {
 	return err
 }
 
-// syncDir fsyncs a directory, so that the names created, renamed or
-// removed in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // A runLog is one run's writer to the log. It is not safe for
 // concurrent use: its run's writer (run_writer.go) writes it, then the
 // goroutine ending the run.
