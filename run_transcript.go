@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"slices"
@@ -178,13 +179,23 @@ func (a *api) runMessages(w http.ResponseWriter, r *http.Request, info authInfo)
 	if run == nil {
 		return
 	}
-	// The status first: a run seen ended has all its messages kept.
-	summary := run.summary()
-	msgs, cut, err := run.messages()
+	body, err := run.messagesBody()
 	if err != nil {
-		run.logger.Warn("reading the run's transcript failed", "err", err)
-		writeError(w, http.StatusInternalServerError, "internal", "run "+run.id+": read transcript: "+err.Error())
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
 		return
 	}
-	writeBody(w, http.StatusOK, run.redactor().marshal(messagesAnswer{RunID: run.id, Status: summary.Status, Messages: msgs, Truncated: cut || summary.Damaged != nil}, true))
+	writeBody(w, http.StatusOK, body)
+}
+
+// messagesBody returns what GET /v1/runs/{id}/messages answers: the run's
+// messages, redacted; its error says the transcript could not be read.
+func (r *run) messagesBody() ([]byte, error) {
+	// The status first: a run seen ended has all its messages kept.
+	summary := r.summary()
+	msgs, cut, err := r.messages()
+	if err != nil {
+		r.logger.Warn("reading the run's transcript failed", "err", err)
+		return nil, fmt.Errorf("run %s: read transcript: %w", r.id, err)
+	}
+	return r.redactor().marshal(messagesAnswer{RunID: r.id, Status: summary.Status, Messages: msgs, Truncated: cut || summary.Damaged != nil}, true), nil
 }
