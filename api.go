@@ -107,6 +107,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/readyz", map[string]route{http.MethodGet: {"", a.readyz}})
 	a.route("/metrics", map[string]route{http.MethodGet: {scopeRunsRead, a.serveMetrics}})
 	a.route("/v1/whoami", map[string]route{http.MethodGet: {scopeRunsRead, a.whoami}})
+	a.mountMCP()
 	a.mux.HandleFunc("/ui/", a.serveConsole)
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
@@ -169,7 +170,7 @@ func (a *api) route(pattern string, methods map[string]route) {
 			code := "forbidden"
 			if status == http.StatusUnauthorized {
 				code = "unauthorized"
-				w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd"`)
+				w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd", error_description="send an API key ([[auth.keys]] or HARNESS_API_KEYS) as Authorization: Bearer <token>"`)
 			}
 			writeError(w, status, code, err.Error())
 			return
