@@ -387,3 +387,57 @@ func TestMCPServeSubscribe(t *testing.T) {
 	})
 	at.waitAllRuns(t)
 }
+
+// TestMCPServeCancel: the client's notifications/cancelled for a held run
+// cancels the run, and wait_run returns a run's current state once its
+// timeout passes.
+func TestMCPServeCancel(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			at := newMCPTest(t, fakeTurn{Hang: true})
+			c := &mcpRawClient{at: at, token: mcpAliceToken}
+			meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+			if version != "2026-07-28" {
+				c.initialize(t, `{}`)
+				meta = `"_meta":{}`
+			}
+			resp := c.post(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run","arguments":{"prompt":"hang"},`+meta+`}}`)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("tools/call run = %d", resp.StatusCode)
+			}
+			var runID string
+			waitUntil(t, "the run starts", func() bool {
+				runs := at.runs.list()
+				if len(runs) == 1 {
+					runID = runs[0].id
+				}
+				return runID != ""
+			})
+			wait := c.post(t, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"wait_run","arguments":{"run_id":"`+runID+`","timeout_seconds":1},`+meta+`}}`)
+			readSSE(t, wait.Body, func(msg wireMessage) bool {
+				if string(msg.ID) != "8" {
+					return false
+				}
+				if !strings.Contains(string(msg.Result), "is running") || strings.Contains(string(msg.Result), `"isError":true`) {
+					t.Errorf("wait_run after its timeout = %s, want the running state", msg.Result)
+				}
+				return true
+			})
+			if cancel := c.post(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user",`+meta+`}}`); cancel.StatusCode != http.StatusAccepted {
+				t.Fatalf("notifications/cancelled = %d, want 202", cancel.StatusCode)
+			}
+			readSSE(t, resp.Body, func(msg wireMessage) bool {
+				if string(msg.ID) != "7" {
+					return false
+				}
+				if !strings.Contains(string(msg.Result), `"status":"cancelled"`) || !strings.Contains(string(msg.Result), `"isError":true`) {
+					t.Errorf("cancelled run's result = %s, want isError with status cancelled", msg.Result)
+				}
+				return true
+			})
+			if r := at.runs.get(runID); r.view().Status != runCancelled {
+				t.Errorf("run status = %s, want cancelled", r.view().Status)
+			}
+		})
+	}
+}
