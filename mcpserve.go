@@ -563,7 +563,7 @@ func (s *mcpServer) dispatch(ctx context.Context, call *mcpCall, msg mcpMessage)
 	case "logging/setLevel":
 		return struct{}{}, nil
 	case "tools/list":
-		return map[string]any{"tools": mcpToolList()}, nil
+		return map[string]any{"tools": mcpTools}, nil
 	case "tools/call":
 		return s.callTool(ctx, call, msg.Params)
 	case "resources/list":

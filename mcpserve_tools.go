@@ -118,9 +118,6 @@ var mcpTools = []mcpTool{
 		scope:       scopeRunsWrite, call: (*mcpServer).toolAnswerInput},
 }
 
-// mcpToolList returns the tools as tools/list shows them.
-func mcpToolList() []mcpTool { return mcpTools }
-
 // mcpToolError returns an isError result saying msg.
 func mcpToolError(format string, args ...any) *mcpToolResult {
 	return &mcpToolResult{Content: []contentBlock{{Type: "text", Text: fmt.Sprintf(format, args...)}}, IsError: true}
