@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -110,6 +111,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/readyz", map[string]route{http.MethodGet: {"", a.readyz}})
 	a.route("/metrics", map[string]route{http.MethodGet: {scopeRunsRead, a.serveMetrics}})
 	a.route("/v1/whoami", map[string]route{http.MethodGet: {scopeRunsRead, a.whoami}})
+	a.mountMCP()
 	a.mux.HandleFunc("/ui/", a.serveConsole)
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
@@ -172,7 +174,7 @@ func (a *api) route(pattern string, methods map[string]route) {
 			code := "forbidden"
 			if status == http.StatusUnauthorized {
 				code = "unauthorized"
-				w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd"`)
+				w.Header().Set("WWW-Authenticate", `Bearer realm="harnessd", error_description="send an API key ([[auth.keys]] or HARNESS_API_KEYS) as Authorization: Bearer <token>"`)
 			}
 			a.audit.refuse(code)
 			writeError(w, status, code, err.Error())
@@ -253,18 +255,32 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
-	if req.ConversationID != "" && a.findConversation(w, req.ConversationID, info) == nil {
-		return
-	}
-	info.stamp(&req)
-	run, err := a.runs.start(req, info.has(scopeAdmin))
+	run, err := a.startRun(req, info)
 	if err != nil {
 		a.writeStartError(w, err)
 		return
 	}
-	a.logger.Info("run started", "run", run.id, "key", info.key)
 	w.Header().Set("Location", "/v1/runs/"+run.id)
 	writeJSON(w, http.StatusAccepted, map[string]string{"run_id": run.id, "status": run.view().Status, "conversation_id": run.conversationID()})
+}
+
+// startRun starts req as info's: its owner and tenant are info's, the
+// conversation it names must be one info sees (a
+// *conversationNotFoundError otherwise), and only an admin key may give a
+// per-run server a command. Its errors are runManager.start's
+// (writeStartError tells them apart). POST /v1/runs and the MCP server's
+// run tools start runs here.
+func (a *api) startRun(req runRequest, info authInfo) (*run, error) {
+	if req.ConversationID != "" && a.visibleConversation(req.ConversationID, info) == nil {
+		return nil, &conversationNotFoundError{id: req.ConversationID}
+	}
+	info.stamp(&req)
+	run, err := a.runs.start(req, info.has(scopeAdmin))
+	if err != nil {
+		return nil, err
+	}
+	a.logger.Info("run started", "run", run.id, "key", info.key)
+	return run, nil
 }
 
 // writeStartError answers err, runManager.start's: 400 for what the caller
@@ -306,13 +322,20 @@ func (a *api) writeStartError(w http.ResponseWriter, err error) {
 // finds it here.
 func (a *api) findRun(w http.ResponseWriter, r *http.Request, info authInfo) *run {
 	id := r.PathValue("id")
+	run := a.visibleRun(id, info)
+	if run == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: not found (runs are listed at GET /v1/runs)", id))
+	}
+	return run
+}
+
+// visibleRun returns run id if info may see it (authInfo.sees), else nil,
+// the same for a run of another tenant as for no run.
+func (a *api) visibleRun(id string, info authInfo) *run {
 	run := a.runs.get(id)
 	if run != nil && !info.sees(run.req.Tenant) {
 		a.audit.refuse("not_owner")
-		run = nil
-	}
-	if run == nil {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: not found (runs are listed at GET /v1/runs)", id))
+		return nil
 	}
 	return run
 }
@@ -320,14 +343,21 @@ func (a *api) findRun(w http.ResponseWriter, r *http.Request, info authInfo) *ru
 // getRun answers GET /v1/runs/{id} with the run as one flat object.
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if run := a.findRun(w, r, info); run != nil {
-		v := run.view()
-		admin := info.has(scopeAdmin)
-		v.Webhook = run.webhook.status(admin)
-		if detail := run.errorDetail(); admin && detail != "" {
-			v.Error = detail
-		}
-		writeBody(w, http.StatusOK, run.redactor().marshal(v, true))
+		writeBody(w, http.StatusOK, a.runBody(run, info))
 	}
+}
+
+// runBody returns run as GET /v1/runs/{id} shows it to info: the flat
+// view, redacted, with the webhook's detail and the error's detail for
+// admin keys.
+func (a *api) runBody(run *run, info authInfo) []byte {
+	v := run.view()
+	admin := info.has(scopeAdmin)
+	v.Webhook = run.webhook.status(admin)
+	if detail := run.errorDetail(); admin && detail != "" {
+		v.Error = detail
+	}
+	return run.redactor().marshal(v, true)
 }
 
 // answerRunInput answers POST /v1/runs/{id}/input/{request_id}: 200 with
@@ -345,20 +375,31 @@ func (a *api) answerRunInput(w http.ResponseWriter, r *http.Request, info authIn
 		return
 	}
 	id := r.PathValue("request_id")
-	if run.input == nil || run.input.Queue == nil || !run.input.Interactive {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: input request %q: not open (the run is not interactive: its requests were declined)", run.id, id))
+	res, err := a.deliverInput(run, id, body, info)
+	if err != nil {
+		writeFailure(w, err)
 		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run_id": run.id, "request_id": id, "action": res.Action, "content": res.Content})
+}
+
+// deliverInput answers run's open input request id with body, as info's
+// key. It returns the answer as delivered, or an *apiFailure: 404 for a
+// request that is not open, 400 for an answer that fails the requested
+// schema (the request stays open).
+func (a *api) deliverInput(run *run, id string, body inputAnswer, info authInfo) (elicitResult, error) {
+	if run.input == nil || run.input.Queue == nil || !run.input.Interactive {
+		return elicitResult{}, notFound(fmt.Sprintf("run %q: input request %q: not open (the run is not interactive: its requests were declined)", run.id, id))
 	}
 	res, err := run.input.Queue.answer(id, body)
 	switch {
 	case errors.Is(err, errInputNotFound):
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: input request %q: not open (answered, timed out or cancelled; open ones are in GET /v1/runs/%s)", run.id, id, run.id))
+		return res, notFound(fmt.Sprintf("run %q: input request %q: not open (answered, timed out or cancelled; open ones are in GET /v1/runs/%s)", run.id, id, run.id))
 	case err != nil:
-		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("input request %q: %v", id, err))
-	default:
-		a.logger.Info("run input answered", "run", run.id, "request", id, "action", res.Action, "key", info.key)
-		writeJSON(w, http.StatusOK, map[string]any{"run_id": run.id, "request_id": id, "action": res.Action, "content": res.Content})
+		return res, &apiFailure{http.StatusBadRequest, "invalid_request", fmt.Sprintf("input request %q: %v", id, err)}
 	}
+	a.logger.Info("run input answered", "run", run.id, "request", id, "action", res.Action, "key", info.key)
+	return res, nil
 }
 
 // answerRunApproval answers POST /v1/runs/{id}/approvals/{approval_id}:
@@ -376,9 +417,20 @@ func (a *api) answerRunApproval(w http.ResponseWriter, r *http.Request, info aut
 		return
 	}
 	id := r.PathValue("approval_id")
-	if run.input == nil || run.input.Queue == nil {
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: approval %q: not open (the run has ended or never asked)", run.id, id))
+	if err := a.deliverApproval(run, id, body, info); err != nil {
+		writeFailure(w, err)
 		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"run_id": run.id, "approval_id": id, "decision": body.Decision})
+}
+
+// deliverApproval decides run's open approval id with body, made by
+// info's key. It returns nil once delivered, or an *apiFailure: 404 for
+// an approval that is not open, 400 for a malformed decision (the approval
+// stays open).
+func (a *api) deliverApproval(run *run, id string, body approvalAnswer, info authInfo) error {
+	if run.input == nil || run.input.Queue == nil {
+		return notFound(fmt.Sprintf("run %q: approval %q: not open (the run has ended or never asked)", run.id, id))
 	}
 	by := info.key
 	if by == "" {
@@ -387,13 +439,12 @@ func (a *api) answerRunApproval(w http.ResponseWriter, r *http.Request, info aut
 	err := run.input.Queue.answerApproval(id, body, by)
 	switch {
 	case errors.Is(err, errInputNotFound):
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("run %q: approval %q: not open (decided, timed out or the run ended; open ones are in GET /v1/runs/%s)", run.id, id, run.id))
+		return notFound(fmt.Sprintf("run %q: approval %q: not open (decided, timed out or the run ended; open ones are in GET /v1/runs/%s)", run.id, id, run.id))
 	case err != nil:
-		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("approval %q: %v", id, err))
-	default:
-		a.logger.Info("run approval answered", "run", run.id, "approval", id, "decision", body.Decision, "key", info.key)
-		writeJSON(w, http.StatusOK, map[string]any{"run_id": run.id, "approval_id": id, "decision": body.Decision})
+		return &apiFailure{http.StatusBadRequest, "invalid_request", fmt.Sprintf("approval %q: %v", id, err)}
 	}
+	a.logger.Info("run approval answered", "run", run.id, "approval", id, "decision", body.Decision, "key", info.key)
+	return nil
 }
 
 // cancelRun cancels a queued or running run and waits up to cancelWait
@@ -404,9 +455,24 @@ func (a *api) cancelRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	if run == nil {
 		return
 	}
-	if status := run.view().Status; isTerminal(status) {
-		writeError(w, http.StatusConflict, "conflict", fmt.Sprintf("run %q: already %s; only queued or running runs can be cancelled", run.id, status))
+	status, err := a.cancelAndWait(r.Context(), run, info)
+	if err != nil {
+		writeFailure(w, err)
 		return
+	}
+	code := http.StatusOK
+	if !isTerminal(status) {
+		code = http.StatusAccepted
+	}
+	writeJSON(w, code, map[string]string{"run_id": run.id, "status": status})
+}
+
+// cancelAndWait cancels run, as info's key, and waits up to cancelWait (or
+// until ctx is done) for it to end; it returns the status the run has
+// then, or a 409 *apiFailure for a run that had already ended.
+func (a *api) cancelAndWait(ctx context.Context, run *run, info authInfo) (string, error) {
+	if status := run.view().Status; isTerminal(status) {
+		return "", &apiFailure{http.StatusConflict, "conflict", fmt.Sprintf("run %q: already %s; only queued or running runs can be cancelled", run.id, status)}
 	}
 	a.logger.Info("run cancel requested", "run", run.id, "key", info.key)
 	run.cancel()
@@ -415,14 +481,36 @@ func (a *api) cancelRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 	select {
 	case <-run.done:
 	case <-timer.C:
-	case <-r.Context().Done():
+	case <-ctx.Done():
 	}
-	status := run.view().Status
-	code := http.StatusOK
-	if !isTerminal(status) {
-		code = http.StatusAccepted
+	return run.view().Status, nil
+}
+
+// An apiFailure is an error a handler answers as it is: its status, code
+// and message. The helpers that REST handlers and the MCP server share
+// return it; the MCP server reports its message.
+type apiFailure struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiFailure) Error() string { return e.msg }
+
+// notFound returns a 404 apiFailure saying msg.
+func notFound(msg string) *apiFailure {
+	return &apiFailure{http.StatusNotFound, "not_found", msg}
+}
+
+// writeFailure answers err: an *apiFailure as it is, anything else as a
+// 500.
+func writeFailure(w http.ResponseWriter, err error) {
+	var f *apiFailure
+	if errors.As(err, &f) {
+		writeError(w, f.status, f.code, f.msg)
+		return
 	}
-	writeJSON(w, code, map[string]string{"run_id": run.id, "status": status})
+	writeError(w, http.StatusInternalServerError, "internal", err.Error())
 }
 
 // eventCursor returns the sequence number a stream resumes after: the

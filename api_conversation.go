@@ -15,13 +15,22 @@ import (
 // findConversation returns conversation id when info sees it, or answers
 // 404 and returns nil.
 func (a *api) findConversation(w http.ResponseWriter, id string, info authInfo) *conversation {
+	c := a.visibleConversation(id, info)
+	if c == nil {
+		writeConversationError(w, &conversationNotFoundError{id: id})
+	}
+	return c
+}
+
+// visibleConversation returns conversation id when info sees it, else
+// nil, the same for another tenant's as for none.
+func (a *api) visibleConversation(id string, info authInfo) *conversation {
 	c := a.runs.conversation(id)
 	if c != nil && !info.sees(a.runs.tenantOf(c)) {
 		a.audit.refuse("not_owner")
 		c = nil
 	}
 	if c == nil {
-		writeConversationError(w, &conversationNotFoundError{id: id})
 		return nil
 	}
 	return c
@@ -57,15 +66,25 @@ func (a *api) getConversation(w http.ResponseWriter, r *http.Request, info authI
 	if c == nil {
 		return
 	}
+	body, err := a.conversationBody(c, info)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+		return
+	}
+	writeBody(w, http.StatusOK, body)
+}
+
+// conversationBody returns c as GET /v1/conversations/{id} shows it to
+// info: the runs info sees and their messages, redacted.
+func (a *api) conversationBody(c *conversation, info authInfo) ([]byte, error) {
 	v := a.runs.conversationView(c, info.sees)
 	msgs, err := a.runs.conversationMessages(c, info.sees)
 	if err != nil {
 		a.logger.Warn("reading a conversation failed", "conversation", c.id, "err", err)
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
-		return
+		return nil, err
 	}
 	v.Messages = msgs
-	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(v, true))
+	return a.globalSecrets.load().marshal(v, true), nil
 }
 
 // deleteConversation answers DELETE /v1/conversations/{id}: 204 once the

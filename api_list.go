@@ -189,6 +189,14 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, info authInfo) {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
+	out, next := a.runSummaries(info, lq, filter)
+	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(pageBody("runs", out, next), true))
+}
+
+// runSummaries returns a page of the kept runs info sees, newest first,
+// that match lq and filter, and the cursor of the next page ("" for the
+// last).
+func (a *api) runSummaries(info authInfo, lq listQuery, filter runFilter) ([]runSummary, string) {
 	keep := func(run *run) bool {
 		return info.sees(run.req.Tenant) && filter.keeps(run.summary()) && (lq.q == "" || lq.matches(run.searchPrompt()))
 	}
@@ -200,7 +208,7 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, info authInfo) {
 		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Tenant: v.Tenant, Status: v.Status, Model: v.Model, Steps: v.Steps, Usage: v.Usage,
 			Error: run.redactor().redact(v.Error), CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, EndedAt: v.EndedAt})
 	}
-	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(pageBody("runs", out, next), true))
+	return out, next
 }
 
 // pageBody is the answer of a list route: {field: items} with

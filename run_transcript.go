@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"slices"
 	"time"
@@ -157,4 +158,28 @@ func transcriptMessages(lines [][]byte) ([]json.RawMessage, bool) {
 		}
 	}
 	return out, cut
+}
+
+// A messagesAnswer is the body of GET /v1/runs/{id}/messages.
+type messagesAnswer struct {
+	RunID    string            `json:"run_id"`
+	Status   string            `json:"status"`
+	Messages []json.RawMessage `json:"messages"`
+	// Truncated says the transcript reached max_transcript_bytes: the
+	// messages after that point were not kept; or the run is damaged on
+	// disk (its view's "damaged"), and some may be lost.
+	Truncated bool `json:"truncated"`
+}
+
+// messagesBody returns what GET /v1/runs/{id}/messages answers: the run's
+// messages, redacted; its error says the transcript could not be read.
+func (r *run) messagesBody() ([]byte, error) {
+	// The status first: a run seen ended has all its messages kept.
+	summary := r.summary()
+	msgs, cut, err := r.messages()
+	if err != nil {
+		r.logger.Warn("reading the run's transcript failed", "err", err)
+		return nil, fmt.Errorf("run %s: read transcript: %w", r.id, err)
+	}
+	return r.redactor().marshal(messagesAnswer{RunID: r.id, Status: summary.Status, Messages: msgs, Truncated: cut || summary.Damaged != nil}, true), nil
 }
