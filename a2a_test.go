@@ -430,20 +430,8 @@ func TestA2APush(t *testing.T) {
 		got <- pushed{header: r.Header.Clone(), body: body}
 	}))
 	t.Cleanup(receiver.Close)
-	var receive func() a2aTask
-	// next returns the next push in state want, past those of the task
-	// working (which a later state may supersede before it goes out).
-	next := func(want string) a2aTask {
-		t.Helper()
-		for {
-			if task := receive(); task.Status.State == want {
-				return task
-			} else if task.Status.State != taskWorking {
-				t.Fatalf("push in state %s, want %s", task.Status.State, want)
-			}
-		}
-	}
-	receive = func() a2aTask {
+	// receive returns the task of the next push, checking its headers.
+	receive := func() a2aTask {
 		t.Helper()
 		select {
 		case p := <-got:
@@ -465,6 +453,18 @@ func TestA2APush(t *testing.T) {
 			t.Fatal("no push")
 		}
 		return a2aTask{}
+	}
+	// next returns the next push in state want, past those of the task
+	// working (which a later state may supersede before it goes out).
+	next := func(want string) a2aTask {
+		t.Helper()
+		for {
+			if task := receive(); task.Status.State == want {
+				return task
+			} else if task.Status.State != taskWorking {
+				t.Fatalf("push in state %s, want %s", task.Status.State, want)
+			}
+		}
 	}
 	alice, ops := "Bearer alice-token", "Bearer ops-token"
 	task := a2aTaskOf(t, at.a2aCall(t, alice, "SendMessage", userMessage("echo hello", "")))
