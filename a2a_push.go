@@ -18,7 +18,8 @@ import (
 // admin scope chose, the connect_mcp checks at creation and the guarded
 // dialer and redirect rules at every attempt. The config's token goes as
 // X-A2A-Notification-Token, its authentication as Authorization; neither
-// is ever shown back. Configs live in memory: a restart forgets them (the
+// is ever shown back. A config lasts until the task ends (it gets the end)
+// or it is deleted. Configs live in memory: a restart forgets them (the
 // run's own webhook_url is the durable way).
 
 // a2aTokenHeader carries a push config's token.
@@ -108,22 +109,26 @@ func (s *a2aPushStore) create(g *a2aAgent, run *run, cfg a2aPushConfig, info aut
 	target := &a2aPushTarget{cfg: cfg, hook: newRunWebhook("", webhookRecord{webhookStatus: webhookStatus{URL: cfg.URL}, Untrusted: untrusted})}
 	target.hook.header = header
 	v := run.view()
-	s.mu.Lock()
-	tp := s.tasks[run.id]
 	watch := false
-	if tp == nil {
-		tp = &a2aTaskPush{stop: make(chan struct{})}
-		s.tasks[run.id] = tp
-		watch = !isTerminal(v.Status)
+	if !isTerminal(v.Status) {
+		s.mu.Lock()
+		tp := s.tasks[run.id]
+		if tp == nil {
+			tp = &a2aTaskPush{stop: make(chan struct{})}
+			s.tasks[run.id] = tp
+			watch = true
+		}
+		tp.targets = append(removeTarget(tp.targets, cfg.ID), target)
+		s.mu.Unlock()
 	}
-	tp.targets = append(removeTarget(tp.targets, cfg.ID), target)
-	s.mu.Unlock()
+	// An ended task's config gets the end and is not kept: A2A keeps a
+	// config until the task ends.
 	g.deliverPush(run, v, []*a2aPushTarget{target})
 	if watch {
 		// Owned by the store; exits when the task ends (after its last
 		// delivery is handed over), when its last config is deleted, or
 		// at shutdown.
-		go g.watchPush(run, tp, statusKey(v))
+		go g.watchPush(run, statusKey(v))
 	}
 	g.api.logger.Info("a2a push config created", "run", run.id, "config", cfg.ID, "url", redactedURL(cfg.URL), "key", info.key)
 	return cfg.shown(), nil
@@ -140,22 +145,35 @@ func removeTarget(targets []*a2aPushTarget, id string) []*a2aPushTarget {
 	return out
 }
 
-// watchPush delivers run's task to every config of tp each time its state
-// changes from last, following the run's events.
-func (g *a2aAgent) watchPush(run *run, tp *a2aTaskPush, last string) {
+// watchPush delivers run's task to every config the task has each time
+// its state changes from last, following the run's events. Once the task
+// has ended, its configs are dropped.
+func (g *a2aAgent) watchPush(run *run, last string) {
 	var cur followCursor
 	defer run.unfollow(&cur)
+	g.push.mu.Lock()
+	tp := g.push.tasks[run.id]
+	g.push.mu.Unlock()
+	if tp == nil {
+		return // deleted already
+	}
 	for {
 		_, _, changed := run.follow(&cur)
 		v := run.view()
-		if key := statusKey(v); key != last {
+		ended := isTerminal(v.Status)
+		if key := statusKey(v); key != last || ended {
 			last = key
+			// The configs to tell and, at the end, their removal, under
+			// one lock: a config created after it belongs to a new watch.
 			g.push.mu.Lock()
 			targets := append([]*a2aPushTarget(nil), tp.targets...)
+			if ended && g.push.tasks[run.id] == tp {
+				delete(g.push.tasks, run.id)
+			}
 			g.push.mu.Unlock()
 			g.deliverPush(run, v, targets)
 		}
-		if isTerminal(v.Status) {
+		if ended {
 			return
 		}
 		select {

@@ -495,12 +495,61 @@ func TestA2APush(t *testing.T) {
 	if done := next(taskCompleted); outputOf(done) != "echoed" {
 		t.Errorf("pushed final task output %q, want echoed", outputOf(done))
 	}
+	if rep := at.a2aCall(t, alice, "ListTaskPushNotificationConfigs", fmt.Sprintf(`{"taskId":%q}`, task.ID)); strings.Contains(string(rep.Result), created.ID) {
+		t.Errorf("List after the task ended = %s, want no config (a config lasts until its task ends)", rep.Result)
+	}
 	for range 2 { // idempotent
 		if rep := at.a2aCall(t, alice, "DeleteTaskPushNotificationConfig", fmt.Sprintf(`{"taskId":%q,"id":%q}`, task.ID, created.ID)); rep.Error != nil {
 			t.Errorf("DeleteTaskPushNotificationConfig = %+v", rep.Error)
 		}
 	}
-	if rep := at.a2aCall(t, alice, "ListTaskPushNotificationConfigs", fmt.Sprintf(`{"taskId":%q}`, task.ID)); strings.Contains(string(rep.Result), created.ID) {
-		t.Errorf("List after delete = %s, want no config", rep.Result)
+	// A config of an ended task gets its end at once.
+	rep = at.a2aCall(t, ops, "CreateTaskPushNotificationConfig", fmt.Sprintf(`{"taskId":%q,"url":%q,"token":"push-token","authentication":{"scheme":"Bearer","credentials":"push-credentials"}}`, task.ID, receiver.URL+"/late"))
+	if rep.Error != nil {
+		t.Fatalf("CreateTaskPushNotificationConfig on an ended task = %+v", rep.Error)
+	}
+	if late := receive(); late.Status.State != taskCompleted {
+		t.Errorf("push to a config of an ended task = %s, want %s", late.Status.State, taskCompleted)
+	}
+}
+
+func TestA2AQuestion(t *testing.T) {
+	t.Parallel()
+	at := newInputAPITest(t, fakeTurn{ToolCalls: calls(elicitTool, `{}`)}, answerWithResults)
+	waiting := a2aTaskOf(t, at.a2aCall(t, "", "SendMessage", userMessage("ask me", "")))
+	if waiting.Status.State != taskInputRequired || waiting.Status.Message == nil || len(waiting.Status.Message.Parts) != 2 ||
+		!strings.Contains(string(waiting.Status.Message.Parts[1].Data), `"input_request"`) {
+		t.Fatalf("task status = %+v, want input required carrying the question", waiting.Status)
+	}
+	answer := func(parts string) a2aReply {
+		return at.a2aCall(t, "", "SendMessage", fmt.Sprintf(`{"message":{"messageId":"m2","role":"ROLE_USER","taskId":%q,"parts":%s}}`, waiting.ID, parts))
+	}
+	for _, tt := range []struct{ parts, want string }{
+		{`[{"data":{"name":"Ada","integer":500}}]`, "content.integer"},
+		{`[{"text":"approve"}]`, `does not answer the question`},
+	} {
+		if rep := answer(tt.parts); rep.Error == nil || rep.Error.Code != codeInvalidParams || !strings.Contains(rep.Error.Message, tt.want) {
+			t.Errorf("answer %s = %+v, want invalid params naming %s", tt.parts, rep.Error, tt.want)
+		}
+	}
+	done := a2aTaskOf(t, answer(`[{"data":{"name":"Ada Lovelace","check":true}}]`))
+	if done.Status.State != taskCompleted || !strings.Contains(outputOf(done), "Name: Ada Lovelace") {
+		t.Errorf("answered task = %s %q, want completed with the answer", done.Status.State, outputOf(done))
+	}
+}
+
+func TestA2ARedacts(t *testing.T) {
+	t.Parallel()
+	const secret = "a2a-secret-value-7f3c91"
+	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "the key is " + secret}, fakeTurn{Chunks: []string{"again: ", secret}})
+	at := newAPITest(t, f, nil)
+	at.runs.env.secrets.add(secret)
+	resp, data := at.do(t, http.MethodPost, "/a2a", "", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+userMessage("key?", "")+`}`)
+	if strings.Contains(string(data), secret) || !strings.Contains(string(data), "the key is [redacted]") {
+		t.Errorf("SendMessage = %d %s, want the secret redacted", resp.StatusCode, data)
+	}
+	resp, data = at.do(t, http.MethodPost, "/a2a", "", `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":`+userMessage("key?", "")+`}`)
+	if strings.Contains(string(data), secret) || !strings.Contains(string(data), "[redacted]") {
+		t.Errorf("SendStreamingMessage = %d %s, want the secret redacted", resp.StatusCode, data)
 	}
 }
