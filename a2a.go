@@ -23,13 +23,12 @@ const a2aProtocolVersion = "1.0"
 // JSON-RPC and A2A error codes (A2A 1.0 §5.4, §9.5) beside the standard
 // ones of client_jsonrpc.go.
 const (
-	rpcParseError                   = -32700
-	a2aTaskNotFound                 = -32001
-	a2aTaskNotCancelable            = -32002
-	a2aPushNotificationNotSupported = -32003
-	a2aUnsupportedOperation         = -32004
-	a2aContentTypeNotSupported      = -32005
-	a2aVersionNotSupported          = -32009
+	rpcParseError              = -32700
+	a2aTaskNotFound            = -32001
+	a2aTaskNotCancelable       = -32002
+	a2aUnsupportedOperation    = -32004
+	a2aContentTypeNotSupported = -32005
+	a2aVersionNotSupported     = -32009
 )
 
 // rpcErrorf returns an *rpcError with code and a formatted message.
@@ -110,6 +109,16 @@ func (g *a2aAgent) methods() map[string]a2aMethod {
 		"GetTaskPushNotificationConfig":    {scopeRunsRead, false, g.getPushConfig},
 		"ListTaskPushNotificationConfigs":  {scopeRunsRead, false, g.listPushConfigs},
 		"DeleteTaskPushNotificationConfig": {scopeRunsWrite, false, g.deletePushConfig},
+		"ListTasks":                        {scopeRunsRead, false, unsupported("ListTasks: not served: GET /v1/runs?q=&cursor=&limit= lists this key's runs, whose ids are the task ids")},
+		"GetExtendedAgentCard":             {scopeRunsRead, false, unsupported("GetExtendedAgentCard: the card at " + a2aCardPath + " is the whole card (capabilities.extendedAgentCard is false)")},
+	}
+}
+
+// unsupported returns the handler of a method A2A defines that /a2a does
+// not serve: UnsupportedOperation saying what to use instead.
+func unsupported(msg string) func(http.ResponseWriter, *http.Request, authInfo, json.RawMessage, json.RawMessage) (any, error) {
+	return func(http.ResponseWriter, *http.Request, authInfo, json.RawMessage, json.RawMessage) (any, error) {
+		return nil, &rpcError{Code: a2aUnsupportedOperation, Message: msg}
 	}
 }
 
@@ -138,7 +147,7 @@ func (g *a2aAgent) serve(w http.ResponseWriter, r *http.Request, info authInfo) 
 	}
 	m, ok := g.methods()[req.Method]
 	if !ok {
-		msg := fmt.Sprintf("method %q: not found: this agent speaks A2A %s (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask, and the TaskPushNotificationConfig methods)", req.Method, a2aProtocolVersion)
+		msg := fmt.Sprintf("method %q: not found: this agent speaks A2A %s (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask and the TaskPushNotificationConfig methods)", req.Method, a2aProtocolVersion)
 		if now := a2aLegacyMethods[req.Method]; now != "" {
 			msg = fmt.Sprintf("method %q: an A2A 0.3 name; this agent speaks A2A %s: call %s", req.Method, a2aProtocolVersion, now)
 		}

@@ -158,6 +158,8 @@ func TestA2AErrors(t *testing.T) {
 		{name: "no id", body: `{"jsonrpc":"2.0","method":"GetTask","params":{}}`, wantCode: codeInvalidRequest, wantMsg: `an "id"`},
 		{name: "unknown method", body: `{"jsonrpc":"2.0","id":1,"method":"Frobnicate"}`, wantCode: codeMethodNotFound, wantMsg: "SendMessage, SendStreamingMessage"},
 		{name: "legacy method", body: `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}`, wantCode: codeMethodNotFound, wantMsg: "call SendMessage"},
+		{name: "list tasks", body: `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`, wantCode: a2aUnsupportedOperation, wantMsg: "GET /v1/runs"},
+		{name: "extended card", body: `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`, wantCode: a2aUnsupportedOperation, wantMsg: "is the whole card"},
 		{name: "version", body: `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`, header: []string{"A2A-Version", "0.3"}, wantCode: a2aVersionNotSupported, wantMsg: "send A2A-Version: 1.0"},
 		{name: "unknown field", body: `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x","colour":1}}`, wantCode: codeInvalidParams, wantMsg: `GetTask params: unknown field "colour"`},
 		{name: "no task id", body: `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{}}`, wantCode: codeInvalidParams, wantMsg: "id: missing"},
