@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // This file holds harnessd's A2A agent endpoint: the JSON-RPC binding of
@@ -176,9 +177,11 @@ func a2aVersionMatches(v string) bool {
 	return len(parts) >= 2 && parts[0]+"."+parts[1] == a2aProtocolVersion
 }
 
-// readA2ABody reads a request body of at most maxRequestBody bytes; its
-// errors are *rpcError (parse error).
+// readA2ABody reads a request body of at most maxRequestBody bytes within
+// bodyReadTimeout; its errors are *rpcError (parse error).
 func readA2ABody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	// As decodeBody: the server has no ReadTimeout (it would cut streams).
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
 	var buf bytes.Buffer
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	var tooBig *http.MaxBytesError
