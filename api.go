@@ -112,6 +112,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/metrics", map[string]route{http.MethodGet: {scopeRunsRead, a.serveMetrics}})
 	a.route("/v1/whoami", map[string]route{http.MethodGet: {scopeRunsRead, a.whoami}})
 	a.mountMCP()
+	a.mountA2A()
 	a.mux.HandleFunc("/ui/", a.serveConsole)
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {

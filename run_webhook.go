@@ -97,6 +97,9 @@ type runWebhook struct {
 	// kick (1-buffered) wakes the delivering goroutine from its wait
 	// before a retry when a newer delivery supersedes the one it retries.
 	kick chan struct{}
+	// header is sent with every attempt besides the signature (an A2A
+	// push config's credentials); set at creation, never on disk.
+	header http.Header
 
 	mu sync.Mutex
 	// guards rec, body, gen and delivering
@@ -327,12 +330,16 @@ func (s *webhookSender) waiting(r *run, typ string) {
 	s.send(r, typ, r.view())
 }
 
-// send makes typ with view v the run's latest delivery, recorded (on disk
-// too) before its first attempt, and starts the goroutine that delivers
-// when none is under way.
+// send makes typ with view v the run's latest delivery (sendBody).
 func (s *webhookSender) send(r *run, typ string, v runView) {
-	w := r.webhook
-	body := r.redactor().marshal(webhookBody{Type: typ, Run: v}, false)
+	s.sendBody(r.webhook, r.logger, typ, r.redactor().marshal(webhookBody{Type: typ, Run: v}, false))
+}
+
+// sendBody makes typ with body the latest delivery of w, recorded (on
+// disk too, when w is kept there) before its first attempt, and starts
+// the goroutine that delivers when none is under way. logger names whose
+// deliveries they are.
+func (s *webhookSender) sendBody(w *runWebhook, logger *slog.Logger, typ string, body []byte) {
 	err := w.update(func(rec *webhookRecord) {
 		rec.Type, rec.Status, rec.Attempts = typ, webhookPending, 0
 		rec.LastError, rec.DeliveredAt, rec.NextAttemptAt = "", nil, nil
@@ -340,19 +347,18 @@ func (s *webhookSender) send(r *run, typ string, v runView) {
 		w.gen++
 	})
 	if err != nil {
-		r.logger.Error("writing the webhook delivery to disk failed; a restart may repeat or drop it", "type", typ, "err", err)
+		logger.Error("writing the webhook delivery to disk failed; a restart may repeat or drop it", "type", typ, "err", err)
 	}
 	select {
 	case w.kick <- struct{}{}:
 	default:
 	}
-	s.startDelivering(r)
+	s.startDelivering(w, logger)
 }
 
-// startDelivering starts the goroutine that makes r's pending delivery, unless one is
+// startDelivering starts the goroutine that makes w's pending delivery, unless one is
 // under way (it takes the newer delivery next) or s is nil (no sender).
-func (s *webhookSender) startDelivering(r *run) {
-	w := r.webhook
+func (s *webhookSender) startDelivering(w *runWebhook, logger *slog.Logger) {
 	w.mu.Lock()
 	start := s != nil && !w.delivering && w.rec.Status == webhookPending
 	if start {
@@ -368,7 +374,7 @@ func (s *webhookSender) startDelivering(r *run) {
 	// pending on disk.
 	go func() {
 		defer s.wg.Done()
-		s.deliver(r)
+		s.deliver(w, logger)
 	}()
 }
 
@@ -403,22 +409,21 @@ func (m *runManager) resumeWebhook(r *run) {
 	w.mu.Lock()
 	w.rec.Type, w.body = end, body // its attempts and next attempt stand
 	w.mu.Unlock()
-	m.env.webhooks.startDelivering(r)
+	m.env.webhooks.startDelivering(w, r.logger)
 }
 
 // wait blocks until every delivery goroutine has exited (after ctx is
 // cancelled, each returns within an attempt's timeout).
 func (s *webhookSender) wait() { s.wg.Wait() }
 
-// deliver makes the attempts of r's latest delivery, waiting between them
+// deliver makes the attempts of w's latest delivery, waiting between them
 // as the record says, and records each outcome; a newer delivery that
 // supersedes it is taken up at once. It returns when none is pending.
-func (s *webhookSender) deliver(r *run) {
-	w := r.webhook
+func (s *webhookSender) deliver(w *runWebhook, logger *slog.Logger) {
 	w.mu.Lock()
 	target, untrusted := w.rec.URL, w.rec.Untrusted
 	w.mu.Unlock()
-	logger := r.logger.With("webhook", redactedURL(target))
+	logger = logger.With("webhook", redactedURL(target))
 	// stopped ends the goroutine's turn under the same lock
 	// startDelivering reads, so that a delivery made since is never left without one.
 	stopped := func() {
@@ -449,7 +454,7 @@ func (s *webhookSender) deliver(r *run) {
 			case <-timer.C:
 			}
 		}
-		err := s.post(target, untrusted, body)
+		err := s.post(target, untrusted, w.header, body)
 		if s.ctx.Err() != nil {
 			stopped()
 			return // shutdown cut the attempt: it stays pending
@@ -523,11 +528,11 @@ type webhookBody struct {
 }
 
 // post makes one attempt: POST body to target within the attempt timeout,
-// signed when a secret is set. Any answer but a 2xx is an error, which
-// never holds the URL; for an untrusted target it is a *peerError, whose
-// message quotes nothing the receiver sent.
-func (s *webhookSender) post(target string, untrusted bool, body []byte) error {
-	err := s.attempt(target, untrusted, body)
+// with header's fields, signed when a secret is set. Any answer but a 2xx
+// is an error, which never holds the URL; for an untrusted target it is a
+// *peerError, whose message quotes nothing the receiver sent.
+func (s *webhookSender) post(target string, untrusted bool, header http.Header, body []byte) error {
+	err := s.attempt(target, untrusted, header, body)
 	if untrusted {
 		return hidePeer(err)
 	}
@@ -535,12 +540,15 @@ func (s *webhookSender) post(target string, untrusted bool, body []byte) error {
 }
 
 // attempt is post with the error in full.
-func (s *webhookSender) attempt(target string, untrusted bool, body []byte) error {
+func (s *webhookSender) attempt(target string, untrusted bool, header http.Header, body []byte) error {
 	ctx, cancel := context.WithTimeout(s.ctx, s.timing.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return errors.New("the webhook URL does not parse")
+	}
+	for name, values := range header {
+		req.Header[name] = values
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "harnessd/"+buildVersion)

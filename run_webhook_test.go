@@ -323,7 +323,7 @@ func TestWebhookURLChecks(t *testing.T) {
 	}
 	// The guarded dialer refuses what resolves to a blocked address, at
 	// dial time.
-	err := m.env.webhooks.post("http://169.254.169.254:9/hook?token=secret-token-value", true, []byte("{}"))
+	err := m.env.webhooks.post("http://169.254.169.254:9/hook?token=secret-token-value", true, nil, []byte("{}"))
 	if err == nil || !strings.Contains(err.Error(), "link-local or metadata") || strings.Contains(err.Error(), "secret-token-value") {
 		t.Errorf("guarded post = %v, want a refusal without the URL's query", err)
 	}
@@ -356,7 +356,7 @@ func TestWebhookRedirects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			err := sender.post(front.URL+tt.path, false, []byte(`{"type":"run.completed"}`))
+			err := sender.post(front.URL+tt.path, false, nil, []byte(`{"type":"run.completed"}`))
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("post(%s) = %v, want %q", tt.path, err, tt.wantErr)
 			}
