@@ -84,6 +84,8 @@ var a2aLegacyMethods = map[string]string{
 	"agent/getAuthenticatedExtendedCard":  "GetExtendedAgentCard",
 }
 
+func init() { apiSurfaces = append(apiSurfaces, (*api).mountA2A) }
+
 // mountA2A registers the agent card and the JSON-RPC endpoint on a's mux.
 func (a *api) mountA2A() {
 	g := &a2aAgent{api: a, push: newA2APushStore()}

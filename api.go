@@ -67,6 +67,11 @@ type api struct {
 	keys []authKey
 }
 
+// apiSurfaces mount the surfaces for other agents that serve the API's
+// runs beside it (the MCP server at /mcp, A2A at /a2a); each adds itself
+// from its own file, so the API names none of them.
+var apiSurfaces []func(*api)
+
 // newAPI returns the handler of every route. keys empty turns auth off. A
 // nil logger discards logs; a nil m counts into a fresh metrics.
 func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger *slog.Logger, stopping <-chan struct{}) *api {
@@ -111,8 +116,9 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/readyz", map[string]route{http.MethodGet: {"", a.readyz}})
 	a.route("/metrics", map[string]route{http.MethodGet: {scopeRunsRead, a.serveMetrics}})
 	a.route("/v1/whoami", map[string]route{http.MethodGet: {scopeRunsRead, a.whoami}})
-	a.mountMCP()
-	a.mountA2A()
+	for _, mount := range apiSurfaces {
+		mount(a)
+	}
 	a.mux.HandleFunc("/ui/", a.serveConsole)
 	a.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {

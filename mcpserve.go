@@ -72,6 +72,8 @@ type mcpInflight struct {
 // notifications/cancelled.
 var errMCPCancelled = errors.New("cancelled by the client")
 
+func init() { apiSurfaces = append(apiSurfaces, (*api).mountMCP) }
+
 // mountMCP serves the MCP server at /mcp. Every method needs the runs:read
 // scope; the tools that start or change runs need runs:write.
 func (a *api) mountMCP() {
