@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -80,6 +82,10 @@ func (a *app) mcpServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// A host that goes away closes stdout: writing to it must fail with
+	// EPIPE, so the bridge cancels its calls and ends its session, rather
+	// than kill the process.
+	signal.Ignore(syscall.SIGPIPE)
 	token, _ := a.getenv("HARNESS_TOKEN")
 	b := newStdioBridge(addr, strings.TrimSpace(token), plainWriter(a.stdout), logger)
 	return b.serve(ctx, a.stdinOrDefault(), grace)

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -24,6 +26,7 @@ import (
 type bridgeProcess struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
+	stdout io.ReadCloser
 	lines  chan wireMessage // every stdout line, decoded; closed at the end of stdout
 	stderr *tailBuffer
 	exited chan struct{} // closed once the process has been waited for
@@ -59,6 +62,7 @@ func startBridge(t *testing.T, addr string, env []string, args ...string) *bridg
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.stdout = stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -184,17 +188,23 @@ func (p *bridgeProcess) initialize(t *testing.T, capabilities string) json.RawMe
 	return res
 }
 
-// closeAndWait closes stdin and waits for the process to exit, failing
-// the test after waitLimit; it returns the exit code.
+// closeAndWait closes stdin and waits for the process to exit (see wait).
 func (p *bridgeProcess) closeAndWait(t *testing.T) int {
 	t.Helper()
 	p.stdin.Close()
+	return p.wait(t)
+}
+
+// wait waits for the process to exit, failing the test after waitLimit,
+// and returns its exit code.
+func (p *bridgeProcess) wait(t *testing.T) int {
+	t.Helper()
 	timer := time.NewTimer(waitLimit)
 	defer timer.Stop()
 	select {
 	case <-p.exited:
 	case <-timer.C:
-		t.Fatalf("the bridge did not exit within %v of stdin's end; stderr:\n%s", waitLimit, p.stderr.Bytes())
+		t.Fatalf("the bridge did not exit within %v; stderr:\n%s", waitLimit, p.stderr.Bytes())
 	}
 	return p.cmd.ProcessState.ExitCode()
 }
@@ -518,21 +528,34 @@ func TestMCPServeForwardsBothWays(t *testing.T) {
 	}
 }
 
-// TestMCPServeEndOfStdin closes stdin with requests in flight: one the
-// daemon answers at once is still written within --grace, so a script
-// that pipes calls gets its answers; one it holds is cancelled on the
-// daemon (notifications/cancelled, its request ended) once --grace has
-// passed; the session is deleted and the bridge exits 0 either way.
-func TestMCPServeEndOfStdin(t *testing.T) {
+// TestMCPServeStops stops the bridge with a call in flight in each way a
+// host may: stdin closes (a call the daemon answers at once is still
+// written within --grace, so a script that pipes calls gets its answers;
+// one it holds is cancelled once --grace has passed), SIGTERM (cancelled
+// at once), or stdout closes (the host died). A cancelled call is
+// cancelled on the daemon (notifications/cancelled, its request ended);
+// the session is deleted and the bridge exits 0 every time.
+func TestMCPServeStops(t *testing.T) {
 	t.Parallel()
+	closeStdin := func(t *testing.T, p *bridgeProcess) { p.stdin.Close() }
 	tests := []struct {
 		name       string
 		tool       string
 		grace      string
+		stop       func(t *testing.T, p *bridgeProcess)
 		wantAnswer bool
 	}{
-		{name: "an answer within the grace is written", tool: "echo", grace: "1m", wantAnswer: true},
-		{name: "a call held past the grace is cancelled", tool: "hang", grace: "0s"},
+		{name: "stdin ends: an answer within the grace is written", tool: "echo", grace: "1m", stop: closeStdin, wantAnswer: true},
+		{name: "stdin ends: a call held past the grace is cancelled", tool: "hang", grace: "0s", stop: closeStdin},
+		{name: "SIGTERM cancels without waiting for the grace", tool: "hang", grace: "1m", stop: func(t *testing.T, p *bridgeProcess) {
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "stdout closes: the host is gone", tool: "hang", grace: "1m", stop: func(t *testing.T, p *bridgeProcess) {
+			p.stdout.Close()
+			p.call(t, 3, "ping", `{}`) // its answer meets the closed pipe
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -542,7 +565,8 @@ func TestMCPServeEndOfStdin(t *testing.T) {
 			p.initialize(t, `{}`)
 			p.call(t, 2, "tools/call", `{"name":"`+tt.tool+`","arguments":{"message":"piped"}}`)
 			d.waitFor(t, "tools/call", func(m mcpExchange) bool { return string(m.ID) == "2" })
-			if code := p.closeAndWait(t); code != 0 {
+			tt.stop(t, p)
+			if code := p.wait(t); code != 0 {
 				t.Errorf("exit code = %d, want 0; stderr:\n%s", code, p.stderr.Bytes())
 			}
 			var answered bool
@@ -564,6 +588,90 @@ func TestMCPServeEndOfStdin(t *testing.T) {
 				t.Errorf("the daemon saw no DELETE of session-1; methods %v", d.methods())
 			}
 		})
+	}
+}
+
+// TestMCPServeDaemonRestarts takes the daemon away in the middle of a
+// session and brings it back on the same address: meanwhile each request
+// is answered that harnessd is not reachable; once it is back, the
+// session goes on where it was.
+func TestMCPServeDaemonRestarts(t *testing.T) {
+	t.Parallel()
+	d := newBridgeDaemon(t)
+	addr := d.Listener.Addr().String()
+	p := startBridge(t, d.URL, []string{"HARNESS_TOKEN=good"})
+	p.initialize(t, `{}`)
+	d.Close()
+	p.call(t, 2, "tools/list", `{}`)
+	if m, _ := p.answer(t, 2); m.Error == nil || !strings.Contains(m.Error.Message, "is not reachable") {
+		t.Fatalf("answer while the daemon is down = %+v, want an error saying it is not reachable", m.Error)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("listen on %s again: %v", addr, err)
+	}
+	back := &http.Server{Handler: d.Config.Handler}
+	go back.Serve(l)
+	t.Cleanup(func() { back.Close() })
+	p.call(t, 3, "tools/call", `{"name":"echo","arguments":{"message":"back"}}`)
+	if got := toolText(t, p.result(t, 3)); got != "back" {
+		t.Errorf("echo after the daemon came back = %q, want %q", got, "back")
+	}
+	if m := d.waitFor(t, "tools/call", func(m mcpExchange) bool { return string(m.ID) == "3" }); m.SessionID != "session-1" {
+		t.Errorf("call after the daemon came back went out in session %q, want session-1", m.SessionID)
+	}
+}
+
+// TestMCPServeCurrentRevision sends messages of the current revision
+// (2026-07-28: no session, the revision in _meta): each goes out with the
+// headers the revision asks for, and without a session id.
+func TestMCPServeCurrentRevision(t *testing.T) {
+	t.Parallel()
+	d := newFakeMCP(t, fakeMCPConfig{})
+	p := startBridge(t, d.URL, nil)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
+	p.call(t, 1, "tools/call", `{"name":"echo","arguments":{"message":"stateless"},`+meta+`}`)
+	if got := toolText(t, p.result(t, 1)); got != "stateless" {
+		t.Errorf("echo = %q, want %q", got, "stateless")
+	}
+	p.call(t, 2, "resources/read", `{"uri":"harnessd://runs/r1",`+meta+`}`)
+	p.answer(t, 2)
+	for _, r := range d.requests() {
+		got := []string{r.header.Get("Mcp-Protocol-Version"), r.header.Get("Mcp-Method"), r.header.Get("Mcp-Name"), r.header.Get("Mcp-Session-Id")}
+		var want []string
+		switch r.msg.Method {
+		case "tools/call":
+			want = []string{"2026-07-28", "tools/call", "echo", ""}
+		case "resources/read":
+			want = []string{"2026-07-28", "resources/read", "harnessd://runs/r1", ""}
+		default:
+			t.Errorf("unexpected %s %s", r.method, r.msg.Method)
+			continue
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s headers (version, method, name, session) = %q, want %q", r.msg.Method, got, want)
+		}
+	}
+}
+
+// TestMCPServeOversizedLine sends a request over the 4 MiB message limit:
+// it is answered with an error naming the limit, and the next line is
+// read as usual.
+func TestMCPServeOversizedLine(t *testing.T) {
+	t.Parallel()
+	d := newBridgeDaemon(t)
+	p := startBridge(t, d.URL, []string{"HARNESS_TOKEN=good"})
+	p.initialize(t, `{}`)
+	p.call(t, 2, "tools/call", `{"name":"echo","arguments":{"message":"`+strings.Repeat("x", defaultMaxMessageBytes)+`"}}`)
+	p.call(t, 3, "ping", `{}`)
+	if m, _ := p.answer(t, 2); m.Error == nil || !strings.Contains(m.Error.Message, "request too large: over 4194304 bytes") {
+		t.Errorf("answer to an oversized request = %+v, want an error naming the limit", m.Error)
+	}
+	if m, _ := p.answer(t, 3); m.Error != nil && m.Error.Code != codeMethodNotFound {
+		t.Errorf("answer to the ping after it = %+v, want the daemon's", m.Error)
+	}
+	if n := d.count("tools/call"); n != 0 {
+		t.Errorf("the daemon received %d tools/call, want 0", n)
 	}
 }
 
