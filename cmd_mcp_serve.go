@@ -110,7 +110,7 @@ type stdioBridge struct {
 	up      *streamableTransport   // nil before the first message
 	calls   map[string]*bridgeCall // the host's requests awaiting answers, by callKey
 	closing bool                   // shutdown began: nothing more goes out
-	idle    chan struct{}          // closed once calls is empty, while shutdown waits for it
+	idle    chan struct{}          // closed once calls is empty, while awaitCalls waits for it
 }
 
 // A bridgeCall is one of the host's requests in flight.

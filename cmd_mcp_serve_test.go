@@ -611,6 +611,7 @@ func TestMCPServeDaemonRestarts(t *testing.T) {
 		t.Skipf("listen on %s again: %v", addr, err)
 	}
 	back := &http.Server{Handler: d.Config.Handler}
+	// Owned by the test; ends when back is closed at cleanup.
 	go back.Serve(l)
 	t.Cleanup(func() { back.Close() })
 	p.call(t, 3, "tools/call", `{"name":"echo","arguments":{"message":"back"}}`)
