@@ -105,6 +105,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 			return a.mcpRead(ctx, args[2:])
 		case "skills":
 			return a.mcpSkills(ctx, args[2:])
+		case "serve":
+			return a.mcpServe(ctx, args[2:])
 		}
 		return usageError("mcp: unknown subcommand %q: see harnessd --help", args[1])
 	case "version", "--version", "-version":
@@ -146,6 +148,8 @@ Usage:
   harnessd mcp resources NAME [flags]      list a server's resources
   harnessd mcp read NAME URI [flags]       read one resource
   harnessd mcp skills [SERVER] [flags]     list the servers' skills (none read)
+  harnessd mcp serve [--addr ADDR]        MCP over stdin/stdout for a desktop host, forwarded
+                                           to a running harnessd (token from HARNESS_TOKEN)
   harnessd mcp conformance URL             the client side of the official MCP conformance
                                            suite (a test aid; see ./test.sh)
   harnessd check [flags]                   validate every configuration source, start nothing
@@ -170,8 +174,14 @@ type commonFlags struct {
 func (c *commonFlags) register(fs *flag.FlagSet, getenv func(string) (string, bool)) {
 	ws, _ := getenv("HARNESS_WORKSPACE")
 	fs.StringVar(&c.workspace, "workspace", ws, "workspace directory: its .harness/config.toml is read, and ${HARNESS_WORKSPACE} in the config names it (env HARNESS_WORKSPACE; default the current directory)")
+	c.registerLogging(fs, "info")
+}
+
+// registerLogging adds the logging flags to fs, for a command with no
+// workspace; level is the default level.
+func (c *commonFlags) registerLogging(fs *flag.FlagSet, level string) {
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.logLevel, "log-level", level, "log level: debug, info, warn or error")
 }
 
 // logger builds the logger the flags ask for.

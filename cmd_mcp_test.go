@@ -181,6 +181,9 @@ func TestCommandLine(t *testing.T) {
 		{name: "mcp list help", args: []string{"mcp", "list", "--help"}, wantStderr: []string{"Usage: harnessd mcp list", "-json", "-url", "-name"}},
 		{name: "mcp call help", args: []string{"mcp", "call", "--help"}, wantStderr: []string{"Usage: harnessd mcp call", "-json"}},
 		{name: "serve help", args: []string{"serve", "--help"}, wantStderr: []string{"Usage: harnessd [serve]", "-addr", "-insecure"}},
+		{name: "mcp serve help", args: []string{"mcp", "serve", "--help"}, wantStderr: []string{"Usage: harnessd mcp serve", "-addr", "-grace", "HARNESS_TOKEN"}},
+		{name: "mcp serve argument", args: []string{"mcp", "serve", "extra"}, wantCode: 2, wantStderr: []string{`harnessd: mcp serve: unexpected argument "extra": it takes flags only`}},
+		{name: "mcp serve negative grace", args: []string{"mcp", "serve", "--grace", "-1s"}, wantCode: 2, wantStderr: []string{"harnessd: mcp serve: --grace -1s: want a duration of 0 or more"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

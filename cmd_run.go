@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,14 +170,22 @@ func (c *runClient) answerError(op string, status int, data []byte) error {
 		msg, code = e.Message, e.Code
 	}
 	switch {
-	case status == http.StatusUnauthorized && c.token == "":
-		return fmt.Errorf("run: harnessd at %s needs an API key: set HARNESS_TOKEN to a key's token (%s)", c.base, msg)
 	case status == http.StatusUnauthorized:
-		return fmt.Errorf("run: harnessd at %s refused the token in HARNESS_TOKEN: %s", c.base, msg)
+		return fmt.Errorf("run: %s", tokenRefusal(c.base, c.token != "", msg))
 	case code == "conversation_busy":
 		return fmt.Errorf("run: %s", msg)
 	}
 	return fmt.Errorf("run: %s: %d %s: %s", op, status, code, msg)
+}
+
+// tokenRefusal says that harnessd at base refused a request for want of a
+// valid API key (401), and what to do: set HARNESS_TOKEN, or fix the one
+// set. detail is the daemon's reason ("" for none).
+func tokenRefusal(base string, hasToken bool, detail string) string {
+	if !hasToken {
+		return fmt.Sprintf("harnessd at %s needs an API key: set HARNESS_TOKEN to a key's token%s", base, parenthesized(detail))
+	}
+	return fmt.Sprintf("harnessd at %s refused the token in HARNESS_TOKEN: %s", base, cmp.Or(detail, "set it to the token of a key the daemon has"))
 }
 
 // decodeAnswerError reads an API error body.

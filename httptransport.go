@@ -254,6 +254,28 @@ func (t *streamableTransport) setProtocolVersion(v string) {
 	}
 }
 
+// session returns the session id and the negotiated protocol version,
+// "" for none.
+func (t *streamableTransport) session() (sessionID, version string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sessionID, t.protocolVersion
+}
+
+// resumeSession makes a new transport go on with the session another one
+// negotiated (see session), as if it had: its requests carry the session
+// id and version, and its GET stream opens with the next POST. A server
+// that forgot the session answers 404, which send reports as
+// errSessionExpired. It is called before the first send.
+func (t *streamableTransport) resumeSession(sessionID, version string) {
+	t.mu.Lock()
+	t.sessionID = sessionID
+	t.mu.Unlock()
+	if version != "" {
+		t.setProtocolVersion(version)
+	}
+}
+
 // isSessionless reports whether the transport speaks a current revision.
 func (t *streamableTransport) isSessionless() bool {
 	t.mu.Lock()

@@ -27,6 +27,7 @@ func (e *rpcError) Error() string {
 
 // JSON-RPC error codes harnessd sends or inspects.
 const (
+	codeParseError     = -32700
 	codeInvalidRequest = -32600
 	codeMethodNotFound = -32601
 	codeInvalidParams  = -32602

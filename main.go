@@ -8,6 +8,7 @@
 //	harnessd mcp call [flags] TOOL [JSON-ARGS]
 //	harnessd mcp get|add|remove NAME [flags]
 //	harnessd mcp import [flags] FILE
+//	harnessd mcp serve [flags]          MCP on stdin/stdout, forwarded to a running harnessd
 //	harnessd check [flags]
 //	harnessd run [flags] PROMPT         start a run on a running harnessd and follow it
 //	harnessd version

@@ -41,8 +41,6 @@ const (
 	// codeResourceNotFound: resources/read of an unknown (or not visible)
 	// resource.
 	codeResourceNotFound = -32002
-	// codeParseError: the body is not one JSON-RPC message.
-	codeParseError = -32700
 )
 
 // mcpServerInstructions tell a host's model what harnessd is for.

@@ -97,3 +97,12 @@ func (t terminalWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// plainWriter returns the writer a terminalWriter wraps, or w itself: for
+// output that is a protocol, which must reach its reader byte for byte.
+func plainWriter(w io.Writer) io.Writer {
+	if t, ok := w.(terminalWriter); ok {
+		return t.w
+	}
+	return w
+}
