@@ -84,6 +84,9 @@ type runRequest struct {
 	MaxTokens   int64   `json:"max_tokens,omitempty"`
 	MaxCostUSD  float64 `json:"max_cost_usd,omitempty"`
 	MaxDuration string  `json:"max_duration,omitempty"`
+	// Title names the run in lists; empty takes the prompt's first line
+	// (run_title.go). Set to the run's title once it is set up.
+	Title string `json:"title,omitempty"`
 }
 
 // runManagerOptions configure a runManager.
@@ -338,6 +341,9 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if err := checkRunApproval(req.Approval); err != nil {
 		return nil, err
 	}
+	if err := checkTitle(req.Title); err != nil {
+		return nil, err
+	}
 	spec, provider, err := m.model(req.Model)
 	if err != nil {
 		return nil, err
@@ -376,6 +382,7 @@ func (m *runManager) setUp(r *run, spec modelSpec, provider modelProvider, budge
 	}
 	own := serverSecrets(r.profile, r.perRun)
 	r.secrets = m.env.secrets.derive(own...)
+	r.req.Title = runTitle(req.Title, req.Prompt, r.secrets.load())
 	r.logger = redactLoggerLive(r.logger, r.secrets)
 	newProvider := func(spec modelSpec) (modelProvider, error) { return m.opts.newProvider(spec, m.opts.Getenv, r.logger) }
 	return r.setupInput(m.opts.Limits, m.opts.SamplingModels, newProvider)
