@@ -27,6 +27,12 @@ const chatHelp = "type a message and Enter; /new starts a new conversation, /exi
 // returns nil at /exit or the terminal's end, and an *exitError with 130
 // when interrupted (a running turn is cancelled).
 func (a *app) chat(ctx context.Context, c *runClient, req runRequest, stdin *os.File) error {
+	// The terminal's settings as the chat found them are put back at its
+	// end, even when an approval's prompt was left reading in raw mode.
+	if restore, err := makeRaw(stdin); err == nil {
+		restore()
+		defer restore()
+	}
 	ed := newLineEditor(stdin, rawTerminal(a.stdout))
 	c.prompter = &terminalPrompter{in: ed, out: a.stderr}
 	req.Interactive = true

@@ -146,7 +146,7 @@ func TestRunChatOnTerminal(t *testing.T) {
 		// The chat: a tool call approved inline, then two more turns.
 		fakeTurn{Check: conversationIs([]string{u}, "what is the answer?"), ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"forty-two"}`)}},
 		answerWithResults,
-		fakeTurn{Check: conversationIs([]string{u, as, tl, as, u}, "what is the answer?", "and again?"), Text: "Still forty-two."},
+		fakeTurn{Check: conversationIs([]string{u, as, tl, as, u}, "what is the answer?", "and again?"), Text: "Still forty-two.\x1b]0;pwned\x07"},
 		fakeTurn{Check: conversationIs([]string{u, as, tl, as, u, as, u}, "what is the answer?", "and again?", "and again and again?"), Text: "Third time: forty-two."},
 		// Another key's conversation.
 		fakeTurn{Text: "not yours"},
@@ -189,7 +189,8 @@ func TestRunChatOnTerminal(t *testing.T) {
 	}
 	// Typed out of order and mended with Home.
 	screen.typeKeys(t, "again?\x1b[Hand \r")
-	screen.expect(t, "Still forty-two.")
+	// The model's escape sequence is shown, not acted on.
+	screen.expect(t, `Still forty-two.\u001b]0;pwned\u0007`)
 	screen.expect(t, "> ")
 	// The last line again with the up arrow, its "?" taken back, more typed.
 	screen.typeKeys(t, "\x1b[A\x7f and again?\r")
