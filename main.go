@@ -9,7 +9,8 @@
 //	harnessd mcp get|add|remove NAME [flags]
 //	harnessd mcp import [flags] FILE
 //	harnessd check [flags]
-//	harnessd run [flags] PROMPT         start a run on a running harnessd and follow it
+//	harnessd run [flags] [PROMPT]       start a run on a running harnessd and follow it;
+//	                                    without PROMPT on a terminal, a chat
 //	harnessd version
 //
 // Run any command with --help for its flags.
@@ -187,7 +188,9 @@ Usage:
                                            (exit 2 on problems; servers that cannot start
                                            here are warnings: exit 0, or 1 with --strict)
   harnessd run [flags] PROMPT              start a run on a running harnessd and follow it;
-                                           --conversation ID continues a conversation
+                                           --conversation ID or --continue continues a
+                                           conversation, --json prints its events
+  harnessd run [flags]                     on a terminal: a chat, each line a turn
   harnessd version                         version, VCS revision and Go version
 
 Run "harnessd COMMAND --help" for a command's flags.
