@@ -377,7 +377,10 @@ func (f *runFollower) stream(ctx context.Context) (bool, error) {
 			f.seq = e.Seq
 		}
 		if f.c.events != nil {
-			f.c.events.Write(append(bytes.TrimSpace(ev.data), '\n'))
+			// A line of its own: ev.data is the parser's buffer.
+			data := bytes.TrimSpace(ev.data)
+			line := append(make([]byte, 0, len(data)+1), data...)
+			f.c.events.Write(append(line, '\n'))
 		}
 		if f.show(ctx, e.Type, e.Data) {
 			return true, nil
