@@ -83,6 +83,16 @@ func (lq listQuery) matches(text string) bool {
 	return lq.q == "" || strings.Contains(strings.ToLower(text), lq.q)
 }
 
+// matchesRun reports whether the title or the prompt of r contains the
+// query's q, in any case.
+func (lq listQuery) matchesRun(r *run) bool {
+	if lq.q == "" {
+		return true
+	}
+	title, prompt := r.searchText()
+	return lq.matches(title) || lq.matches(prompt)
+}
+
 // page returns the items of lq's page: of items (newest first by key),
 // those after lq's cursor that keep lets through, at most lq.limit of
 // them, and the cursor of the next page, "" when no item is left. An item
@@ -160,6 +170,7 @@ type runSummary struct {
 	Owner     string     `json:"owner"`
 	Tenant    string     `json:"tenant"`
 	Status    string     `json:"status"`
+	Title     string     `json:"title"`
 	Model     string     `json:"model"`
 	Steps     int        `json:"steps"`
 	Usage     modelUsage `json:"usage"`
@@ -177,7 +188,7 @@ func runKey(r *run) listKey { return listKey{at: r.createdAt, id: r.id} }
 
 // listRuns answers GET /v1/runs: {"runs": [...], "next_cursor"?}, a page
 // of the kept runs the caller sees (authInfo.sees), newest first, that
-// match the query (q in the prompt) and the filters; 400 naming a bad
+// match the query (q in the title or the prompt) and the filters; 400 naming a bad
 // parameter.
 func (a *api) listRuns(w http.ResponseWriter, r *http.Request, info authInfo) {
 	lq, err := parseListQuery(r.URL.Query())
@@ -198,14 +209,14 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, info authInfo) {
 // last).
 func (a *api) runSummaries(info authInfo, lq listQuery, filter runFilter) ([]runSummary, string) {
 	keep := func(run *run) bool {
-		return info.sees(run.req.Tenant) && filter.keeps(run.summary()) && (lq.q == "" || lq.matches(run.searchPrompt()))
+		return info.sees(run.req.Tenant) && filter.keeps(run.summary()) && lq.matchesRun(run)
 	}
 	runs, next := page(a.runs.list(), runKey, keep, lq)
 	out := make([]runSummary, 0, len(runs))
 	for _, run := range runs {
 		v := run.summary()
 		// The error is the one field that may quote a secret.
-		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Tenant: v.Tenant, Status: v.Status, Model: v.Model, Steps: v.Steps, Usage: v.Usage,
+		out = append(out, runSummary{ID: v.ID, Owner: v.Owner, Tenant: v.Tenant, Status: v.Status, Title: v.Title, Model: v.Model, Steps: v.Steps, Usage: v.Usage,
 			Error: run.redactor().redact(v.Error), CreatedAt: v.CreatedAt, StartedAt: v.StartedAt, EndedAt: v.EndedAt})
 	}
 	return out, next
@@ -227,7 +238,7 @@ func conversationKey(c *conversation) listKey { return listKey{at: c.createdAt, 
 // listConversations answers GET /v1/conversations: {"conversations":
 // [...], "next_cursor"?}, a page of the conversations the caller sees,
 // newest first, without their messages; q keeps those with a run the
-// caller sees whose prompt holds it. 400 names a bad parameter.
+// caller sees whose title or prompt holds it. 400 names a bad parameter.
 func (a *api) listConversations(w http.ResponseWriter, r *http.Request, info authInfo) {
 	lq, err := parseListQuery(r.URL.Query())
 	if err != nil {
@@ -241,7 +252,7 @@ func (a *api) listConversations(w http.ResponseWriter, r *http.Request, info aut
 		if lq.q == "" {
 			return true
 		}
-		return slices.ContainsFunc(a.runs.conversationRuns(c, info.sees), func(run *run) bool { return lq.matches(run.searchPrompt()) })
+		return slices.ContainsFunc(a.runs.conversationRuns(c, info.sees), lq.matchesRun)
 	}
 	convs, next := page(a.runs.listConversations(), conversationKey, keep, lq)
 	out := make([]conversationView, 0, len(convs))

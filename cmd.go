@@ -156,7 +156,9 @@ Usage:
                                            (exit 2 on problems; servers that cannot start
                                            here are warnings: exit 0, or 1 with --strict)
   harnessd run [flags] PROMPT              start a run on a running harnessd and follow it;
-                                           --conversation ID continues a conversation
+                                           --conversation ID or --continue continues a
+                                           conversation, --json prints its events
+  harnessd run [flags]                     on a terminal: a chat, each line a turn
   harnessd audit verify                    check the audit trail's chain (exit 1 naming the first break)
   harnessd version                         version, VCS revision and Go version
 

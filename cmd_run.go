@@ -1,16 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,26 +23,51 @@ import (
 // tool call, approvals and servers' questions asked at the terminal, or,
 // without one, printed with the request that answers them while it keeps
 // following) and ends with the conversation's id, to follow up with
-// another run.
+// another run; or prints the events as JSON lines (--json); and its exit
+// status says how the run ended. The chat on a terminal is cmd_chat.go.
 
-const runUsage = `Usage: harnessd run [flags] PROMPT
+const runUsage = `Usage: harnessd run [flags] [PROMPT]
 
 Start a run on a running harnessd and follow it: the model's text goes to
-stdout, tool calls and the conversation's id to stderr. Continue the
-conversation with --conversation ID. Flags may come before or after
-PROMPT; a prompt with words that start with "-" goes after --
-(harnessd run --model openai/gpt-4o -- explain what -v does).
+stdout, tool calls with a short form of their results and the
+conversation's id to stderr. Continue the conversation with
+--conversation ID, or the latest one of yours with --continue. Flags may
+come before or after PROMPT; a prompt with words that start with "-" goes
+after -- (harnessd run --model openai/gpt-4o -- explain what -v does).
 
-A tool call that needs approval is asked at the terminal; when stdin is
-not a terminal the command prints the curl command that decides it and
-keeps following until the run ends (decided elsewhere, or denied once its
-approval_timeout passes).
+Without PROMPT, on a terminal (stdin and stdout), it is a chat: each line
+you type is a turn of one conversation; /new starts a new conversation,
+/exit or Ctrl-D ends. The arrows edit the line and go through earlier
+ones (on Linux).
+
+A tool call that needs approval, and a server's question, are asked at
+the terminal; when stdin is not a terminal (or with --json) the command
+never asks: it prints the curl command that answers and keeps following
+until the run ends (decided elsewhere, or denied once its approval_timeout
+passes).
+
+--json prints the run's events, one JSON object a line, as GET
+/v1/runs/{id}/events streams them, and nothing else on stdout.
+
+Exit status: 0 the run completed, 1 it failed, 2 bad flags, 3 it was
+cancelled, 4 it stopped at a budget (--max-tokens, --max-cost-usd,
+--max-duration), 5 harnessd refused the request or could not be reached,
+130 interrupted (the run is cancelled). A chat ends with 0.
 
 Environment: HARNESS_ADDR (the daemon's address), HARNESS_TOKEN (the API
 key's token, when the daemon has keys).
 
 Flags:
 `
+
+// Exit statuses of harnessd run, besides 0 (completed), 2 (usage) and 130
+// (interrupted).
+const (
+	exitRunFailed     = 1
+	exitRunCancelled  = 3
+	exitRunBudget     = 4
+	exitRunUnanswered = 5
+)
 
 // runFollowRetries bounds the reconnections of an event stream that broke
 // before the run ended.
@@ -54,44 +80,99 @@ type runClient struct {
 	client *http.Client
 	out    io.Writer // the model's text
 	info   io.Writer // everything else
+	// events receives each event as one JSON line (--json); nil shows
+	// them as text instead.
+	events io.Writer
 	// prompter asks the servers' questions; nil without a terminal.
 	prompter *terminalPrompter
 }
 
-// runPrompt is "harnessd run".
-func (a *app) runPrompt(ctx context.Context, args []string) error {
-	fs := newFlagSet("run", a.stderr, runUsage)
-	var (
-		addr string
-		req  runRequest
-	)
-	fs.StringVar(&addr, "addr", defaultAddr(a.getenv), "address of the running harnessd (env HARNESS_ADDR)")
+// runFlags are harnessd run's flags besides the run request's fields.
+type runFlags struct {
+	addr           string
+	continueLatest bool
+	json           bool
+}
+
+// register adds the flags of f and of the run request's fields to fs.
+func (f *runFlags) register(fs *flag.FlagSet, req *runRequest, getenv func(string) (string, bool)) {
+	fs.StringVar(&f.addr, "addr", defaultAddr(getenv), "address of the running harnessd (env HARNESS_ADDR)")
+	fs.BoolVar(&f.continueLatest, "continue", false, "continue your latest conversation")
+	fs.BoolVar(&f.json, "json", false, "print the run's events, one JSON object a line; never ask at the terminal")
 	fs.StringVar(&req.ConversationID, "conversation", "", "continue this conversation (its id is printed at the end of each run)")
 	fs.StringVar(&req.Model, "model", "", "model as provider/model (default: the daemon's)")
 	fs.StringVar(&req.Profile, "profile", "", "profile whose servers the run gets")
 	fs.StringVar(&req.SystemPrompt, "system", "", "system prompt (default: the conversation's)")
+	fs.StringVar(&req.Title, "title", "", "title of the run, and of a new conversation (default: the prompt's first line)")
+	fs.IntVar(&req.MaxSteps, "max-steps", 0, "most model steps (default: the daemon's max_steps)")
+	fs.Int64Var(&req.MaxTokens, "max-tokens", 0, "token budget of the run (max_tokens; default: the daemon's max_run_tokens)")
+	fs.Float64Var(&req.MaxCostUSD, "max-cost-usd", 0, "cost budget of the run in USD (max_cost_usd; default: the daemon's max_run_cost_usd)")
+	fs.Float64Var(&req.MaxCostUSD, "max-cost", 0, "same as --max-cost-usd")
+	fs.StringVar(&req.MaxDuration, "max-duration", "", "time budget of the run, like 10m (max_duration)")
+	fs.StringVar(&req.Approval, "approval", "", "ask approval for more tool calls: writes or always (tightens the servers' own)")
+}
+
+// runPrompt is "harnessd run": one run, or a chat on a terminal.
+func (a *app) runPrompt(ctx context.Context, args []string) error {
+	fs := newFlagSet("run", a.stderr, runUsage)
+	var (
+		f   runFlags
+		req runRequest
+	)
+	f.register(fs, &req, a.getenv)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if f.continueLatest && req.ConversationID != "" {
+		return usageError("run: give --continue or --conversation, not both")
+	}
 	req.Prompt = strings.TrimSpace(strings.Join(fs.Args(), " "))
-	if req.Prompt == "" {
-		return usageError("run: missing PROMPT: harnessd run [flags] \"what the agent should do\"")
+	stdin := a.stdinOrDefault()
+	chat := req.Prompt == "" && !f.json && isTTY(stdin) && isTerminalWriter(a.stdout)
+	if req.Prompt == "" && !chat {
+		return usageError("run: missing PROMPT: harnessd run [flags] \"what the agent should do\" (or, on a terminal, harnessd run for a chat)")
 	}
 	token, _ := a.getenv("HARNESS_TOKEN")
-	c := &runClient{base: daemonURL(addr), token: strings.TrimSpace(token), client: &http.Client{}, out: a.stdout, info: a.stderr}
-	if stdin := a.stdinOrDefault(); isTTY(stdin) {
-		c.prompter = &terminalPrompter{in: bufio.NewReader(stdin), out: a.stderr}
+	c := &runClient{base: daemonURL(f.addr), token: strings.TrimSpace(token), client: &http.Client{}, out: a.stdout, info: a.stderr}
+	if f.continueLatest {
+		id, err := c.latestConversation(ctx)
+		if err != nil {
+			return unanswered(err)
+		}
+		if id == "" {
+			fmt.Fprintln(c.info, "no conversation of yours to continue: starting a new one")
+		}
+		req.ConversationID = id
+	}
+	if chat {
+		return a.chat(ctx, c, req, stdin.(*os.File))
+	}
+	switch {
+	case f.json:
+		c.events, c.out = a.stdout, io.Discard
+	case isTTY(stdin):
+		c.prompter = &terminalPrompter{in: newBufferedLines(stdin), out: a.stderr}
 		req.Interactive = true
 	}
 	runID, conversation, err := c.start(ctx, req)
 	if err != nil {
-		return err
+		return unanswered(err)
 	}
 	err = c.follow(ctx, runID)
 	if conversation != "" {
 		fmt.Fprintf(c.info, "conversation %s (continue with: harnessd run --conversation %s \"...\")\n", conversation, conversation)
 	}
 	return err
+}
+
+// unanswered gives err, from a request harnessd refused or did not
+// answer, its exit status.
+func unanswered(err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return &exitError{code: exitRunUnanswered, err: err}
 }
 
 // daemonURL returns the base URL of the daemon at addr (host:port, or a
@@ -238,7 +319,7 @@ func (c *runClient) follow(ctx context.Context, runID string) error {
 		}
 		lastErr = err
 	}
-	return fmt.Errorf("run: following run %s: %v (see GET /v1/runs/%s)", runID, lastErr, runID)
+	return unanswered(fmt.Errorf("run: following run %s: %v (see GET /v1/runs/%s)", runID, lastErr, runID))
 }
 
 // interrupt cancels the run after the user interrupted the command.
@@ -266,6 +347,9 @@ type runFollower struct {
 	// with the terminal event.
 	outcome error
 	midLine bool // the last text shown did not end a line
+	// budgetStop is set by budget.exceeded: the run's failure is its
+	// budget's.
+	budgetStop bool
 }
 
 // stream reads the run's event stream after f.seq and shows each event.
@@ -278,7 +362,7 @@ func (f *runFollower) stream(ctx context.Context) (bool, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return true, f.setOutcome(f.c.answerError("follow the run", resp.StatusCode, data))
+		return true, f.setOutcome(unanswered(f.c.answerError("follow the run", resp.StatusCode, data)))
 	}
 	p := newSSEParser(resp.Body, maxModelResponseBytes)
 	defer p.release()
@@ -300,6 +384,12 @@ func (f *runFollower) stream(ctx context.Context) (bool, error) {
 		}
 		if e.Seq > 0 {
 			f.seq = e.Seq
+		}
+		if f.c.events != nil {
+			// A line of its own: ev.data is the parser's buffer.
+			data := bytes.TrimSpace(ev.data)
+			line := append(make([]byte, 0, len(data)+1), data...)
+			f.c.events.Write(append(line, '\n'))
 		}
 		if f.show(ctx, e.Type, e.Data) {
 			return true, nil
@@ -378,6 +468,8 @@ func (f *runFollower) show(ctx context.Context, typ string, raw json.RawMessage)
 	case evToolCallCompleted:
 		if d.IsError {
 			f.line("✗ %s: %s", d.Name, shortText(d.Result, 160))
+		} else {
+			f.line("← %s: %s", d.Name, shortText(d.Result, 160))
 		}
 	case evServerFailed:
 		f.line("server %s failed: %s", d.Server, shortText(d.Error, 300))
@@ -394,13 +486,21 @@ func (f *runFollower) show(ctx context.Context, typ string, raw json.RawMessage)
 			f.line("question %s: %s by %s", d.ID, d.Action, d.By)
 		}
 	case evBudgetExceeded:
+		f.budgetStop = true
 		f.line("budget exceeded: %s", shortText(d.Error, 300))
 	default:
 		if !isTerminalEvent(typ) {
 			return false
 		}
 		if d.Status != runCompleted {
-			f.setOutcome(fmt.Errorf("run %s %s: %s", f.runID, d.Status, d.Error))
+			code := exitRunFailed
+			switch {
+			case d.Status == runCancelled:
+				code = exitRunCancelled
+			case f.budgetStop:
+				code = exitRunBudget
+			}
+			f.setOutcome(&exitError{code: code, err: fmt.Errorf("run %s %s: %s", f.runID, d.Status, d.Error)})
 		}
 		if f.midLine {
 			f.text("\n")
@@ -416,111 +516,4 @@ func parenthesized(s string) string {
 		return ""
 	}
 	return " (" + s + ")"
-}
-
-// howToAnswer prints the curl command that posts body to path, then what
-// else body may say; the command keeps following the run meanwhile.
-func (f *runFollower) howToAnswer(path, body, other string) {
-	auth := ""
-	if f.c.token != "" {
-		auth = ` -H "Authorization: Bearer $HARNESS_TOKEN"`
-	}
-	f.line("  curl -X POST %s%s -H 'Content-Type: application/json'%s -d '%s'", f.c.base, path, auth, body)
-	f.line("  %s; this command goes on once it is answered", other)
-}
-
-// decide asks for the decision on a tool call waiting for approval at the
-// terminal and posts it. Without a terminal, or when the terminal gives
-// no answer, it prints how to decide it elsewhere and returns, so the
-// run's events go on being shown: a decision made elsewhere, or the
-// timeout's denial, follows as approval.resolved.
-func (f *runFollower) decide(ctx context.Context, payload json.RawMessage) {
-	var a approvalRequest
-	json.Unmarshal(payload, &a)
-	elsewhere := func(why string) {
-		until := ""
-		if !a.ExpiresAt.IsZero() {
-			until = ", denied if undecided by " + a.ExpiresAt.UTC().Format(time.DateTime) + " UTC"
-		}
-		f.line("tool call %s %s waits for approval %s%s; %s, so decide it with:", a.Tool, shortText(a.Arguments, 160), a.ID, until, why)
-		f.howToAnswer("/v1/runs/"+f.runID+"/approvals/"+a.ID, `{"decision":"approve"}`, `or "deny", with a "reason"`)
-	}
-	if f.c.prompter == nil {
-		elsewhere("stdin is not a terminal")
-		return
-	}
-	type decision struct {
-		id     string
-		answer approvalAnswer
-		err    error
-	}
-	decided := make(chan decision, 1)
-	// Owned by decide; ends when the terminal gives a line (or EOF), as
-	// ask's reader does.
-	go func() {
-		id, answer, err := f.c.prompter.approve(ctx, payload)
-		decided <- decision{id, answer, err}
-	}()
-	var d decision
-	select {
-	case d = <-decided:
-	case <-ctx.Done():
-		return
-	}
-	if d.err != nil {
-		elsewhere(fmt.Sprintf("the terminal gave no decision (%v)", d.err))
-		return
-	}
-	status, data, err := f.c.do(ctx, http.MethodPost, "/v1/runs/"+f.runID+"/approvals/"+d.id, d.answer)
-	switch {
-	case err != nil:
-		f.line("deciding the approval failed: %v", err)
-	case status != http.StatusOK:
-		f.line("deciding the approval failed: %v", f.c.answerError("decide", status, data))
-	}
-}
-
-// ask answers a server's question at the terminal and posts the answer.
-// For a question already declined it says what was asked; for an open one
-// without a terminal, how to answer it elsewhere.
-func (f *runFollower) ask(ctx context.Context, d runEventFields) {
-	if d.ID == "" {
-		f.line("server %s asked: %s (declined: %s)", d.Server, shortText(d.Message, 300), d.Reason)
-		return
-	}
-	if f.c.prompter == nil {
-		f.line("server %s asks: %s (question %s); stdin is not a terminal, so answer it with:", d.Server, shortText(d.Message, 300), d.ID)
-		f.howToAnswer("/v1/runs/"+f.runID+"/input/"+d.ID, `{"action":"accept","content":{...}}`, `or "decline" or "cancel", without content`)
-		return
-	}
-	f.line("")
-	schema, err := parseElicitSchema(d.Schema)
-	if err != nil {
-		f.line("server %s asked with a form harnessd cannot show: %v", d.Server, err)
-		return
-	}
-	answered := make(chan elicitResult, 1)
-	// Owned by ask; ends when the terminal gives a line (or EOF). The
-	// command may exit first (an interrupt): it is then left blocked on
-	// stdin, with the process.
-	go func() {
-		res, err := f.c.prompter.prompt(ctx, d.Server, elicitRequest{Mode: d.Mode, Message: d.Message, URL: d.URL}, schema)
-		if err != nil {
-			res = elicitResult{Action: actionCancel}
-		}
-		answered <- res
-	}()
-	var res elicitResult
-	select {
-	case res = <-answered:
-	case <-ctx.Done():
-		return
-	}
-	status, data, err := f.c.do(ctx, http.MethodPost, "/v1/runs/"+f.runID+"/input/"+d.ID, res)
-	switch {
-	case err != nil:
-		f.line("answering the question failed: %v", err)
-	case status != http.StatusOK:
-		f.line("answering the question failed: %v", f.c.answerError("answer", status, data))
-	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -58,9 +57,9 @@ func TestRunFollowerDecidesApprovals(t *testing.T) {
 			switch tt.terminal {
 			case "":
 			case "\x00": // at once at its end
-				c.prompter = &terminalPrompter{in: bufio.NewReader(strings.NewReader("")), out: &info}
+				c.prompter = &terminalPrompter{in: newBufferedLines(strings.NewReader("")), out: &info}
 			default:
-				c.prompter = &terminalPrompter{in: bufio.NewReader(strings.NewReader(tt.terminal)), out: &info}
+				c.prompter = &terminalPrompter{in: newBufferedLines(strings.NewReader(tt.terminal)), out: &info}
 			}
 			f := &runFollower{c: c, runID: "run_x", printed: map[int]string{}}
 			if f.show(t.Context(), evApprovalRequested, json.RawMessage(payload)) {

@@ -41,7 +41,7 @@ func isTerminalValue(v any) bool {
 func commandInput(stdin io.Reader, prompts io.Writer, model modelSettings, getenv func(string) (string, bool), logger *slog.Logger) *inputPolicy {
 	p := outsideRunInput(model, getenv, logger)
 	if isTTY(stdin) {
-		tp := &terminalPrompter{in: bufio.NewReader(stdin), out: prompts}
+		tp := &terminalPrompter{in: newBufferedLines(stdin), out: prompts}
 		p.Prompt = tp.prompt
 	} else {
 		p.DeclineReason = "stdin is not a terminal: nobody can answer"
@@ -53,20 +53,40 @@ func commandInput(stdin io.Reader, prompts io.Writer, model modelSettings, geten
 // time. Safe for concurrent use.
 type terminalPrompter struct {
 	mu  sync.Mutex // one elicitation at a time on the terminal
-	in  *bufio.Reader
+	in  lineReader
 	out io.Writer
 }
 
-// readLine reads one line without its newline; io.EOF ends the input.
-func (tp *terminalPrompter) readLine(ctx context.Context) (string, error) {
+// A lineReader gives the lines a person types. readLine returns one line
+// without its newline; io.EOF ends the input, and ctx done ends the wait.
+// A line editor on a terminal (harnessd run's chat) implements it.
+type lineReader interface {
+	readLine(ctx context.Context) (string, error)
+}
+
+// A bufferedLines is a lineReader over a plain reader, as a terminal in
+// its ordinary (canonical) mode gives whole lines.
+type bufferedLines struct{ r *bufio.Reader }
+
+// newBufferedLines returns a lineReader of r's lines.
+func newBufferedLines(r io.Reader) bufferedLines { return bufferedLines{r: bufio.NewReader(r)} }
+
+// readLine reads one line; a wait already under way is not cut short by
+// ctx.
+func (b bufferedLines) readLine(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	line, err := tp.in.ReadString('\n')
+	line, err := b.r.ReadString('\n')
 	if err != nil && line == "" {
 		return "", err
 	}
 	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// readLine reads one line from the terminal.
+func (tp *terminalPrompter) readLine(ctx context.Context) (string, error) {
+	return tp.in.readLine(ctx)
 }
 
 // prompt asks for one elicitation: URL mode prints the URL and waits for

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -36,7 +35,7 @@ func TestTerminalPrompterApprove(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			tp := &terminalPrompter{in: bufio.NewReader(strings.NewReader(tt.typed)), out: &out}
+			tp := &terminalPrompter{in: newBufferedLines(strings.NewReader(tt.typed)), out: &out}
 			id, got, err := tp.approve(t.Context(), payload)
 			if tt.wantErr {
 				if err == nil {
@@ -56,7 +55,7 @@ func TestTerminalPrompterApprove(t *testing.T) {
 		})
 	}
 	var out strings.Builder
-	tp := &terminalPrompter{in: bufio.NewReader(strings.NewReader("y\n")), out: &out}
+	tp := &terminalPrompter{in: newBufferedLines(strings.NewReader("y\n")), out: &out}
 	if _, _, err := tp.approve(t.Context(), json.RawMessage(`{"tool":"x"}`)); err == nil || !strings.Contains(err.Error(), "not an approval.requested payload") {
 		t.Errorf("approve(payload without approval_id) = %v, want an error saying so", err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -447,7 +446,7 @@ func TestTerminalPrompter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			tp := &terminalPrompter{in: bufio.NewReader(strings.NewReader(tt.typed)), out: &out}
+			tp := &terminalPrompter{in: newBufferedLines(strings.NewReader(tt.typed)), out: &out}
 			got, err := tp.prompt(t.Context(), "srv", tt.req, schema)
 			if err != nil || !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("prompt(%q) = %#v, %v, want %#v\n%s", tt.typed, got, err, tt.want, out.String())

@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"syscall"
-	"unsafe"
 )
 
 // This file holds the terminal test on Linux: a terminal is a file that
@@ -13,6 +12,5 @@ import (
 // isTerminalFile reports whether f is a terminal.
 func isTerminalFile(f *os.File) bool {
 	var termios syscall.Termios
-	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&termios)))
-	return errno == 0
+	return termiosIoctl(f, syscall.TCGETS, &termios) == nil
 }

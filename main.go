@@ -10,7 +10,8 @@
 //	harnessd mcp import [flags] FILE
 //	harnessd mcp serve [flags]          MCP on stdin/stdout, forwarded to a running harnessd
 //	harnessd check [flags]
-//	harnessd run [flags] PROMPT         start a run on a running harnessd and follow it
+//	harnessd run [flags] [PROMPT]       start a run on a running harnessd and follow it;
+//	                                    without PROMPT on a terminal, a chat
 //	harnessd version
 //
 // Run any command with --help for its flags.

@@ -35,6 +35,7 @@ type runView struct {
 	Tenant         string         `json:"tenant"` // who it belongs to (authKey.Tenant, the schedule's); a record without one: its owner (historyRun)
 	Status         string         `json:"status"`
 	QueuePosition  int            `json:"queue_position,omitempty"` // 1 for the next queued run to start
+	Title          string         `json:"title"`                    // the request's title, else the prompt's first line (run_title.go)
 	Prompt         string         `json:"prompt"`
 	Profile        string         `json:"profile,omitempty"`
 	ProfileFound   *bool          `json:"profile_found,omitempty"`
@@ -142,7 +143,7 @@ type run struct {
 	// final is the ended run when it is kept on disk: its events and large
 	// bodies are read from there, and events is nil.
 	final *runView
-	// promptHead is what lists search (searchPrompt) of a prompt left on
+	// promptHead is what lists search (searchText) of a prompt left on
 	// disk with final.
 	promptHead string
 	// servers and activated replace scope and catalog in views once the
@@ -225,6 +226,7 @@ func (r *run) viewLocked() runView {
 		Owner:          r.req.Owner,
 		Tenant:         r.req.Tenant,
 		Status:         r.status,
+		Title:          r.req.Title,
 		Prompt:         r.req.Prompt,
 		Profile:        r.req.Profile,
 		ProfileFound:   r.profileFound,

@@ -178,8 +178,11 @@ type conversationView struct {
 	// while it runs.
 	UpdatedAt time.Time `json:"updated_at"`
 	// Status is its last run's status.
-	Status string   `json:"status"`
-	Runs   []string `json:"runs"`
+	Status string `json:"status"`
+	// Title is its first run's title (the first one kept that the
+	// reader sees).
+	Title string   `json:"title"`
+	Runs  []string `json:"runs"`
 	// Messages are its runs' transcripts in order (GET
 	// /v1/conversations/{id} only).
 	Messages []json.RawMessage `json:"messages,omitempty"`
@@ -231,6 +234,9 @@ func (m *runManager) conversationView(c *conversation, sees tenantFilter) conver
 		s := r.summary()
 		v.Runs = append(v.Runs, r.id)
 		v.Status = s.Status
+		if len(v.Runs) == 1 {
+			v.Title = s.Title
+		}
 		for _, t := range []*time.Time{&s.CreatedAt, s.StartedAt, s.EndedAt} {
 			if t != nil && t.After(v.UpdatedAt) {
 				v.UpdatedAt = *t

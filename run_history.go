@@ -161,19 +161,19 @@ func promptHead(prompt string) string {
 	return strings.ToValidUTF8(prompt[:bodyInMemory], "")
 }
 
-// searchPrompt returns the prompt that lists' q= matches, without reading
-// the disk: the whole prompt while in memory, else its first
-// bodyInMemory bytes (promptHead).
-func (r *run) searchPrompt() string {
+// searchText returns the title and the prompt that lists' q= matches,
+// without reading the disk: the whole prompt while in memory, else its
+// first bodyInMemory bytes (promptHead).
+func (r *run) searchText() (title, prompt string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case r.final == nil:
-		return r.req.Prompt
+		return r.req.Title, r.req.Prompt
 	case r.final.Prompt != "":
-		return r.final.Prompt
+		return r.final.Title, r.final.Prompt
 	}
-	return r.promptHead
+	return r.final.Title, r.promptHead
 }
 
 // replay sends the events of a run kept on disk after cur, read from its

@@ -88,6 +88,9 @@ type runRequest struct {
 	Temperature     *float64 `json:"temperature,omitempty"`
 	TopP            *float64 `json:"top_p,omitempty"`
 	ReasoningEffort string   `json:"reasoning_effort,omitempty"`
+	// Title names the run in lists; empty takes the prompt's first line
+	// (run_title.go). Set to the run's title once it is set up.
+	Title string `json:"title,omitempty"`
 }
 
 // runManagerOptions configure a runManager.
@@ -357,6 +360,9 @@ func (m *runManager) prepare(req runRequest, allowCommand bool) (*run, error) {
 	if err := checkRunApproval(req.Approval); err != nil {
 		return nil, err
 	}
+	if err := checkTitle(req.Title); err != nil {
+		return nil, err
+	}
 	spec, provider, err := m.model(req)
 	if err != nil {
 		return nil, err
@@ -395,6 +401,7 @@ func (m *runManager) setUp(r *run, spec modelSpec, provider modelProvider, budge
 	}
 	own := serverSecrets(r.profile, r.perRun)
 	r.secrets = m.env.secrets.derive(own...)
+	r.req.Title = runTitle(req.Title, req.Prompt, r.secrets.load())
 	r.logger = redactLoggerLive(r.logger, r.secrets)
 	newProvider := func(spec modelSpec) (modelProvider, error) { return m.opts.newProvider(spec, m.opts.Getenv, r.logger) }
 	return r.setupInput(m.opts.Limits, m.opts.SamplingModels, newProvider)
