@@ -170,7 +170,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 
-	mine, err := json.Marshal(map[string]any{"name": "mine", "command": everything.Command, "args": everything.Args, "env": everything.Env})
+	server := map[string]any{"name": "mine", "command": everything.Command, "args": everything.Args}
+	if len(everything.Env) > 0 {
+		server["env"] = everything.Env
+	}
+	mine, err := json.Marshal(server)
 	if err != nil {
 		t.Fatal(err)
 	}

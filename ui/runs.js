@@ -110,6 +110,8 @@ export function runsPage(main, can, signal, params) {
 function field(input, label, hint) {
   const error = h('div', { class: 'field-error', id: input.id + '-err', 'aria-live': 'polite' });
   input.setAttribute('aria-describedby', error.id);
+  // A field's error goes once it is changed; the next send checks it again.
+  input.addEventListener('input', () => { error.textContent = ''; input.setAttribute('aria-invalid', 'false'); });
   return { input, error, el: h('div', {}, h('label', { for: input.id }, label, hint ? h('span', { class: 'hint' }, ' ' + hint) : null), input, error) };
 }
 
