@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -104,6 +105,22 @@ func consoleScript(payload string, gate <-chan struct{}) []fakeTurn {
 		}, Text: "The word was kiwi."},
 		// A schedule started from its page.
 		{Check: prompted("Nightly check"), Text: "All quiet."},
+		// A run started with every field of the form: its system prompt
+		// reaches the model, its own server's echo waits for approval
+		// (approval always), and it continues the kiwi conversation.
+		{Check: func(req fakeRequest) error {
+			last := req.Messages[len(req.Messages)-1]
+			if !strings.Contains(req.System, "You are terse.") || !strings.Contains(last.Content, "Form fields check") || !strings.Contains(req.Messages[0].Content, "Remember the word kiwi") {
+				return fmt.Errorf("system %q, messages %+v: want the form's system prompt, the kiwi conversation and the form's prompt", req.System, req.Messages)
+			}
+			return nil
+		}, ToolCalls: []toolCall{call("mcp_mine_echo", `{"message":"form"}`)}, Usage: modelUsage{InputTokens: 1200, OutputTokens: 40}},
+		result("Form: "),
+		// A run whose timeline is watched growing: its sum waits for an
+		// approval given on the page.
+		{Check: prompted("Add slowly with approval"), Text: "Adding.", ToolCalls: []toolCall{call("mcp_everything_get_sum", `{"a":5,"b":6}`)},
+			Usage: modelUsage{InputTokens: 900, OutputTokens: 30}},
+		{Text: "Eleven.", Usage: modelUsage{InputTokens: 1000, OutputTokens: 12}},
 	}
 }
 
@@ -139,7 +156,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	for i, a := range everything.Args {
 		args[i] = strconv.Quote(a)
 	}
-	config := fmt.Sprintf("[mcp_servers.everything]\ncommand = %q\nargs = [%s]\nenv = { %s }\napproval_tools = [\"get-sum\"]\n\n[model]\nname = \"openai/fake-model\"\n\n[[schedules]]\nname = \"nightly\"\ncron = \"0 3 * * *\"\nprompt = \"Nightly check\"\n",
+	config := fmt.Sprintf("[mcp_servers.everything]\ncommand = %q\nargs = [%s]\nenv = { %s }\napproval_tools = [\"get-sum\"]\n\n[model]\nname = \"openai/fake-model\"\n\n[model.prices.\"openai/fake-model\"]\ninput = 2.5\noutput = 10\n\n[[schedules]]\nname = \"nightly\"\ncron = \"0 3 * * *\"\nprompt = \"Nightly check\"\n",
 		everything.Command, strings.Join(args, ", "), strings.Join(env, ", "))
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -153,6 +170,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 
+	server := map[string]any{"name": "mine", "command": everything.Command, "args": everything.Args}
+	if len(everything.Env) > 0 {
+		server["env"] = everything.Env
+	}
+	mine, err := json.Marshal(server)
+	if err != nil {
+		t.Fatal(err)
+	}
 	artifacts := t.TempDir()
 	if dir := os.Getenv("HARNESS_CONSOLE_ARTIFACTS"); dir != "" {
 		artifacts = dir
@@ -164,6 +189,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		"ADMIN_KEY="+keys["admin"], "WRITE_KEY="+keys["write"], "READ_KEY="+keys["read"],
 		"CHROMIUM="+browser,
 		"GATE_URL="+gateSrv.URL,
+		// The command of server-everything, for a run's own server.
+		"EVERYTHING_SERVER="+string(mine),
 		"ARTIFACTS="+artifacts,
 	)
 	if dir := os.Getenv("HARNESS_CONSOLE_SCREENSHOTS"); dir != "" {

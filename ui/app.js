@@ -1,9 +1,12 @@
 // harnessd console: a client of harnessd's HTTP API like curl. It asks who
 // the key is (GET /v1/whoami), offers only what that key may do, and routes
 // by the URL's fragment: #/runs, #/runs/ID, #/conversations,
-// #/conversations/ID, #/servers, #/schedules.
+// #/conversations/ID, #/servers, #/schedules; a list's search and filters
+// are in the fragment's query (#/runs?q=word&status=failed).
 import { h, clear, api, auth, APIError } from './dom.js';
-import { runsPage, runPage, conversationsPage, conversationPage, serversPage, schedulesPage } from './pages.js';
+import { runPage, serversPage, schedulesPage } from './pages.js';
+import { runsPage } from './runs.js';
+import { conversationsPage, conversationPage } from './conversations.js';
 
 const main = () => document.getElementById('main');
 let me = null;
@@ -72,7 +75,7 @@ function route() {
   const c = can();
   if (page === 'runs' && parts[1]) runPage(el, c, signal, parts[1]);
   else if (page === 'conversations' && parts[1]) conversationPage(el, c, signal, parts[1]);
-  else if (page === 'conversations') conversationsPage(el, c, signal);
+  else if (page === 'conversations') conversationsPage(el, c, signal, params);
   else if (page === 'servers') serversPage(el, c, signal);
   else if (page === 'schedules' && c.admin) schedulesPage(el, c, signal);
   else if (page === 'schedules') clear(el, h('p', { class: 'notice' }, 'Schedules are shown to admin keys only.'));

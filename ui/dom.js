@@ -91,6 +91,17 @@ export function pretty(v) {
   return JSON.stringify(v, null, 2);
 }
 
+// titleOf names a run or a conversation: its title when the API gives
+// one, else the first line of its prompt (or of its first message), cut,
+// else its id.
+export function titleOf(x, max = 80) {
+  if (x.title) return x.title;
+  const first = x.prompt || (x.messages || []).find((m) => m && m.role === 'user' && m.content)?.content || '';
+  const line = first.split(/\r?\n/).map((l) => l.trim()).find(Boolean) || '';
+  if (!line) return x.id;
+  return [...line].length > max ? [...line].slice(0, max - 1).join('') + '…' : line;
+}
+
 export function fmtTime(t) { return t ? new Date(t).toLocaleString() : ''; }
 
 // fmtAge says how long ago t was, coarsely.

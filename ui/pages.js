@@ -1,24 +1,23 @@
-// The console's list pages: runs (with the form that starts one),
-// conversations, servers and schedules. Each page function renders into
-// main and returns nothing; signal aborts its timers and streams.
-import { h, clear, api, afterPress, statusBadge, cutText, pretty, fmtAge, fmtSpan, fmtTime, safeURL } from './dom.js';
+// The console's pages of a run, the servers and the schedules, and the
+// helpers of every list page (runs.js and conversations.js hold the runs
+// and conversations pages). Each page function renders into main and
+// returns nothing; signal aborts its timers and streams.
+import { h, clear, api, afterPress, statusBadge, cutText, pretty, fmtTime, safeURL } from './dom.js';
 import { runView } from './run.js';
 
-const runStatuses = ['queued', 'running', 'waiting_input', 'waiting_approval', 'completed', 'failed', 'cancelled'];
-
 // every calls fn now and then every ms until signal aborts.
-function every(ms, fn, signal) {
+export function every(ms, fn, signal) {
   fn();
   const t = setInterval(fn, ms);
   signal.addEventListener('abort', () => clearInterval(t));
 }
 
-function errorNote(err) { return h('p', { class: 'notice bad', role: 'alert' }, err.message); }
+export function errorNote(err) { return h('p', { class: 'notice bad', role: 'alert' }, err.message); }
 
 // loadPages reads the first pages pages of a list route (path with its
 // query), following next_cursor, and returns the items under field and
 // whether more follow.
-async function loadPages(path, field, pages, signal) {
+export async function loadPages(path, field, pages, signal) {
   const items = [];
   let cursor = '';
   for (let i = 0; i < pages; i++) {
@@ -33,155 +32,12 @@ async function loadPages(path, field, pages, signal) {
 
 // moreButton returns the button that shows one more page of a list: it
 // calls onMore; the list hides it when no page is left.
-function moreButton(id, onMore) {
+export function moreButton(id, onMore) {
   return h('button', { type: 'button', id, hidden: true, onclick: onMore }, 'Show more');
-}
-
-export function runsPage(main, can, signal, params) {
-  const filter = h('select', { id: 'status-filter' }, h('option', { value: '' }, 'All'),
-    runStatuses.map((s) => h('option', { value: s, selected: params.get('status') === s }, s)));
-  const body = h('tbody', {});
-  const note = h('div', { 'aria-live': 'polite' });
-  const table = h('table', {}, h('caption', { class: 'hint' }, 'Newest first; refreshed every 2 s.'),
-    h('thead', {}, h('tr', {}, ['Run', 'Status', 'Model', 'Owner', 'Steps', 'Tokens', 'Cost', 'Age', 'Duration']
-      .map((c, i) => h('th', { scope: 'col', class: i >= 7 ? 'hide-narrow' : null }, c)))), body);
-  // pages is how many pages of runs the list shows; the refresh reads them all.
-  let pages = 1;
-  const more = moreButton('runs-more', () => { pages++; load(); });
-  const load = async () => {
-    const q = filter.value ? '?status=' + encodeURIComponent(filter.value) : '';
-    try {
-      const res = await loadPages('/v1/runs' + q, 'runs', pages, signal);
-      await afterPress();
-      clear(note);
-      clear(body, res.items.map(runRow));
-      if (!res.items.length) body.append(h('tr', {}, h('td', { colspan: 9, class: 'meta' }, 'No runs yet.')));
-      more.hidden = !res.more;
-    } catch (err) { if (!signal.aborted) clear(note, errorNote(err)); }
-  };
-  filter.addEventListener('change', () => {
-    history.replaceState(null, '', '#/runs' + (filter.value ? '?status=' + filter.value : ''));
-    pages = 1;
-    load();
-  });
-  clear(main, h('h1', {}, 'Runs'), can.write ? startForm(signal) : null,
-    h('div', { class: 'row' }, h('label', { class: 'inline', for: 'status-filter' }, 'Status'), filter), note,
-    h('div', { class: 'scroll' }, table), h('div', { class: 'row' }, more));
-  every(2000, load, signal);
-}
-
-function runRow(r) {
-  const u = r.usage || {};
-  const tokens = (u.input_tokens || 0) + (u.output_tokens || 0);
-  const end = r.ended_at ? new Date(r.ended_at) : null;
-  const start = r.started_at ? new Date(r.started_at) : null;
-  return h('tr', {},
-    h('td', {}, h('a', { href: '#/runs/' + encodeURIComponent(r.id) }, h('code', {}, r.id))),
-    h('td', {}, statusBadge(r.status)), h('td', {}, r.model), h('td', {}, r.owner || '—'),
-    h('td', {}, String(r.steps)), h('td', {}, tokens.toLocaleString()),
-    h('td', {}, typeof u.cost_usd === 'number' ? '$' + u.cost_usd.toFixed(4) : '—'),
-    h('td', { class: 'hide-narrow' }, fmtAge(r.created_at)),
-    h('td', { class: 'hide-narrow' }, start ? fmtSpan((end || new Date()) - start) : ''));
-}
-
-// startForm is the form that starts a run (or continues a conversation
-// when conversation is given); onStarted(runId, body) is called with the
-// new run, or, when absent, its page opens.
-export function startForm(signal, conversation, onStarted) {
-  const prompt = h('textarea', { id: 'run-prompt', required: true, rows: 4 });
-  const profile = h('input', { type: 'text', id: 'run-profile', autocomplete: 'off' });
-  const model = h('input', { type: 'text', id: 'run-model', placeholder: 'provider/model', autocomplete: 'off' });
-  const interactive = h('input', { type: 'checkbox', id: 'run-interactive', checked: true });
-  const conv = h('input', { type: 'text', id: 'run-conversation', autocomplete: 'off', value: conversation || '' });
-  const status = h('div', { class: 'field-error', 'aria-live': 'polite' });
-  const submit = h('button', { type: 'submit', class: 'primary' }, conversation ? 'Send' : 'Start run');
-  const onsubmit = async (e) => {
-    e.preventDefault();
-    if (!prompt.value.trim()) { status.textContent = 'Write a prompt first.'; prompt.focus(); return; }
-    const body = { prompt: prompt.value, interactive: interactive.checked };
-    if (profile.value.trim()) body.profile = profile.value.trim();
-    if (model.value.trim()) body.model = model.value.trim();
-    if (conv.value.trim()) body.conversation_id = conv.value.trim();
-    submit.disabled = true;
-    try {
-      const res = await api('POST', '/v1/runs', body, signal);
-      status.textContent = '';
-      prompt.value = '';
-      if (onStarted) onStarted(res.run_id, body);
-      else location.hash = '#/runs/' + encodeURIComponent(res.run_id);
-    } catch (err) {
-      status.textContent = err.message;
-    } finally { submit.disabled = false; }
-  };
-  const extra = h('details', {}, h('summary', {}, 'Options'), h('div', { class: 'grid' },
-    h('div', {}, h('label', { for: 'run-profile' }, 'Profile'), profile),
-    h('div', {}, h('label', { for: 'run-model' }, 'Model ', h('span', { class: 'hint' }, '(default: the configured one)')), model),
-    conversation ? null : h('div', {}, h('label', { for: 'run-conversation' }, 'Continue conversation ', h('span', { class: 'hint' }, '(id)')), conv)),
-  h('label', { class: 'inline', for: 'run-interactive' }, interactive, 'Interactive: servers may ask questions (calls that need approval wait for a decision either way)'));
-  return h('form', { class: 'card', onsubmit, 'aria-label': conversation ? 'Continue the conversation' : 'Start a run' },
-    h('label', { for: 'run-prompt' }, conversation ? 'Next prompt' : 'Prompt'), prompt, extra,
-    h('div', { class: 'row' }, submit), status);
 }
 
 export function runPage(main, can, signal, id) {
   clear(main, h('p', {}, h('a', { href: '#/runs' }, '← Runs')), runView(id, can, signal));
-}
-
-export function conversationsPage(main, can, signal) {
-  const list = h('div', {});
-  let pages = 1;
-  const load = async () => {
-    try {
-      const res = await loadPages('/v1/conversations', 'conversations', pages, signal);
-      await afterPress();
-      more.hidden = !res.more;
-      const items = res.items;
-      clear(list, items.length ? h('div', { class: 'scroll' }, h('table', {}, h('thead', {}, h('tr', {}, ['Conversation', 'Status', 'Owner', 'Runs', 'Updated'].map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', {}, items.map((c) => h('tr', {},
-          h('td', {}, h('a', { href: '#/conversations/' + encodeURIComponent(c.id) }, h('code', {}, c.id))),
-          h('td', {}, statusBadge(c.status)), h('td', {}, c.owner || '—'), h('td', {}, String((c.runs || []).length)),
-          h('td', {}, fmtAge(c.updated_at)))))))
-        : h('p', { class: 'meta' }, 'No conversations yet. Every run starts one; continue it from its page.'));
-    } catch (err) { if (!signal.aborted) clear(list, errorNote(err)); }
-  };
-  const more = moreButton('conversations-more', () => { pages++; load(); });
-  clear(main, h('h1', {}, 'Conversations'), list, h('div', { class: 'row' }, more));
-  every(5000, load, signal);
-}
-
-export function conversationPage(main, can, signal, id) {
-  const chat = h('div', { class: 'chat', 'aria-label': 'Conversation', 'aria-live': 'polite' });
-  const live = h('div', {});
-  const load = async () => {
-    try {
-      const c = await api('GET', `/v1/conversations/${encodeURIComponent(id)}`, undefined, signal);
-      await afterPress();
-      clear(chat, h('p', { class: 'meta' }, `Owner ${c.owner || '—'} · ${c.runs.length} runs · updated ${fmtTime(c.updated_at)}`),
-        (c.messages || []).map(bubble));
-      const ended = ['completed', 'failed', 'cancelled'].includes(c.status);
-      const active = !ended && c.runs.length ? c.runs[c.runs.length - 1] : null;
-      if (active && !live.dataset.run) follow(active);
-    } catch (err) { if (!signal.aborted) clear(chat, errorNote(err)); }
-  };
-  const follow = (runId) => {
-    live.dataset.run = runId;
-    clear(live, h('h2', {}, 'Now'), runView(runId, can, signal, () => { delete live.dataset.run; load(); }));
-  };
-  const form = can.write ? startForm(signal, id, (runId, body) => {
-    chat.append(bubble({ role: 'user', content: body.prompt }));
-    follow(runId);
-  }) : null;
-  clear(main, h('p', {}, h('a', { href: '#/conversations' }, '← Conversations')), h('h1', {}, 'Conversation ', h('code', {}, id)), chat, live, form);
-  load();
-}
-
-function bubble(m) {
-  if (m.role === 'tool') {
-    return h('details', { class: 'tool' + (m.is_error ? ' is-error' : '') }, h('summary', {}, 'Tool result ', h('code', {}, m.name || m.tool_call_id || '')), cutText(m.content || ''));
-  }
-  const cls = m.role === 'user' ? 'user' : m.role === 'assistant' ? 'assistant-msg' : 'system';
-  return h('div', { class: 'bubble ' + cls, 'aria-label': m.role },
-    m.content || '', (m.tool_calls || []).map((tc) => h('details', { class: 'tool' }, h('summary', {}, 'Calls ', h('code', {}, tc.name)), cutText(pretty(tc.arguments ?? '{}')))));
 }
 
 export function serversPage(main, can, signal) {

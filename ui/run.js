@@ -2,8 +2,9 @@
 // model's text as it streams, each tool call with its arguments and
 // result, progress, sampling, usage), the questions and approvals it
 // waits on, and cancel.
-import { h, clear, api, afterPress, followEvents, statusBadge, cutText, pretty, safeURL, fmtTime, fmtSpan } from './dom.js';
+import { h, clear, titleOf, api, afterPress, followEvents, statusBadge, cutText, pretty, safeURL, fmtTime, fmtSpan } from './dom.js';
 import { schemaForm } from './form.js';
+import { RunChart } from './timeline.js';
 
 const terminal = new Set(['completed', 'failed', 'cancelled']);
 const isEnd = (ev) => ev.type === 'run.completed' || ev.type === 'run.failed' || ev.type === 'run.cancelled';
@@ -15,7 +16,11 @@ export function runView(id, can, signal, onEnd) {
   const pending = h('div', { 'aria-live': 'polite' });
   const timeline = h('ol', { class: 'timeline', 'aria-label': 'Run events' });
   const final = h('div', { 'aria-live': 'polite' });
-  const el = h('section', { 'aria-label': 'Run ' + id }, head, pending, timeline, final);
+  const picture = h('div', { class: 'tl-figure' });
+  const chart = new RunChart(picture, signal);
+  const el = h('section', { 'aria-label': 'Run ' + id }, head,
+    h('figure', { class: 'card tl' }, h('figcaption', { class: 'meta' }, 'Where the time went: model steps, tool calls, approvals and questions (hover or focus a bar for its figures)'), picture),
+    pending, timeline, final);
   const view = new RunTimeline(id, can, timeline, pending);
   let run = null;
 
@@ -36,7 +41,7 @@ export function runView(id, can, signal, onEnd) {
     if (refreshTimer) return;
     refreshTimer = setTimeout(() => { refreshTimer = null; refresh(); }, 150);
   };
-  refresh().then(() => followEvents(id, (ev) => { view.add(ev); if (view.changesState(ev)) soon(); }, signal, isEnd))
+  refresh().then(() => followEvents(id, (ev) => { view.add(ev); chart.add(ev); if (view.changesState(ev)) soon(); }, signal, isEnd))
     .then(async () => { if (!signal.aborted) { await refresh(); if (onEnd) onEnd(run); } })
     .catch((err) => { if (!signal.aborted) final.append(h('p', { class: 'notice bad' }, 'Following the run stopped: ' + err.message)); });
   return el;
@@ -69,7 +74,8 @@ function renderHead(head, run, can, signal, refresh) {
   // opened it.
   const promptOpen = head.querySelector('details.prompt')?.open;
   clear(head,
-    h('div', { class: 'row' }, h('h1', { class: 'grow' }, 'Run ', h('code', {}, run.id)), cancel),
+    h('div', { class: 'row' }, h('h1', { class: 'grow title' }, titleOf(run)), cancel),
+    h('p', { class: 'meta' }, 'Run ', h('code', {}, run.id)),
     h('dl', { class: 'grid' }, items.map(([k, v]) => h('div', {}, h('dt', { class: 'meta' }, k), h('dd', {}, v)))),
     h('details', { class: 'prompt', open: promptOpen }, h('summary', {}, 'Prompt'), cutText(run.prompt || '', 4000)));
 }
@@ -126,7 +132,7 @@ class RunTimeline {
       case 'sampling.completed': return this.line(d.error ? `Sampling for ${d.server} failed: ${d.error}` : `Sampling for ${d.server} done (${usageText(d.usage)}).`, d.error ? 'error' : '');
       case 'sampling.refused': return this.line(`Sampling for ${d.server} refused: ${d.reason}`, 'error');
       case 'approval.requested': return this.approval(d);
-      case 'approval.resolved': return this.closeQuestion(d.approval_id, `${d.decision === 'approve' ? 'Approved' : 'Denied'} by ${d.by}.`);
+      case 'approval.resolved': return this.decided(d);
       case 'budget.exceeded': return this.line(`Budget exceeded: ${d.budget || ''} ${d.message || ''}`.trim(), 'error');
       case 'conversation.trimmed': return this.line(`The conversation was trimmed to fit: ${d.message || JSON.stringify(d)}`);
       default:
@@ -167,8 +173,8 @@ class RunTimeline {
     const summary = h('summary', {}, h('code', {}, d.name), ' ', progress);
     const det = h('details', { class: 'tool' }, summary,
       h('div', { class: 'meta' }, 'Arguments'), cutText(pretty(d.arguments ?? '{}')), result);
-    this.calls.set(d.call_id, { det, progress, result, summary });
-    this.item(det);
+    const li = this.item(det);
+    this.calls.set(d.call_id, { det, progress, result, summary, li, name: d.name, args: pretty(d.arguments ?? '{}') });
   }
 
   progress(d) {
@@ -229,15 +235,24 @@ class RunTimeline {
         h('button', { type: 'button', onclick: () => this.answer(path, { action: 'decline' }, card, status) }, 'Decline')), status);
   }
 
+  // approval shows a call waiting for a decision in the timeline, next
+  // to the call it gates (the latest call of that tool without one), or
+  // at the top while that call is not shown yet (a page opened while the
+  // run waits shows the open approvals before the replay reaches them).
+  // Decided, it stays where it is (decided).
   approval(d) {
-    if (this.questions.has(d.approval_id)) return;
-    const card = h('div', { class: 'card question', role: 'group', 'aria-label': 'Approval for ' + d.tool });
+    const known = this.questions.get(d.approval_id);
+    if (known) {
+      if (known.parentNode === this.pending) this.place(known, d);
+      return;
+    }
+    const card = h('div', { class: 'card question approval', role: 'group', 'aria-label': 'Approval for ' + d.tool });
     this.questions.set(d.approval_id, card);
-    card.append(h('div', { class: 'meta' }, `Approval needed: ${d.server} wants to run ${d.server_tool || d.tool}`),
+    card.append(h('div', { class: 'meta approval-head' }, `Approval needed: ${d.server} wants to run ${d.server_tool || d.tool}`),
       h('p', {}, h('code', {}, d.tool)), cutText(pretty(d.arguments ?? '{}')));
     if (d.annotations && Object.keys(d.annotations).length) card.append(h('div', { class: 'meta' }, 'Annotations: ' + JSON.stringify(d.annotations)));
     if (!this.can.write) {
-      card.append(h('p', { class: 'meta' }, 'Waiting for a decision (this key may not decide).'));
+      card.append(h('p', { class: 'meta decide' }, 'Waiting for a decision (this key may not decide).'));
     } else {
       const rid = 'reason-' + d.approval_id.replace(/[^A-Za-z0-9_-]/g, '');
       const reason = h('input', { type: 'text', id: rid });
@@ -248,11 +263,41 @@ class RunTimeline {
         if (reason.value.trim()) body.reason = reason.value.trim();
         return this.answer(path, body, card, status);
       };
-      card.append(h('label', { for: rid }, 'Reason ', h('span', { class: 'hint' }, '(optional, told to the model when denied)')), reason,
+      card.append(h('div', { class: 'decide' }, h('label', { for: rid }, 'Reason ', h('span', { class: 'hint' }, '(optional, told to the model when denied)')), reason,
         h('div', { class: 'row' }, h('button', { type: 'button', class: 'primary', onclick: decide('approve') }, 'Approve'),
-          h('button', { type: 'button', class: 'danger', onclick: decide('deny') }, 'Deny')), status);
+          h('button', { type: 'button', class: 'danger', onclick: decide('deny') }, 'Deny')), status));
     }
-    this.pending.append(card);
+    this.place(card, d);
+  }
+
+  // place puts an approval card after the call it gates (of the same tool,
+  // with the same arguments when one has them), else at the top.
+  place(card, d) {
+    const calls = [...this.calls.values()].filter((c) => c.name === d.tool && !c.approval);
+    const args = pretty(d.arguments ?? '{}');
+    const call = calls.findLast((c) => c.args === args) || calls[calls.length - 1];
+    if (!call) { this.pending.append(card); return; }
+    call.approval = card;
+    call.li.append(card);
+  }
+
+  // decided marks an approval's card decided where it stands: who decided
+  // what, and the reason given, as text.
+  decided(d) {
+    const verdict = d.decision === 'approve' ? 'Approved' : 'Denied';
+    const text = `${verdict} by ${d.by}.`;
+    const card = this.questions.get(d.approval_id);
+    if (!card) return this.line(text + (d.reason ? ` Reason: ${d.reason}` : ''));
+    card.classList.remove('question');
+    card.classList.add('decided', d.decision === 'approve' ? 'approved' : 'denied');
+    card.setAttribute('aria-label', `${verdict}: ${card.getAttribute('aria-label').replace(/^Approval for /, '')}`);
+    const head = card.querySelector('.approval-head');
+    if (head) head.textContent = head.textContent.replace(/^Approval needed: (\S+) wants to run/, `${verdict} call: $1 wanted to run`);
+    const outcome = h('div', { class: 'verdict' }, h('p', {}, h('strong', {}, text)),
+      d.reason ? h('p', {}, 'Reason: ', h('span', { class: 'reason' }, d.reason)) : null);
+    const decide = card.querySelector('.decide');
+    if (decide) decide.replaceWith(outcome);
+    else card.append(outcome);
   }
 
   async answer(path, body, card, status) {
