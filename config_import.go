@@ -544,10 +544,10 @@ func (a *app) mcpImport(_ context.Context, args []string) error {
 		// The write's refusals too (names the file has, names that
 		// clash), so that a dry run that passes would write.
 		_, _, err := planSplice(file, servers, names, f.replace)
-		return err
+		return spliceHint(err)
 	}
 	if _, err := spliceServers(file, servers, names, f.replace); err != nil {
-		return err
+		return spliceHint(err)
 	}
 	fmt.Fprintf(a.stdout, "wrote %d %s to %s\n", len(names), plural(len(names), "server"), file)
 	return nil
