@@ -82,7 +82,7 @@ variable that harnessd expands when it loads the file.
 `
 
 // mcpAdd implements "harnessd mcp add".
-func (a *app) mcpAdd(_ context.Context, args []string) error {
+func (a *app) mcpAdd(ctx context.Context, args []string) error {
 	var f editFlags
 	var env, headers keyValueFlag
 	var raw rawServer
@@ -103,7 +103,10 @@ func (a *app) mcpAdd(_ context.Context, args []string) error {
 		return err
 	}
 	if len(command) > 0 {
-		raw.Command, raw.Args = command[0], command[1:]
+		raw.Command = command[0]
+	}
+	if len(command) > 1 { // no args line for a command without any
+		raw.Args = command[1:]
 	}
 	raw.Name, raw.Env, raw.Headers, raw.Cwd = name, env.values, headers.values, cwd
 	for _, opt := range []struct {
@@ -133,6 +136,7 @@ func (a *app) mcpAdd(_ context.Context, args []string) error {
 		verb = "replaced"
 	}
 	fmt.Fprintf(a.stdout, "%s server %q in %s\n", verb, name, file)
+	a.tellDaemon(ctx, file)
 	return nil
 }
 
@@ -155,7 +159,7 @@ workspace), leaving the rest of the file as it was.
 `
 
 // mcpRemove implements "harnessd mcp remove".
-func (a *app) mcpRemove(_ context.Context, args []string) error {
+func (a *app) mcpRemove(ctx context.Context, args []string) error {
 	var f editFlags
 	fs := newFlagSet("mcp remove", a.stderr, mcpRemoveUsage)
 	f.register(fs, a.getenv)
@@ -181,6 +185,7 @@ func (a *app) mcpRemove(_ context.Context, args []string) error {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "removed server %q from %s\n", name, file)
+	a.tellDaemon(ctx, file)
 	return nil
 }
 

@@ -487,7 +487,7 @@ given; --dry-run prints the tables and refuses what the write would.
 `
 
 // mcpImport implements "harnessd mcp import".
-func (a *app) mcpImport(_ context.Context, args []string) error {
+func (a *app) mcpImport(ctx context.Context, args []string) error {
 	var f editFlags
 	var dryRun bool
 	fs := newFlagSet("mcp import", a.stderr, mcpImportUsage)
@@ -550,6 +550,7 @@ func (a *app) mcpImport(_ context.Context, args []string) error {
 		return spliceHint(err)
 	}
 	fmt.Fprintf(a.stdout, "wrote %d %s to %s\n", len(names), plural(len(names), "server"), file)
+	a.tellDaemon(ctx, file)
 	return nil
 }
 
