@@ -79,6 +79,10 @@ workspace's with --scope workspace), leaving the rest of the file as it was.
 Values are written as given: quote '${TOKEN}' to store a reference to a
 variable that harnessd expands when it loads the file.
 
+Then asks the daemon at HARNESS_ADDR (default 127.0.0.1:8080) to reload,
+with the admin key in HARNESS_TOKEN, and says whether it did; if it did
+not, reload it yourself (systemctl reload harnessd, or kill -HUP).
+
 `
 
 // mcpAdd implements "harnessd mcp add".
@@ -154,7 +158,8 @@ const mcpRemoveUsage = `Usage: harnessd mcp remove NAME [flags]
 
 Removes the [mcp_servers.NAME] tables (and the comment lines just above
 them) from $HARNESS_HOME/config.toml (or the workspace's with --scope
-workspace), leaving the rest of the file as it was.
+workspace), leaving the rest of the file as it was, then tells the
+daemon at HARNESS_ADDR as mcp add does.
 
 `
 
