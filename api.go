@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,12 @@ type api struct {
 	// schedules starts the runs of [[schedules]]; nil when harnessd runs
 	// none (tests), which lists none.
 	schedules *scheduler
+	// manager edits and reloads the configuration (api_manage.go); nil
+	// when the API runs without a daemon, which refuses such changes.
+	manager configManager
+	// routes are the methods of each pattern registered, so that a
+	// pattern registered again gains methods.
+	routes map[string]map[string]route
 
 	keysMu sync.Mutex
 	// guards keys, which a reload replaces; empty means auth is off
@@ -112,6 +119,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/v1/mcp/servers/{name}", map[string]route{http.MethodGet: {scopeRunsRead, a.getServer}})
 	a.route("/v1/mcp/servers/{name}/login", map[string]route{http.MethodPost: {scopeAdmin, a.loginServer}})
 	a.route("/v1/audit", map[string]route{http.MethodGet: {scopeAdmin, a.listAudit}})
+	a.routeManagement()
 	a.route("/healthz", map[string]route{http.MethodGet: {"", a.healthz}})
 	a.route("/readyz", map[string]route{http.MethodGet: {"", a.readyz}})
 	a.route("/metrics", map[string]route{http.MethodGet: {scopeRunsRead, a.serveMetrics}})
@@ -163,15 +171,20 @@ type route struct {
 
 // route registers a path whose methods dispatch to handlers; any other
 // method is a JSON 405 naming the allowed ones.
+// A pattern registered again gains the methods given (before serving).
 func (a *api) route(pattern string, methods map[string]route) {
-	allowed := make([]string, 0, len(methods))
-	for m := range methods {
-		allowed = append(allowed, m)
+	if known, ok := a.routes[pattern]; ok {
+		maps.Copy(known, methods)
+		return
 	}
-	sort.Strings(allowed)
+	if a.routes == nil {
+		a.routes = make(map[string]map[string]route)
+	}
+	a.routes[pattern] = methods
 	a.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		rt, ok := methods[r.Method]
 		if !ok {
+			allowed := slices.Sorted(maps.Keys(methods))
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
 			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s %s: method not allowed: use %s", r.Method, r.URL.Path, strings.Join(allowed, " or ")))
 			return

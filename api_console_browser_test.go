@@ -40,6 +40,23 @@ func requireChromium(t *testing.T) string {
 	return ""
 }
 
+// requirePlaywright returns the browser (requireChromium) and the
+// node_modules holding playwright-core that drive the console scenarios;
+// when playwright-core is missing it fails the test if CI=true and skips
+// it otherwise, saying what to run.
+func requirePlaywright(t *testing.T) (browser, modules string) {
+	t.Helper()
+	browser = requireChromium(t)
+	modules = requireNode(t)
+	if _, err := os.Stat(filepath.Join(modules, "playwright-core", "package.json")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("playwright-core is missing from testdata/npm: run ./test.sh (npm ci in testdata/npm): %v", err)
+		}
+		t.Skipf("\n*** SKIPPED: playwright-core is missing: run ./test.sh once (npm ci in testdata/npm). ***")
+	}
+	return browser, modules
+}
+
 // consoleScript is the scripted model of the browser scenarios, turn by
 // turn in the order the scenarios start their runs. The first answer
 // streams its first piece, then waits until gate is closed (the page
@@ -128,14 +145,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives a browser against the harnessd binary")
 	}
-	browser := requireChromium(t)
-	modules := requireNode(t)
-	if _, err := os.Stat(filepath.Join(modules, "playwright-core", "package.json")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("playwright-core is missing from testdata/npm: run ./test.sh (npm ci in testdata/npm): %v", err)
-		}
-		t.Skipf("\n*** SKIPPED: playwright-core is missing: run ./test.sh once (npm ci in testdata/npm). ***")
-	}
+	browser, modules := requirePlaywright(t)
 	everything := everythingStdioCommand(t)
 	bin := buildHarnessd(t)
 	const payload = "<img src=x onerror=alert(1)></script><script>alert(2)</script>"

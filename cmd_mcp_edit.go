@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -78,10 +79,14 @@ workspace's with --scope workspace), leaving the rest of the file as it was.
 Values are written as given: quote '${TOKEN}' to store a reference to a
 variable that harnessd expands when it loads the file.
 
+Then asks the daemon at HARNESS_ADDR (default 127.0.0.1:8080) to reload,
+with the admin key in HARNESS_TOKEN, and says whether it did; if it did
+not, reload it yourself (systemctl reload harnessd, or kill -HUP).
+
 `
 
 // mcpAdd implements "harnessd mcp add".
-func (a *app) mcpAdd(_ context.Context, args []string) error {
+func (a *app) mcpAdd(ctx context.Context, args []string) error {
 	var f editFlags
 	var env, headers keyValueFlag
 	var raw rawServer
@@ -102,7 +107,10 @@ func (a *app) mcpAdd(_ context.Context, args []string) error {
 		return err
 	}
 	if len(command) > 0 {
-		raw.Command, raw.Args = command[0], command[1:]
+		raw.Command = command[0]
+	}
+	if len(command) > 1 { // no args line for a command without any
+		raw.Args = command[1:]
 	}
 	raw.Name, raw.Env, raw.Headers, raw.Cwd = name, env.values, headers.values, cwd
 	for _, opt := range []struct {
@@ -125,85 +133,38 @@ func (a *app) mcpAdd(_ context.Context, args []string) error {
 	}
 	changed, err := spliceServers(file, map[string]rawServer{name: raw}, []string{name}, f.replace)
 	if err != nil {
-		return err
+		return spliceHint(err)
 	}
 	verb := "added"
 	if changed[0] {
 		verb = "replaced"
 	}
 	fmt.Fprintf(a.stdout, "%s server %q in %s\n", verb, name, file)
+	a.tellDaemon(ctx, file)
 	return nil
 }
 
-// spliceServers writes the servers (in the order of names) to file as
-// [mcp_servers.<name>] tables appended at its end. A server of the same
-// name already in the file is an error unless replace, in which case its
-// tables are removed first; replaced[i] says whether names[i] was. Nothing
-// is written unless every server can be and the result is valid.
-func spliceServers(file string, servers map[string]rawServer, names []string, replace bool) (replaced []bool, err error) {
-	data, replaced, err := planSplice(file, servers, names, replace)
-	if err != nil {
-		return nil, err
+// spliceHint returns err, spliceServers', with what to do on the command
+// line: a name the file already has is a usage error.
+func spliceHint(err error) error {
+	var refusal *editRefusal
+	if errors.As(err, &refusal) && refusal.kind == refusedTaken {
+		return usageError("%v; give --replace to overwrite, or remove it with harnessd mcp remove (nothing was changed)", err)
 	}
-	if err := writeConfigFile(file, data); err != nil {
-		return nil, err
-	}
-	return replaced, nil
-}
-
-// planSplice is spliceServers without the write: it returns what file
-// would hold, or the error spliceServers would refuse with (a dry run
-// reports it).
-func planSplice(file string, servers map[string]rawServer, names []string, replace bool) (data []byte, replaced []bool, err error) {
-	data, err = readConfigFile(file)
-	if err != nil {
-		return nil, nil, err
-	}
-	existing, err := fileServers(file, data)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s has problems; fix them first, nothing was changed:\n%v", file, err)
-	}
-	var exists []string
-	replaced = make([]bool, len(names))
-	for i, name := range names {
-		if !slices.ContainsFunc(existing, func(s serverConfig) bool { return s.Name == name }) {
-			continue
-		}
-		if !replace {
-			exists = append(exists, fmt.Sprintf("%q", name))
-			continue
-		}
-		var found bool
-		data, found = removeServerTables(data, name)
-		if !found {
-			return nil, nil, fmt.Errorf("server %q in %s is not written as [mcp_servers.%s] tables, so it cannot be replaced; edit the file by hand", name, file, tomlKey(name))
-		}
-		replaced[i] = true
-	}
-	if len(exists) > 0 {
-		return nil, nil, usageError("%s already defines server %s; give --replace to overwrite, or remove it with harnessd mcp remove (nothing was changed)", file, strings.Join(exists, ", "))
-	}
-	var tables []string
-	for _, name := range names {
-		tables = append(tables, serverTOML(name, servers[name]))
-	}
-	data = appendServerTable(data, strings.Join(tables, "\n"))
-	if err := checkConfigData(file, data); err != nil {
-		return nil, nil, err
-	}
-	return data, replaced, nil
+	return err
 }
 
 const mcpRemoveUsage = `Usage: harnessd mcp remove NAME [flags]
 
 Removes the [mcp_servers.NAME] tables (and the comment lines just above
 them) from $HARNESS_HOME/config.toml (or the workspace's with --scope
-workspace), leaving the rest of the file as it was.
+workspace), leaving the rest of the file as it was, then tells the
+daemon at HARNESS_ADDR as mcp add does.
 
 `
 
 // mcpRemove implements "harnessd mcp remove".
-func (a *app) mcpRemove(_ context.Context, args []string) error {
+func (a *app) mcpRemove(ctx context.Context, args []string) error {
 	var f editFlags
 	fs := newFlagSet("mcp remove", a.stderr, mcpRemoveUsage)
 	f.register(fs, a.getenv)
@@ -215,21 +176,21 @@ func (a *app) mcpRemove(_ context.Context, args []string) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	data, err := readConfigFile(file)
-	if err != nil {
+	out, err := planRemoveServer(file, name)
+	var refusal *editRefusal
+	switch {
+	case errors.As(err, &refusal) && refusal.kind == refusedUnknown:
+		return usageError("mcp remove: %v (see harnessd mcp list; --scope picks the file)", err)
+	case errors.As(err, &refusal) && refusal.kind == refusedHandWritten:
+		return fmt.Errorf("mcp remove: %v; edit the file by hand", err)
+	case err != nil:
 		return err
-	}
-	out, found := removeServerTables(data, name)
-	if !found {
-		if servers, _ := fileServers(file, data); slices.ContainsFunc(servers, func(s serverConfig) bool { return s.Name == name }) {
-			return fmt.Errorf("mcp remove: server %q in %s is not written as [mcp_servers.%s] tables; edit the file by hand", name, file, tomlKey(name))
-		}
-		return usageError("mcp remove: %s defines no server %q (see harnessd mcp list; --scope picks the file)", file, name)
 	}
 	if err := writeConfigFile(file, out); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.stdout, "removed server %q from %s\n", name, file)
+	a.tellDaemon(ctx, file)
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 // configuration.
 
 // mcpImport implements "harnessd mcp import".
-func (a *app) mcpImport(_ context.Context, args []string) error {
+func (a *app) mcpImport(ctx context.Context, args []string) error {
 	var f editFlags
 	var dryRun bool
 	fs := newFlagSet("mcp import", a.stderr, mcpImportUsage)
@@ -70,12 +70,13 @@ func (a *app) mcpImport(_ context.Context, args []string) error {
 		// The write's refusals too (names the file has, names that
 		// clash), so that a dry run that passes would write.
 		_, _, err := planSplice(file, servers, names, f.replace)
-		return err
+		return spliceHint(err)
 	}
 	if _, err := spliceServers(file, servers, names, f.replace); err != nil {
-		return err
+		return spliceHint(err)
 	}
 	fmt.Fprintf(a.stdout, "wrote %d %s to %s\n", len(names), plural(len(names), "server"), file)
+	a.tellDaemon(ctx, file)
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -114,8 +115,9 @@ func (o serveOptions) checkAuth(keys []authKey) error {
 
 // A daemon is harnessd serve once started: the API server on its
 // listener, the registry of global servers, the runs and their store.
-// Only serve's goroutine calls its methods; what reload changes is safe
-// for concurrent use by the API and the runs.
+// Only serve's goroutine calls its methods, but for reload and editConfig,
+// which the API calls too; what they change is safe for concurrent use by
+// the API and the runs.
 type daemon struct {
 	opts serveOptions
 	// load reads the configuration again on reload.
@@ -142,6 +144,10 @@ type daemon struct {
 	// stopping is closed at shutdown, once the runs ended: it ends the
 	// event streams that are left.
 	stopping chan struct{}
+
+	// reloadMu serialises reloads (SIGHUP, the API) and edits of the
+	// config files through the API (editConfig).
+	reloadMu sync.Mutex
 }
 
 // startDaemon loads the configuration, listens, stops what a previous
@@ -270,6 +276,7 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 	d.api.audit = d.audit
 	d.schedules = newScheduler(d.runs, cfg.Schedules, nil, logger)
 	d.api.schedules = d.schedules
+	d.api.manager = d
 	// The API and the servers are starting: a schedule that names another
 	// tenant's conversation is not worth stopping them for (a reload
 	// refuses it); each of its runs is refused and says why.

@@ -82,6 +82,10 @@ type loadOptions struct {
 	Home, Workspace string
 	Getenv          func(string) (string, bool)
 	Logger          *slog.Logger
+	// Files holds contents read instead of the file at a path: an edit
+	// is checked as the whole configuration it would make before it is
+	// written. Nil reads every file from disk.
+	Files map[string][]byte
 }
 
 // A tomlConfig is one config.toml file.
@@ -164,7 +168,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 	}
 	cfg := &config{Audit: defaultAudit()}
 	err = errors.Join(
-		cfg.readFiles(configPaths(opts.Home, opts.Workspace), opts.Getenv),
+		cfg.readFiles(configPaths(opts.Home, opts.Workspace), opts.Files, opts.Getenv),
 		cfg.addEnvServers(opts.Getenv, opts.Logger),
 		cfg.applyEnvLimits(opts.Getenv),
 		cfg.applyEnvBudgets(opts.Getenv),
@@ -214,11 +218,15 @@ func configPaths(home, workspace string) []string {
 }
 
 // readFiles layers the TOML files at paths (a missing one is skipped) onto
-// cfg, in order, and returns every problem found, joined.
-func (cfg *config) readFiles(paths []string, getenv func(string) (string, bool)) error {
+// cfg, in order, and returns every problem found, joined. A path in
+// override is read from there instead of the disk.
+func (cfg *config) readFiles(paths []string, override map[string][]byte, getenv func(string) (string, bool)) error {
 	var errs []error
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
+		if o, ok := override[p]; ok {
+			data, err = o, nil
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -161,15 +161,23 @@ func unescapeTOMLBasic(s string) string {
 
 // removeServerTables returns data without the tables of server name
 // ([mcp_servers.<name>] and its sub-tables), and whether there were any.
-// A block at the end of the file takes the blank lines above it along, so
-// that appending a table and removing it again gives back the same bytes.
 func removeServerTables(data []byte, name string) ([]byte, bool) {
+	return removeBlocks(data, func(b tomlBlock) bool {
+		return len(b.path) >= 2 && b.path[0] == "mcp_servers" && b.path[1] == name
+	})
+}
+
+// removeBlocks returns data without the blocks that match, and whether
+// there were any. A block at the end of the file takes the blank lines
+// above it along, so that appending a table and removing it again gives
+// back the same bytes.
+func removeBlocks(data []byte, match func(tomlBlock) bool) ([]byte, bool) {
 	blocks := tomlBlocks(data)
 	var out []byte
 	prev := 0
 	found := false
 	for _, b := range blocks {
-		if len(b.path) < 2 || b.path[0] != "mcp_servers" || b.path[1] != name {
+		if !match(b) {
 			continue
 		}
 		found = true
@@ -201,61 +209,109 @@ func appendServerTable(data []byte, table string) []byte {
 	return append(out, table...)
 }
 
-// serverTOML returns the [mcp_servers.<name>] table of raw, with the
-// fields in the order of rawServer's and env and headers as inline
-// tables. Values are written as given: ${VAR} stays a reference.
+// serverTOML returns the [mcp_servers.<name>] table of raw: its set
+// fields in the order of rawServer's (tomlFields). Values are written as
+// given: ${VAR} stays a reference.
 func serverTOML(name string, raw rawServer) string {
+	return fmt.Sprintf("[mcp_servers.%s]\n", tomlKey(name)) + tomlFields(reflect.ValueOf(raw))
+}
+
+// scheduleTOML returns the [[schedules]] table of raw, its set fields in
+// the order of rawSchedule's.
+func scheduleTOML(raw rawSchedule) string {
+	return "[[schedules]]\n" + tomlFields(reflect.ValueOf(raw))
+}
+
+// tomlFields returns the fields of the struct v that are set as
+// "key = value" lines, in field order, under their toml tags (fields
+// tagged "-" are left out). Unset is the zero value of a string, number
+// or bool and nil for a pointer, list or map; an empty list or map that is
+// not nil is written ([] means none). Maps and structs are inline tables,
+// maps with their keys sorted.
+func tomlFields(v reflect.Value) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[mcp_servers.%s]\n", tomlKey(name))
-	str := func(key string, v *string) {
-		if v != nil {
-			fmt.Fprintf(&b, "%s = %s\n", key, tomlString(*v))
+	for i := range v.NumField() {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("toml"), ",")
+		if key == "" || key == "-" {
+			continue
 		}
-	}
-	list := func(key string, v []string) {
-		if v == nil {
-			return
+		if text, set := tomlValue(v.Field(i)); set {
+			fmt.Fprintf(&b, "%s = %s\n", key, text)
 		}
-		quoted := make([]string, len(v))
-		for i, s := range v {
-			quoted[i] = tomlString(s)
-		}
-		fmt.Fprintf(&b, "%s = [%s]\n", key, strings.Join(quoted, ", "))
-	}
-	table := func(key string, m map[string]string) {
-		if m == nil {
-			return
-		}
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			parts = append(parts, tomlKey(k)+" = "+tomlString(m[k]))
-		}
-		fmt.Fprintf(&b, "%s = { %s }\n", key, strings.Join(parts, ", "))
-	}
-	nonEmpty := func(s string) *string {
-		if s == "" {
-			return nil
-		}
-		return &s
-	}
-	str("transport", raw.Transport)
-	str("command", nonEmpty(raw.Command))
-	list("args", raw.Args)
-	str("url", nonEmpty(raw.URL))
-	table("env", raw.Env)
-	str("cwd", nonEmpty(raw.Cwd))
-	table("headers", raw.Headers)
-	str("timeout", raw.Timeout)
-	str("startup_timeout", raw.StartupTimeout)
-	if raw.Enabled != nil {
-		fmt.Fprintf(&b, "enabled = %t\n", *raw.Enabled)
-	}
-	list("include_tools", raw.IncludeTools)
-	list("exclude_tools", raw.ExcludeTools)
-	if raw.MaxMessageBytes != nil {
-		fmt.Fprintf(&b, "max_message_bytes = %d\n", *raw.MaxMessageBytes)
 	}
 	return b.String()
+}
+
+// tomlValue returns v as a TOML value and whether it is set (see
+// tomlFields). It knows the kinds the config's tables use.
+func tomlValue(v reflect.Value) (string, bool) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return "", false
+		}
+		text, _ := tomlValue(v.Elem())
+		if v.Elem().Kind() == reflect.Struct {
+			return text, true
+		}
+		return tomlSetValue(v.Elem()), true
+	case reflect.Slice, reflect.Map:
+		if v.IsNil() {
+			return "", false
+		}
+	case reflect.Struct:
+		var parts []string
+		for _, line := range strings.Split(strings.TrimSuffix(tomlFields(v), "\n"), "\n") {
+			if line != "" {
+				parts = append(parts, line)
+			}
+		}
+		return "{ " + strings.Join(parts, ", ") + " }", true
+	}
+	if v.IsZero() {
+		return "", false
+	}
+	return tomlSetValue(v), true
+}
+
+// tomlSetValue returns v, a set value, as TOML: strings quoted, floats with
+// a fraction (so TOML reads a float), lists in brackets, maps as inline
+// tables with their keys sorted.
+func tomlSetValue(v reflect.Value) string {
+	switch v.Kind() {
+	case reflect.String:
+		return tomlString(v.String())
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	case reflect.Int, reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	case reflect.Float64:
+		text := strconv.FormatFloat(v.Float(), 'f', -1, 64)
+		if !strings.Contains(text, ".") {
+			text += ".0"
+		}
+		return text
+	case reflect.Slice:
+		quoted := make([]string, v.Len())
+		for i := range v.Len() {
+			quoted[i] = tomlSetValue(v.Index(i))
+		}
+		return "[" + strings.Join(quoted, ", ") + "]"
+	case reflect.Map:
+		keys := make([]string, 0, v.Len())
+		for _, k := range v.MapKeys() {
+			keys = append(keys, k.String())
+		}
+		slices.Sort(keys)
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, tomlKey(k)+" = "+tomlSetValue(v.MapIndex(reflect.ValueOf(k))))
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
+	}
+	// A kind no table has yet: written as a string, which the check of
+	// the edited file refuses, naming the field.
+	return tomlString(fmt.Sprint(v.Interface()))
 }
 
 // tomlKey returns k as a TOML key: bare when it can be, quoted otherwise.

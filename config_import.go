@@ -480,6 +480,7 @@ each ${VAR} it writes that is not set in this environment: such a server
 fails to start until the variable is set where harnessd runs. A server
 that the file already defines is not overwritten unless --replace is
 given; --dry-run prints the tables and refuses what the write would.
+After writing, it tells the daemon at HARNESS_ADDR as mcp add does.
 
 `
 

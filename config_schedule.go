@@ -22,26 +22,30 @@ const (
 )
 
 // scheduleFields lists the keys of a [[schedules]] table, for hints.
-const scheduleFields = "name, cron, timezone, prompt, profile, model, max_steps, webhook_url, max_tokens, max_cost_usd, max_duration, conversation_id, tenant, overlap, catch_up"
+const scheduleFields = "name, cron, timezone, prompt, profile, model, max_steps, webhook_url, max_tokens, max_cost_usd, max_duration, conversation_id, tenant, overlap, catch_up, paused"
 
-// A rawSchedule is one [[schedules]] table as written. Comparable: a
-// reload keeps the state of a schedule whose table is unchanged.
+// A rawSchedule is one [[schedules]] table as written, or the body of
+// POST /v1/schedules. Comparable: a reload keeps the state of a schedule
+// whose table is unchanged.
 type rawSchedule struct {
-	Name           string  `toml:"name"`
-	Cron           string  `toml:"cron"`
-	Timezone       string  `toml:"timezone"`
-	Prompt         string  `toml:"prompt"`
-	Profile        string  `toml:"profile"`
-	Model          string  `toml:"model"`
-	MaxSteps       int     `toml:"max_steps"`
-	WebhookURL     string  `toml:"webhook_url"`
-	MaxTokens      int64   `toml:"max_tokens"`
-	MaxCostUSD     float64 `toml:"max_cost_usd"`
-	MaxDuration    string  `toml:"max_duration"`
-	ConversationID string  `toml:"conversation_id"`
-	Tenant         string  `toml:"tenant"`
-	Overlap        string  `toml:"overlap"`
-	CatchUp        bool    `toml:"catch_up"`
+	Name           string  `json:"name" toml:"name"`
+	Cron           string  `json:"cron" toml:"cron"`
+	Timezone       string  `json:"timezone" toml:"timezone"`
+	Prompt         string  `json:"prompt" toml:"prompt"`
+	Profile        string  `json:"profile" toml:"profile"`
+	Model          string  `json:"model" toml:"model"`
+	MaxSteps       int     `json:"max_steps" toml:"max_steps"`
+	WebhookURL     string  `json:"webhook_url" toml:"webhook_url"`
+	MaxTokens      int64   `json:"max_tokens" toml:"max_tokens"`
+	MaxCostUSD     float64 `json:"max_cost_usd" toml:"max_cost_usd"`
+	MaxDuration    string  `json:"max_duration" toml:"max_duration"`
+	ConversationID string  `json:"conversation_id" toml:"conversation_id"`
+	Tenant         string  `json:"tenant" toml:"tenant"`
+	Overlap        string  `json:"overlap" toml:"overlap"`
+	CatchUp        bool    `json:"catch_up" toml:"catch_up"`
+	// Paused stops the schedule firing until it is resumed; it can still
+	// be run on request.
+	Paused bool `json:"paused" toml:"paused"`
 }
 
 // A scheduleConfig is one checked schedule: its table as written (with

@@ -63,8 +63,13 @@ type serverStatus struct {
 	Error           string          `json:"error,omitempty"`
 	StderrTail      string          `json:"stderr_tail,omitempty"` // stdio, not ready: the end of its stderr
 	Restarts        int             `json:"restarts"`
-	NextRetry       *time.Time      `json:"next_retry,omitempty"`
-	Tools           []statusTool    `json:"tools"`
+	// Approval is which of the server's calls wait for an operator
+	// (never, writes, always), ApprovalTools the tools whose calls
+	// always do.
+	Approval      string       `json:"approval"`
+	ApprovalTools []string     `json:"approval_tools,omitempty"`
+	NextRetry     *time.Time   `json:"next_retry,omitempty"`
+	Tools         []statusTool `json:"tools"`
 	// Skills are those the server lists (skills extension); none when it
 	// does not declare the extension.
 	Skills []statusSkill `json:"skills,omitempty"`
@@ -200,6 +205,7 @@ func (s *managedServer) snapshot() serverStatus {
 		Status:    status,
 		Restarts:  s.restarts,
 		Tools:     []statusTool{},
+		Approval:  stricterApproval(s.cfg.Approval, ""), ApprovalTools: s.cfg.ApprovalTools,
 	}
 	if s.client != nil {
 		st.ProtocolVersion = s.client.protocolVersion()

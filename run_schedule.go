@@ -92,7 +92,7 @@ func newScheduler(runs *runManager, schedules []scheduleConfig, clock schedClock
 func (s *scheduler) start() {
 	s.mu.Lock()
 	for _, name := range s.order {
-		if st := s.states[name]; st.cfg.CatchUp {
+		if st := s.states[name]; st.cfg.CatchUp && !st.cfg.Paused {
 			s.fireLocked(st, "catch_up")
 		}
 	}
@@ -170,8 +170,11 @@ func (s *scheduler) fireDue() time.Time {
 }
 
 // nextFire returns the first fire time of s after after, zero when it
-// never fires again.
+// never fires again or is paused.
 func (s scheduleConfig) nextFire(after time.Time) time.Time {
+	if s.Paused {
+		return time.Time{}
+	}
 	t, _ := s.spec.next(after, s.location)
 	return t
 }
@@ -336,6 +339,7 @@ type scheduleView struct {
 	Timezone   string     `json:"timezone"`
 	Overlap    string     `json:"overlap"`
 	CatchUp    bool       `json:"catch_up"`
+	Paused     bool       `json:"paused"`
 	Source     string     `json:"source"`
 	NextRunAt  *time.Time `json:"next_run_at"`
 	LastFireAt *time.Time `json:"last_fire_at,omitempty"`
@@ -354,7 +358,7 @@ func (s *scheduler) list() []scheduleView {
 	out := make([]scheduleView, 0, len(s.order))
 	for _, name := range s.order {
 		st := s.states[name]
-		v := scheduleView{Name: name, Cron: st.cfg.Cron, Timezone: st.cfg.Timezone, Overlap: st.cfg.Overlap, CatchUp: st.cfg.CatchUp,
+		v := scheduleView{Name: name, Cron: st.cfg.Cron, Timezone: st.cfg.Timezone, Overlap: st.cfg.Overlap, CatchUp: st.cfg.CatchUp, Paused: st.cfg.Paused,
 			Source: st.cfg.Source, LastError: st.lastErr, Queued: st.queued, Skipped: st.skipped}
 		if !st.next.IsZero() {
 			t := st.next.In(st.cfg.location)
@@ -385,7 +389,10 @@ func printSchedules(w io.Writer, schedules []scheduleConfig, now time.Time) {
 			times = append(times, t.In(s.location).Format(time.RFC3339))
 		}
 		next := strings.Join(times, ", ")
-		if next == "" {
+		switch {
+		case s.Paused:
+			next = "none: paused"
+		case next == "":
 			next = "never"
 		}
 		fmt.Fprintf(w, "schedule %q: %s (%s, overlap %s): next %s\n", s.Name, s.Cron, s.Timezone, s.Overlap, next)

@@ -287,6 +287,9 @@ func (s *fakeServer) listTools(id, params json.RawMessage) {
 		if s.mode == "sampler" {
 			tools = append(tools, tool("burst"))
 		}
+		if s.mode == "pid" {
+			tools = append(tools, tool("pid"))
+		}
 		if _, ok := os.LookupEnv(faultTagEnv); ok {
 			// The fault suite calls every tool through a run's catalog.
 			for _, name := range []string{"big", "noise", "stderr-flood", "server-requests", "unknown-messages", "grandchild"} {
@@ -373,6 +376,9 @@ func (s *fakeServer) call(id, params json.RawMessage) {
 		s.writeRaw([]byte(`{"hello":"world"}`))
 		other := s.ask(`"u1"`, "tasks/unheard_of")
 		s.reply(id, text(fmt.Sprintf("still here other=%s", other)))
+	case "pid":
+		// Which process answers: a restart gives another.
+		s.reply(id, text(strconv.Itoa(os.Getpid())))
 	case "grandchild":
 		exe, _ := os.Executable()
 		cmd := exec.Command(exe)

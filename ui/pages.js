@@ -4,6 +4,7 @@
 // returns nothing; signal aborts its timers and streams.
 import { h, clear, api, afterPress, statusBadge, cutText, pretty, fmtTime, safeURL } from './dom.js';
 import { runView } from './run.js';
+import { schemaForm } from './form.js';
 
 // every calls fn now and then every ms until signal aborts.
 export function every(ms, fn, signal) {
@@ -43,8 +44,11 @@ export function runPage(main, can, signal, id) {
 export function serversPage(main, can, signal) {
   const list = h('div', {});
   clear(main, h('h1', {}, 'Servers'), list);
-  const state = { open: new Set(), detail: new Map(), last: '' };
-  every(5000, async () => {
+  // tries keeps each server's "try a tool" panel and notes its action's
+  // outcome, so that a redraw moves them into the new card as they are.
+  const state = { open: new Set(), detail: new Map(), last: '', tries: new Map(), notes: new Map() };
+  state.refresh = () => { state.last = ''; load(); };
+  const load = async () => {
     try {
       const data = await api('GET', '/v1/mcp/servers', undefined, signal);
       await afterPress();
@@ -54,7 +58,8 @@ export function serversPage(main, can, signal) {
       clear(list, (data.servers || []).map((s) => serverCard(s, can, state, signal)));
       if (!data.servers || !data.servers.length) list.append(h('p', { class: 'meta' }, 'No global servers are configured.'));
     } catch (err) { if (!signal.aborted) { state.last = ''; clear(list, errorNote(err)); } }
-  }, signal);
+  };
+  every(5000, load, signal);
 }
 
 function toolItems(tools) {
@@ -75,8 +80,9 @@ function serverCard(s, can, state, signal) {
   tools.addEventListener('toggle', () => {
     if (tools.open) { state.open.add(s.name); load(); } else state.open.delete(s.name);
   });
+  const approval = (s.approval || 'never') + ((s.approval_tools || []).length ? ` · always for ${s.approval_tools.join(', ')}` : '');
   const facts = [
-    ['Transport', s.transport], ['Source', s.source], ['Protocol', s.protocol_version],
+    ['Transport', s.transport], ['Source', s.source], ['Approval', approval], ['Protocol', s.protocol_version],
     ['Server', s.server_info ? `${s.server_info.name} ${s.server_info.version || ''}` : ''], ['Restarts', String(s.restarts ?? 0)],
     ['Next retry', s.next_retry ? fmtTime(s.next_retry) : ''],
   ].filter(([, v]) => v);
@@ -86,7 +92,114 @@ function serverCard(s, can, state, signal) {
     s.error ? h('p', { class: 'error' }, s.error) : null,
     can.admin && s.stderr_tail ? h('details', {}, h('summary', {}, 'Stderr'), cutText(s.stderr_tail)) : null,
     can.admin && s.status === 'needs_auth' ? loginBox(s.name, signal) : null,
-    tools);
+    can.admin ? serverActions(s, state, signal) : null,
+    tools,
+    can.admin && s.status !== 'disabled' ? tryPanel(s.name, state, signal) : null);
+}
+
+// serverActions are an admin's buttons for a server: restart it, and
+// enable or disable it (written to its config file by the API, which
+// refuses servers that do not come from one and says why).
+function serverActions(s, state, signal) {
+  const note = state.notes.get(s.name) || h('div', { class: 'field-error', 'aria-live': 'polite' });
+  state.notes.set(s.name, note);
+  const path = `/v1/mcp/servers/${encodeURIComponent(s.name)}`;
+  const act = (what, sub, done) => async (e) => {
+    e.target.disabled = true;
+    note.textContent = '';
+    try {
+      await api('POST', path + sub, {}, signal);
+      note.textContent = done;
+      state.refresh();
+    } catch (err) { if (!signal.aborted) { note.textContent = `${what}: ${err.message}`; e.target.disabled = false; } }
+  };
+  const disabled = s.status === 'disabled';
+  return h('div', {}, h('div', { class: 'row' },
+    disabled ? null : h('button', { type: 'button', onclick: act('Restart', '/restart', 'Restarted: a new connection is starting.') }, 'Restart'),
+    disabled ? h('button', { type: 'button', onclick: act('Enable', '/enable', 'Enabled; it is starting.') }, 'Enable')
+      : h('button', { type: 'button', class: 'danger', onclick: act('Disable', '/disable', 'Disabled: enabled = false is in its config file.') }, 'Disable')), note);
+}
+
+// tryPanel is the form that calls one of a server's tools through the API
+// (POST /v1/mcp/servers/{name}/tools/{tool}/call) and shows the result.
+// Its arguments are a form from the tool's input schema when the schema
+// is flat, else JSON. It lives in state.tries: redraws keep what was typed
+// and the last result.
+function tryPanel(name, state, signal) {
+  if (state.tries.has(name)) return state.tries.get(name);
+  const id = 'try-' + name.replace(/[^A-Za-z0-9_-]/g, '');
+  const tool = h('select', { id: id + '-tool' }, h('option', { value: '' }, 'Choose a tool…'));
+  const args = h('div', {});
+  const result = h('div', { 'aria-live': 'polite' });
+  const submit = h('button', { type: 'submit', class: 'primary', disabled: true }, 'Call');
+  let tools = [];
+  let read = null;
+  const choose = () => {
+    const t = tools.find((x) => x.server_tool === tool.value);
+    submit.disabled = !t;
+    read = t ? argumentsForm(t.input_schema, id, args) : null;
+  };
+  tool.addEventListener('change', choose);
+  const panel = h('details', { class: 'try' }, h('summary', {}, 'Try a tool'),
+    h('form', { 'aria-label': 'Try a tool of ' + name, onsubmit: async (e) => {
+      e.preventDefault();
+      const r = read && read();
+      if (!r || !r.ok) return;
+      submit.disabled = true;
+      clear(result, h('p', { class: 'meta' }, 'Calling…'));
+      try {
+        const res = await api('POST', `/v1/mcp/servers/${encodeURIComponent(name)}/tools/${encodeURIComponent(tool.value)}/call`, { arguments: r.content }, signal);
+        const isError = res.result && res.result.isError;
+        clear(result, h('p', { class: isError ? 'error' : 'meta' }, isError ? 'The tool reported an error:' : 'Result:'),
+          cutText(resultText(res.result), 4000, 'pre'));
+      } catch (err) { if (!signal.aborted) clear(result, h('p', { class: 'error', role: 'alert' }, err.message)); }
+      submit.disabled = false;
+    } },
+    h('label', { for: id + '-tool' }, 'Tool'), tool, args, h('div', { class: 'row' }, submit), result));
+  panel.addEventListener('toggle', async () => {
+    if (!panel.open || tools.length) return;
+    try {
+      const d = await api('GET', `/v1/mcp/servers/${encodeURIComponent(name)}`, undefined, signal);
+      tools = d.tools || [];
+      tool.append(...tools.map((t) => h('option', { value: t.server_tool }, t.server_tool)));
+    } catch (err) { if (!signal.aborted) clear(result, h('p', { class: 'error' }, err.message)); }
+  });
+  state.tries.set(name, panel);
+  return panel;
+}
+
+// argumentsForm fills el with the fields of a tool's input schema and
+// returns its read(): {ok, content}. A schema of flat properties gets a
+// field each (form.js); any other, a JSON box.
+function argumentsForm(schema, id, el) {
+  const props = (schema && schema.properties) || {};
+  const flat = Object.values(props).every((p) => p && (['string', 'number', 'integer', 'boolean'].includes(p.type) || Array.isArray(p.enum)));
+  if (flat) {
+    const f = schemaForm(schema, id + '-arg');
+    clear(el, f.el);
+    return () => f.read();
+  }
+  const box = h('textarea', { id: id + '-json', rows: 4 }, '{}');
+  const error = h('div', { class: 'field-error', 'aria-live': 'polite' });
+  clear(el, h('label', { for: id + '-json' }, 'Arguments ', h('span', { class: 'hint' }, '(a JSON object)')), box, error);
+  return () => {
+    try {
+      const content = JSON.parse(box.value || '{}');
+      if (!content || typeof content !== 'object' || Array.isArray(content)) throw new Error('not an object');
+      error.textContent = '';
+      return { ok: true, content };
+    } catch (err) {
+      error.textContent = 'Arguments: write a JSON object, like {"name": "value"} (' + err.message + ')';
+      return { ok: false };
+    }
+  };
+}
+
+// resultText is a tool result as text: its text blocks, else the whole
+// result as JSON.
+function resultText(res) {
+  const texts = ((res && res.content) || []).filter((c) => c.type === 'text').map((c) => c.text);
+  return texts.length ? texts.join('\n') : pretty(res || {});
 }
 
 // loginBox runs an OAuth login for a server: it opens the authorization
