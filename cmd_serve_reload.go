@@ -60,11 +60,6 @@ func (d *daemon) editConfig(file string, plan func() ([]byte, error)) error {
 	return d.apply(cfg, begun)
 }
 
-// A configRefusal is a configuration that harnessd would not load.
-type configRefusal struct{ err error }
-
-func (e *configRefusal) Error() string { return e.err.Error() }
-
 // configFiles returns the config.toml files harnessd reads, lowest
 // precedence first (whether they exist or not).
 func (d *daemon) configFiles() []string {

@@ -214,3 +214,8 @@ func fileDefinesSchedule(data []byte, name string) bool {
 	toml.Decode(string(data), &doc) // the file was checked
 	return slices.ContainsFunc(doc.Schedules, func(s rawSchedule) bool { return s.Name == name })
 }
+
+// A configRefusal is a configuration that harnessd would not load.
+type configRefusal struct{ err error }
+
+func (e *configRefusal) Error() string { return e.err.Error() }
