@@ -106,10 +106,15 @@ type auditLog struct {
 // openAuditLog opens the trail in dir, creating it, and picks up the
 // chain where the newest file ends. Its syncer runs until close.
 func openAuditLog(dir string, s auditSettings, logger *slog.Logger) (*auditLog, error) {
+	return openAuditLogClock(dir, s, logger, time.Now)
+}
+
+// openAuditLogClock is openAuditLog with the clock now (tests set it).
+func openAuditLogClock(dir string, s auditSettings, logger *slog.Logger, now func() time.Time) (*auditLog, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	l := &auditLog{dir: dir, settings: s, logger: orDiscard(logger), now: time.Now, prev: zeroHash,
+	l := &auditLog{dir: dir, settings: s, logger: orDiscard(logger), now: now, prev: zeroHash,
 		refused: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
 	files, err := auditFiles(dir)
 	if err != nil {

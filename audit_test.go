@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -15,24 +16,36 @@ import (
 // days, every kind of tampering found and named, retention, and
 // harnessd audit verify.
 
-// auditClock is a settable clock for an auditLog.
-type auditClock struct{ t time.Time }
+// auditClock is a settable clock for an auditLog. Safe for concurrent use.
+type auditClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
-func (c *auditClock) now() time.Time { return c.t }
+func (c *auditClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *auditClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
 
 // writeTrail writes n tool-call records into a fresh trail in dir, the
 // first half on one day and the rest on the next, and closes it.
 func writeTrail(t *testing.T, dir string, n int) {
 	t.Helper()
 	clock := &auditClock{t: time.Date(2026, 12, 4, 23, 59, 0, 0, time.UTC)}
-	l, err := openAuditLog(dir, auditSettings{}, nil)
+	l, err := openAuditLogClock(dir, auditSettings{}, nil, clock.now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.now = clock.now
 	for i := range n {
 		if i == n/2 {
-			clock.t = clock.t.Add(2 * time.Minute) // the next day
+			clock.add(2 * time.Minute) // the next day
 		}
 		l.record(auditRecord{Type: auditToolCall, Key: "ci", Run: "run_1", Server: "github", Tool: "mcp_github_search", ArgsSHA256: strings.Repeat("a", 64), ArgsBytes: i, Outcome: "ok"})
 	}

@@ -26,8 +26,8 @@ func TestJSONFieldsHints(t *testing.T) {
 		v    any
 		want string
 	}{
-		{"run request", &runRequest{}, "prompt, profile, model, system_prompt, max_steps, mcp_servers, interactive, input_timeout, roots, conversation_id, webhook_url, approval, max_tokens, max_cost_usd, max_duration, temperature, top_p, reasoning_effort"},
-		{"api key", &rawAuthKey{}, "name, token, token_sha256, scopes, tenant"},
+		{"run request", &runRequest{}, "prompt, profile, model, system_prompt, max_steps, mcp_servers, interactive, input_timeout, roots, conversation_id, webhook_url, approval, max_tokens, max_cost_usd, max_duration, temperature, top_p, reasoning_effort, title"},
+		{"api key", &rawAuthKey{}, "name, token, token_sha256, scopes, tenant, tools, servers, rate"},
 		{"embedded, untagged, omitempty, skipped", sample{}, "deep, Plain, tagged"},
 		{"not a struct", map[string]string{}, ""},
 	}

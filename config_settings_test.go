@@ -46,7 +46,7 @@ func TestAuthKeys(t *testing.T) {
 		{name: "same token", env: `[{"name":"a","token":"0123456789abcdef-token","scopes":["admin"]},{"name":"b","token_sha256":"` + tokenHash + `","scopes":["runs:read"]}]`,
 			wantErr: `auth keys "a" (HARNESS_API_KEYS) and "b" (HARNESS_API_KEYS) have the same token; give each its own token`},
 		{name: "unknown env field", env: `[{"name":"a","secret":"x"}]`,
-			wantErr: `HARNESS_API_KEYS[0]: unknown field "secret"; valid fields are name, token, token_sha256, scopes, tenant`},
+			wantErr: `HARNESS_API_KEYS[0]: unknown field "secret"; valid fields are name, token, token_sha256, scopes, tenant, tools, servers, rate`},
 		{name: "not array", env: `{}`,
 			wantErr: `HARNESS_API_KEYS: not a JSON array; write [{"name": ..., "token": ..., "scopes": [...]}]`},
 	}
