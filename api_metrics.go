@@ -12,7 +12,8 @@ import (
 
 // This file holds the Prometheus metrics: tool calls by outcome with a
 // latency histogram, runs by status, servers up, configuration reloads,
-// and the replays and event streams dropped, written as text.
+// the replays and event streams dropped, and the spans exported and
+// dropped, written as text.
 
 // latencyBuckets are the tool-call histogram's upper bounds, in seconds.
 var latencyBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
@@ -46,6 +47,9 @@ type metrics struct {
 	// outsideSampling counts sampling outside runs' calls; set once at
 	// start (nil for none) and counted by itself.
 	outsideSampling *outsideSamplingBudget
+	// tracer's exporter counts the spans exported and dropped; set once
+	// at start (nil when tracing is off) and counted by itself.
+	tracer *tracer
 }
 
 // A histogram is one server's tool-call latencies; guarded by metrics.mu.
@@ -198,6 +202,7 @@ func (m *metrics) write(w io.Writer, servers []serverStatus, store storeHealth) 
 		fmt.Fprintf(&b, "harnessd_webhook_deliveries_total{outcome=%q} %d\n", outcome, m.webhooks[outcome])
 	}
 	m.outsideSampling.writeMetrics(&b)
+	writeTelemetryMetrics(&b, m.tracer.counts())
 	io.WriteString(w, b.String())
 }
 
@@ -317,6 +322,17 @@ func (m *metrics) writeStreamsLocked(b *strings.Builder) {
 	fmt.Fprintf(b, "harnessd_replays_refused_total %d\n", m.replaysRefused)
 	b.WriteString("# HELP harnessd_event_streams_dropped_total Event streams dropped because their client took nothing for max_stream_write_seconds.\n# TYPE harnessd_event_streams_dropped_total counter\n")
 	fmt.Fprintf(b, "harnessd_event_streams_dropped_total %d\n", m.streamsDropped)
+}
+
+// writeTelemetryMetrics renders the counters of the span exporter (all
+// zero while tracing is off).
+func writeTelemetryMetrics(b *strings.Builder, c telemetryCounts) {
+	b.WriteString("# HELP harnessd_telemetry_spans_exported_total Spans the OTLP collector accepted.\n# TYPE harnessd_telemetry_spans_exported_total counter\n")
+	fmt.Fprintf(b, "harnessd_telemetry_spans_exported_total %d\n", c.exported)
+	b.WriteString("# HELP harnessd_telemetry_spans_dropped_total Spans lost: the export queue was full (a slow or dead collector), an export failed or was refused, or shutdown cut it short.\n# TYPE harnessd_telemetry_spans_dropped_total counter\n")
+	fmt.Fprintf(b, "harnessd_telemetry_spans_dropped_total %d\n", c.dropped)
+	b.WriteString("# HELP harnessd_telemetry_export_errors_total OTLP export requests that failed (no answer in time, or not a 2xx).\n# TYPE harnessd_telemetry_export_errors_total counter\n")
+	fmt.Fprintf(b, "harnessd_telemetry_export_errors_total %d\n", c.exportErrors)
 }
 
 // promLabelEscaper escapes a label value for the exposition format.

@@ -57,6 +57,11 @@ type config struct {
 	// Budgets are the default budgets of runs (run_budget.go) the files
 	// and environment set.
 	Budgets budgetSettings
+	// telemetryFiles is the [telemetry] of the files, merged; Telemetry
+	// the tracing options with the OTEL_ variables applied
+	// (config_telemetry.go).
+	telemetryFiles telemetrySettings
+	Telemetry      telemetryOptions
 	// Files lists the TOML files that existed and were read, in order.
 	Files []string
 }
@@ -93,6 +98,7 @@ type tomlConfig struct {
 	} `toml:"connect_mcp"`
 	Webhooks  tomlWebhooks  `toml:"webhooks"`
 	Schedules []rawSchedule `toml:"schedules"`
+	Telemetry tomlTelemetry `toml:"telemetry"`
 
 	// The budget of sampling outside runs' calls (input_budget.go).
 	MaxOutsideSamplingRequests *int64 `toml:"max_outside_sampling_requests"`
@@ -119,6 +125,7 @@ type configLayer struct {
 	webhooks       webhookSettings
 	schedules      []scheduleConfig
 	budgets        budgetSettings
+	telemetry      telemetrySettings
 	// outsideSampling is what the file sets of the budget of sampling
 	// outside runs' calls.
 	outsideSampling outsideSamplingSettings
@@ -138,7 +145,8 @@ func defaultHome(getenv func(string) (string, bool)) (string, error) {
 
 // loadConfig reads $HARNESS_HOME/config.toml, <workspace>/.harness/config.toml
 // (each optional) and the HARNESS_ variables (servers, keys, model, limits,
-// budgets, retention, outside sampling, webhook secret), and returns the
+// budgets, retention, outside sampling, webhook secret) and OTEL_ ones
+// (telemetry), and returns the
 // merged, validated config. A server in the workspace file
 // replaces the home file's server of the same name whole; [model] merges
 // field by field; [[auth.keys]] merge by name; allow_hosts is replaced
@@ -162,6 +170,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 		cfg.applyEnvOutsideSampling(opts.Getenv),
 		cfg.addEnvKeys(opts.Getenv),
 		cfg.applyEnvWebhooks(opts.Getenv),
+		cfg.applyEnvTelemetry(opts.Getenv),
 	)
 	return cfg, err
 }
@@ -234,6 +243,7 @@ func (cfg *config) readFiles(paths []string, getenv func(string) (string, bool))
 		cfg.Webhooks.merge(layer.webhooks)
 		cfg.Schedules = mergeByName(cfg.Schedules, layer.schedules, func(s scheduleConfig) string { return s.Name })
 		cfg.Budgets.merge(layer.budgets)
+		cfg.telemetryFiles.merge(layer.telemetry)
 	}
 	// Each file checked its own names; what is left is a clash between
 	// a home and a workspace server.
@@ -319,6 +329,7 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	layer.schedules, err = parseSchedules(file, doc.Schedules)
 	errs = append(errs, err)
 	layer.budgets = doc.tomlBudgets.settings(file)
+	layer.telemetry = doc.Telemetry.settings(file)
 	return layer, errors.Join(errs...)
 }
 

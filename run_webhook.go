@@ -256,7 +256,10 @@ type webhookSender struct {
 	metrics *metrics
 	secret  func() string // the [webhooks] secret now; "" signs nothing
 	timing  webhookTiming
-	wg      sync.WaitGroup
+	// tracer traces each attempt, as a child of the run's span; nil
+	// traces nothing.
+	tracer *tracer
+	wg     sync.WaitGroup
 }
 
 // A webhookTiming is the retry schedule of deliveries; zero fields take
@@ -449,7 +452,9 @@ func (s *webhookSender) deliver(r *run) {
 			case <-timer.C:
 			}
 		}
+		sp := s.startAttemptSpan(r, typ, attempt)
 		err := s.post(target, untrusted, body)
+		endAttemptSpan(sp, err)
 		if s.ctx.Err() != nil {
 			stopped()
 			return // shutdown cut the attempt: it stays pending
