@@ -332,7 +332,8 @@ func (d serverDiff) summary() []any {
 // restartSettings returns the names of the settings that differ between
 // the configuration harnessd started with and next and that a reload does
 // not apply: the run limits, the retention of finished runs, the budget of
-// sampling outside runs' calls, max_connections and allowed_hosts.
+// sampling outside runs' calls, max_connections, allowed_hosts and
+// [telemetry] (with the OTEL_ variables, read again).
 func restartSettings(started, next *config) []string {
 	var names []string
 	for _, s := range limitSettings {
@@ -350,6 +351,9 @@ func restartSettings(started, next *config) []string {
 	}
 	if !slices.Equal(started.AllowedHosts, next.AllowedHosts) {
 		names = append(names, "allowed_hosts")
+	}
+	if !started.Telemetry.equal(next.Telemetry) {
+		names = append(names, "telemetry")
 	}
 	return names
 }

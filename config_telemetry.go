@@ -218,6 +218,12 @@ func parseOTLPHeaders(name, v string) (map[string]string, error) {
 	return h, nil
 }
 
+// equal reports whether o and p configure the same tracing.
+func (o telemetryOptions) equal(p telemetryOptions) bool {
+	return o.Endpoint == p.Endpoint && maps.Equal(o.Headers, p.Headers) && o.ServiceName == p.ServiceName &&
+		o.Sampler == p.Sampler && o.IncludeContent == p.IncludeContent && o.Timeout == p.Timeout
+}
+
 // secretValues returns the header values, which the redactor hides.
 func (o telemetryOptions) secretValues() []string {
 	return slices.Collect(maps.Values(o.Headers))

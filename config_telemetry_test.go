@@ -105,8 +105,7 @@ include_content = true
 				want.Timeout = defaultExportTimeout
 			}
 			got := cfg.Telemetry
-			if got.Endpoint != want.Endpoint || got.ServiceName != want.ServiceName || got.Sampler != want.Sampler ||
-				got.IncludeContent != want.IncludeContent || got.Timeout != want.Timeout || !equalHeaders(got.Headers, want.Headers) {
+			if !got.equal(want) {
 				t.Errorf("telemetry = %+v, want %+v", got, want)
 			}
 			for _, v := range want.Headers {
@@ -116,18 +115,4 @@ include_content = true
 			}
 		})
 	}
-}
-
-// equalHeaders reports whether a and b hold the same headers; nil and
-// empty are equal.
-func equalHeaders(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -45,7 +45,7 @@ func traceRunWithTwoCalls(t *testing.T, tr *tracer) []fakeRequest {
 
 func TestRunSpansNest(t *testing.T) {
 	c := newFakeCollector(t, false, 0)
-	tr := newTestTracer(t, c, spanBatchSize, time.Minute)
+	tr := newTestTracer(t, c.URL, spanBatchSize, time.Minute)
 	requests := traceRunWithTwoCalls(t, tr)
 	if err := tr.shutdown(t.Context()); err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestRunNotSlowedByHangingCollector(t *testing.T) {
 	c := newFakeCollector(t, true, 0)
 	// Batches of one: the first span ended holds the exporter in an export
 	// that never ends, for as long as the run lasts.
-	tr := newTestTracer(t, c, 1, time.Hour)
+	tr := newTestTracer(t, c.URL, 1, time.Hour)
 	// The run ends (waitRun fails the test if not) while the exporter is
 	// stuck in its first export.
 	traceRunWithTwoCalls(t, tr)

@@ -207,11 +207,11 @@ func (c *fakeCollector) received() []otlpSpan {
 	return slices.Clone(c.spans)
 }
 
-// newTestTracer returns a tracer exporting to c, always sampling, with
-// batches of batch spans; shut down at cleanup.
-func newTestTracer(t testing.TB, c *fakeCollector, batch int, timeout time.Duration) *tracer {
+// newTestTracer returns a tracer exporting to the collector at url,
+// always sampling, with batches of batch spans; shut down at cleanup.
+func newTestTracer(t testing.TB, url string, batch int, timeout time.Duration) *tracer {
 	sampler, _ := parseSampler("test", samplerAlwaysOn, "")
-	tr := newTracer(telemetryOptions{Endpoint: c.URL + "/v1/traces", ServiceName: "harnessd-test", Sampler: sampler,
+	tr := newTracer(telemetryOptions{Endpoint: url + "/v1/traces", ServiceName: "harnessd-test", Sampler: sampler,
 		Timeout: timeout, Headers: map[string]string{"Authorization": "Bearer collector-secret"}}, nil)
 	tr.exporter.batchSize = batch
 	t.Cleanup(func() {
@@ -226,7 +226,7 @@ func newTestTracer(t testing.TB, c *fakeCollector, batch int, timeout time.Durat
 
 func TestExporterQueueFullDrops(t *testing.T) {
 	c := newFakeCollector(t, true, 0)
-	tr := newTestTracer(t, c, 1, time.Minute)
+	tr := newTestTracer(t, c.URL, 1, time.Minute)
 	end := func(n int) {
 		for range n {
 			_, sp := tr.start(t.Context(), "op", spanInternal)
@@ -256,7 +256,7 @@ func TestExporterQueueFullDrops(t *testing.T) {
 
 func TestExporterShutdownFlushes(t *testing.T) {
 	c := newFakeCollector(t, false, 0)
-	tr := newTestTracer(t, c, spanBatchSize, time.Minute)
+	tr := newTestTracer(t, c.URL, spanBatchSize, time.Minute)
 	const n = spanBatchSize + 5 // one full batch, and the rest at shutdown
 	for range n {
 		_, sp := tr.start(t.Context(), "op", spanInternal)
@@ -283,7 +283,7 @@ func TestExporterShutdownFlushes(t *testing.T) {
 
 func TestExporterShutdownDeadline(t *testing.T) {
 	c := newFakeCollector(t, true, 0)
-	tr := newTestTracer(t, c, 2, time.Minute)
+	tr := newTestTracer(t, c.URL, 2, time.Minute)
 	for range 3 {
 		_, sp := tr.start(t.Context(), "op", spanInternal)
 		sp.end()
@@ -301,7 +301,7 @@ func TestExporterShutdownDeadline(t *testing.T) {
 
 func TestExporterRefused(t *testing.T) {
 	c := newFakeCollector(t, false, http.StatusServiceUnavailable)
-	tr := newTestTracer(t, c, 1, time.Minute)
+	tr := newTestTracer(t, c.URL, 1, time.Minute)
 	_, sp := tr.start(t.Context(), "op", spanInternal)
 	sp.end()
 	if err := tr.shutdown(t.Context()); err != nil {
