@@ -82,23 +82,32 @@ func endMCPSpan(sp *traceSpan, req request, id int64, raw json.RawMessage, err e
 
 // withTraceContext returns m (nil for a session without _meta fields)
 // with ctx's trace context added to its fields, for one request; m when
-// ctx has none.
+// ctx has none. The fields already encoded are reused as they are.
 func (m *requestMeta) withTraceContext(ctx context.Context) *requestMeta {
 	sc, ok := currentSpanContext(ctx)
 	if !ok {
 		return m
 	}
 	traced := &requestMeta{fields: make(map[string]json.RawMessage, 6)}
+	encoded := []byte{'{'}
 	if m != nil {
 		traced.version = m.version
 		for k, v := range m.fields {
 			traced.fields[k] = v
 		}
+		if len(m.encoded) > 2 {
+			encoded = append(m.encoded[:len(m.encoded)-1:len(m.encoded)-1], ',')
+		}
 	}
-	traced.fields[metaTraceparent], _ = json.Marshal(sc.traceparent())
+	// A traceparent is hex and dashes: quoted, it is its JSON.
+	tp := json.RawMessage(`"` + sc.traceparent() + `"`)
+	traced.fields[metaTraceparent] = tp
+	encoded = append(append(encoded, `"`+metaTraceparent+`":`...), tp...)
 	if sc.State != "" {
-		traced.fields[metaTracestate], _ = json.Marshal(sc.State)
+		ts, _ := json.Marshal(sc.State)
+		traced.fields[metaTracestate] = ts
+		encoded = append(append(encoded, `,"`+metaTracestate+`":`...), ts...)
 	}
-	traced.encoded, _ = marshalJSON(traced.fields)
+	traced.encoded = append(encoded, '}')
 	return traced
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -129,8 +128,6 @@ func wantAttrs(t *testing.T, s otlpSpan, want map[string]string) {
 			got[a.Key] = *v.StringValue
 		case v.IntValue != "":
 			got[a.Key] = v.IntValue
-		case v.BoolValue != nil:
-			got[a.Key] = fmt.Sprint(*v.BoolValue)
 		}
 	}
 	for k, v := range want {

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -248,40 +248,30 @@ type attribute struct {
 	value attrValue
 }
 
-// An attrValue is a string, an integer, a boolean, a float or a list of
-// strings: kind says which field holds it.
+// An attrValue is a string, an integer or a list of strings: kind says
+// which field holds it.
 type attrValue struct {
 	kind    attrKind
 	str     string
 	integer int64
-	boolean bool
-	double  float64
 	strs    []string
 }
 
-// An attrKind says which field of an attrValue holds its value.
+// An attrKind says what an attrValue holds.
 type attrKind uint8
 
 // The kinds of attribute values.
 const (
 	attrString attrKind = iota
 	attrInt
-	attrBool
-	attrDouble
 	attrStrings
 )
 
-// stringAttr, intAttr, boolAttr, doubleAttr and stringsAttr return an
-// attribute of key with value v.
+// stringAttr, intAttr and stringsAttr return an attribute of key with
+// value v.
 func stringAttr(key, v string) attribute { return attribute{key, attrValue{kind: attrString, str: v}} }
 func intAttr(key string, v int64) attribute {
 	return attribute{key, attrValue{kind: attrInt, integer: v}}
-}
-func boolAttr(key string, v bool) attribute {
-	return attribute{key, attrValue{kind: attrBool, boolean: v}}
-}
-func doubleAttr(key string, v float64) attribute {
-	return attribute{key, attrValue{kind: attrDouble, double: v}}
 }
 func stringsAttr(key string, v []string) attribute {
 	return attribute{key, attrValue{kind: attrStrings, strs: v}}
@@ -424,13 +414,16 @@ func (t *tracer) start(ctx context.Context, name string, kind spanKind, attrs ..
 		s.sc.TraceID, s.sc.State, s.parent = parent.TraceID, parent.State, parent.SpanID
 		s.remoteParent = contextSpan(ctx) == nil
 	} else {
-		rand.Read(s.sc.TraceID[:])
+		binary.LittleEndian.PutUint64(s.sc.TraceID[:8], rand.Uint64())
+		binary.LittleEndian.PutUint64(s.sc.TraceID[8:], rand.Uint64())
 	}
-	rand.Read(s.sc.SpanID[:])
+	// Random and never zero: math/rand/v2's global generator (ChaCha8,
+	// seeded by the runtime) without crypto/rand's system call per id.
+	binary.LittleEndian.PutUint64(s.sc.SpanID[:], rand.Uint64()|1)
 	if t.sampler.sample(parent, s.sc.TraceID) {
 		s.sc.Flags = 1
 		s.recording = true
-		s.attrs = append(make([]attribute, 0, len(attrs)+6), attrs...)
+		s.attrs = append(make([]attribute, 0, len(attrs)+4), attrs...)
 	}
 	return context.WithValue(ctx, spanKey{}, s), s
 }

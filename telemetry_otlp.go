@@ -292,8 +292,6 @@ type (
 	otlpAnyValue struct {
 		StringValue *string         `json:"stringValue,omitempty"`
 		IntValue    string          `json:"intValue,omitempty"`
-		BoolValue   *bool           `json:"boolValue,omitempty"`
-		DoubleValue *float64        `json:"doubleValue,omitempty"`
 		ArrayValue  *otlpArrayValue `json:"arrayValue,omitempty"`
 	}
 	otlpArrayValue struct {
@@ -351,12 +349,6 @@ func otlpValue(v attrValue) otlpAnyValue {
 	switch v.kind {
 	case attrInt:
 		return otlpAnyValue{IntValue: strconv.FormatInt(v.integer, 10)}
-	case attrBool:
-		b := v.boolean
-		return otlpAnyValue{BoolValue: &b}
-	case attrDouble:
-		d := v.double
-		return otlpAnyValue{DoubleValue: &d}
 	case attrStrings:
 		values := make([]otlpAnyValue, len(v.strs))
 		for i := range v.strs {
