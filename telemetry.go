@@ -292,6 +292,9 @@ type telemetryOptions struct {
 	IncludeContent bool
 	// Timeout bounds each export.
 	Timeout time.Duration
+	// batchSize is the spans an export sends at most; 0 means
+	// spanBatchSize (tests make it smaller).
+	batchSize int
 }
 
 // maxSpanContentBytes is where a text put into a span (include_content)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -44,8 +45,8 @@ type otlpExporter struct {
 	timeout  time.Duration
 	logger   *slog.Logger
 	resource []otlpKeyValue
-	// batchSize and interval are spanBatchSize and exportInterval; tests
-	// make them smaller.
+	// batchSize is opts.batchSize or spanBatchSize; interval is
+	// exportInterval.
 	batchSize int
 	interval  time.Duration
 
@@ -86,7 +87,7 @@ func newOTLPExporter(opts telemetryOptions, logger *slog.Logger) *otlpExporter {
 			otlpAttr(stringAttr("telemetry.sdk.name", "harnessd")),
 			otlpAttr(stringAttr("telemetry.sdk.language", "go")),
 		},
-		batchSize: spanBatchSize, interval: exportInterval,
+		batchSize: cmp.Or(opts.batchSize, spanBatchSize), interval: exportInterval,
 		queue: make(chan *traceSpan, spanQueueSize),
 		ctx:   ctx, cancel: cancel,
 		stop: make(chan struct{}), done: make(chan struct{}),

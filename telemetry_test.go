@@ -212,8 +212,7 @@ func (c *fakeCollector) received() []otlpSpan {
 func newTestTracer(t testing.TB, url string, batch int, timeout time.Duration) *tracer {
 	sampler, _ := parseSampler("test", samplerAlwaysOn, "")
 	tr := newTracer(telemetryOptions{Endpoint: url + "/v1/traces", ServiceName: "harnessd-test", Sampler: sampler,
-		Timeout: timeout, Headers: map[string]string{"Authorization": "Bearer collector-secret"}}, nil)
-	tr.exporter.batchSize = batch
+		Timeout: timeout, Headers: map[string]string{"Authorization": "Bearer collector-secret"}, batchSize: batch}, nil)
 	t.Cleanup(func() {
 		// A hanging collector is not waited for: it holds no span a test
 		// checks after it ended.
