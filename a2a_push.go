@@ -199,7 +199,7 @@ func (g *a2aAgent) deliverPush(run *run, v runView, targets []*a2aPushTarget) {
 	body := redacted(run, a2aStreamResponse{Task: &t})
 	typ := "a2a." + strings.ToLower(strings.TrimPrefix(t.Status.State, "TASK_STATE_"))
 	for _, target := range targets {
-		g.api.runs.env.webhooks.sendBody(target.hook, run.logger.With("a2a_push", target.cfg.ID), typ, body)
+		g.api.runs.env.webhooks.sendBody(target.hook, run, run.logger.With("a2a_push", target.cfg.ID), typ, body)
 	}
 }
 

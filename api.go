@@ -58,6 +58,9 @@ type api struct {
 	// globalSecrets hides what every run may quote (see baseSecrets).
 	globalSecrets *liveRedactor
 	mux           *http.ServeMux
+	// tracer starts the spans of requests (api_telemetry.go); nil when
+	// tracing is off.
+	tracer *tracer
 
 	// schedules starts the runs of [[schedules]]; nil when harnessd runs
 	// none (tests), which lists none.
@@ -139,13 +142,16 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 }
 
 // ServeHTTP refuses what must not reach a route (refuseRequest), routes
-// the rest and logs each request at debug level.
+// the rest, traces each request (api_telemetry.go) and logs it at debug
+// level.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	r, sp := a.startHTTPSpan(r)
 	if !a.refuseRequest(rec, r) {
 		a.mux.ServeHTTP(rec, r)
 	}
+	endHTTPSpan(sp, rec.status)
 	a.logger.Debug("http request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "duration", time.Since(start))
 }
 
@@ -275,6 +281,7 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
 		return
 	}
+	req.parent = contextSpan(r.Context())
 	run, err := a.startRun(req, info)
 	if err != nil {
 		a.writeStartError(w, err)

@@ -9,8 +9,8 @@ import (
 )
 
 // This file holds how the API writes the Prometheus metrics: the counters
-// of metrics.go, the global servers' statuses and the run store's health,
-// as text.
+// of metrics.go, the global servers' statuses, the run store's health and
+// the spans exported and dropped, as text.
 
 // write renders the Prometheus text exposition format, with the global
 // servers' statuses and the run store's health.
@@ -30,6 +30,9 @@ func (m *metrics) write(w io.Writer, servers []serverStatus, store storeHealth) 
 	}
 	if m.outsideSampling != nil {
 		m.outsideSampling.writeMetrics(&b)
+	}
+	if m.tracer != nil {
+		m.tracer.writeMetrics(&b)
 	}
 	io.WriteString(w, b.String())
 }
@@ -150,4 +153,16 @@ func (m *metrics) writeStreamsLocked(b *strings.Builder) {
 	fmt.Fprintf(b, "harnessd_replays_refused_total %d\n", m.replaysRefused)
 	b.WriteString("# HELP harnessd_event_streams_dropped_total Event streams dropped because their client took nothing for max_stream_write_seconds.\n# TYPE harnessd_event_streams_dropped_total counter\n")
 	fmt.Fprintf(b, "harnessd_event_streams_dropped_total %d\n", m.streamsDropped)
+}
+
+// writeMetrics renders the counters of the span exporter (all zero while
+// tracing is off).
+func (t *tracer) writeMetrics(b *strings.Builder) {
+	c := t.counts()
+	b.WriteString("# HELP harnessd_telemetry_spans_exported_total Spans the OTLP collector accepted.\n# TYPE harnessd_telemetry_spans_exported_total counter\n")
+	fmt.Fprintf(b, "harnessd_telemetry_spans_exported_total %d\n", c.exported)
+	b.WriteString("# HELP harnessd_telemetry_spans_dropped_total Spans lost: the export queue was full (a slow or dead collector), an export failed or was refused, or shutdown cut it short.\n# TYPE harnessd_telemetry_spans_dropped_total counter\n")
+	fmt.Fprintf(b, "harnessd_telemetry_spans_dropped_total %d\n", c.dropped)
+	b.WriteString("# HELP harnessd_telemetry_export_errors_total OTLP export requests that failed (no answer in time, or not a 2xx).\n# TYPE harnessd_telemetry_export_errors_total counter\n")
+	fmt.Fprintf(b, "harnessd_telemetry_export_errors_total %d\n", c.exportErrors)
 }

@@ -88,6 +88,9 @@ type clientOptions struct {
 	Cache *responseCache
 	// LogPayloads adds each message to the debug trace (client_trace.go).
 	LogPayloads bool
+	// Tracer traces the session's requests (client_telemetry.go) that no
+	// traced operation makes; nil traces only those that one makes.
+	Tracer *tracer
 	// DiscoverTimeout bounds the server/discover probe of a stdio server;
 	// zero means defaultDiscoverTimeout.
 	DiscoverTimeout time.Duration
@@ -243,6 +246,7 @@ func (c *client) initialize(ctx context.Context) error {
 	c.initResult = *res
 	c.sessionEpoch++
 	c.stateMu.Unlock()
+	c.version.Store(res.ProtocolVersion)
 	if pv, ok := c.t.(protocolVersionAware); ok {
 		pv.setProtocolVersion(res.ProtocolVersion)
 	}

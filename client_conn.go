@@ -56,6 +56,9 @@ type conn struct {
 	// meta is what every request carries on a current revision (see
 	// client_revision.go); nil on the older ones.
 	meta atomic.Pointer[requestMeta]
+	// version is the session's protocol version (a string), for the
+	// requests' spans (client_telemetry.go); unset before the handshake.
+	version atomic.Value
 	// roots, once set by setRoots, replace cfg.Roots (nil inside: none).
 	roots atomic.Pointer[[]string]
 	// rootsAnswered is when roots/list was last answered (Unix
@@ -204,16 +207,19 @@ type request struct {
 // handshake), and returns the raw result
 // (empty when the response had none). On expiry or cancellation it sends
 // notifications/cancelled, except for the handshake.
-func (c *conn) roundTrip(ctx context.Context, req request) (json.RawMessage, error) {
+func (c *conn) roundTrip(ctx context.Context, req request) (raw json.RawMessage, err error) {
 	select {
 	case <-c.ended:
 		return nil, c.endErr()
 	default:
 	}
+	ctx, sp := c.startMCPSpan(ctx, req)
 	call, err := c.newCall(ctx, req)
 	if err != nil {
+		endMCPSpan(sp, req, 0, nil, err)
 		return nil, err
 	}
+	defer func() { endMCPSpan(sp, req, call.id, raw, err) }()
 	defer call.end()
 	if err := c.send(call.ctx, call.msg); err != nil {
 		return nil, c.sendFailed(call, err)
@@ -269,7 +275,8 @@ func (c *conn) callTimeout(req request) time.Duration {
 }
 
 // encode sets the call's message: req's params with the progress token
-// asked for and, on a current revision, the request's _meta; over a
+// asked for, the request's _meta on a current revision, and ctx's trace
+// context in _meta when it has one; over a
 // transport of HTTP exchanges the request's headers ride on the call's
 // parent context. It also decides notifyCancel: never for the handshake,
 // and not on a current revision over HTTP, where closing the answer
@@ -284,7 +291,7 @@ func (call *outgoingCall) encode(ctx context.Context) error {
 	if meta != nil && overHTTP {
 		ctx = withRequestHeader(ctx, meta.header(req))
 	}
-	msg, err := encodeParams(req, call.id, meta)
+	msg, err := encodeParams(req, call.id, meta.withTraceContext(ctx))
 	if err != nil {
 		return fmt.Errorf("encode request: %w", err)
 	}

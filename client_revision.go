@@ -240,6 +240,7 @@ func (c *client) useSessionless(version string, res *discoverResult) {
 	c.initResult = initializeResult{ProtocolVersion: version, Capabilities: res.Capabilities, ServerInfo: info, Instructions: res.Instructions}
 	c.sessionEpoch++
 	c.stateMu.Unlock()
+	c.version.Store(version)
 	c.meta.Store(c.newRequestMeta(version))
 	if pv, ok := c.t.(protocolVersionAware); ok {
 		pv.setProtocolVersion(version)

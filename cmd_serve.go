@@ -135,6 +135,9 @@ type daemon struct {
 	// schedules starts the runs of [[schedules]]; nil in tests that build
 	// a daemon without serving.
 	schedules *scheduler
+	// tracer exports the spans of requests, runs and MCP calls; nil when
+	// tracing is off. shutdown flushes it.
+	tracer *tracer
 	// secrets are those the daemon's logger hides.
 	secrets *liveRedactor
 	logger  *slog.Logger
@@ -240,19 +243,22 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 	// (d.secrets, which every run's and session's derives from) before
 	// their first use: newRegistry hands it to the OAuth clients.
 	oauth := newOAuthClients(newTokenStore(oauthDir(d.load.Home)), logger)
+	d.tracer = newTracer(cfg.Telemetry, logger)
 	d.reg = newRegistry(cfg.Servers, registryOptions{
 		Logger: logger,
 		Client: clientOptions{Getenv: a.getenv, ProcessGroups: groups,
-			OAuth: oauth,
+			OAuth: oauth, Tracer: d.tracer,
 			Input: outside, Cache: newResponseCache(),
 			LogPayloads: d.opts.logPayloads, Secrets: d.secrets},
 		Restart: true,
 	})
 	d.metrics = newMetrics()
 	d.metrics.outsideSampling = outside.Outside
+	d.metrics.tracer = d.tracer
 	model := cfg.Model.spec()
 	d.runs = newRunManager(runManagerOptions{
 		Registry:   d.reg,
+		Tracer:     d.tracer,
 		Logger:     logger,
 		Home:       d.load.Home,
 		Getenv:     d.load.Getenv,
@@ -274,6 +280,7 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 	d.api = newAPI(d.runs, d.reg, cfg.AuthKeys, d.metrics, logger, d.stopping)
 	d.api.hosts = newHostPolicy(d.opts.addr, cfg.AllowedHosts)
 	d.api.audit = d.audit
+	d.api.tracer = d.tracer
 	d.schedules = newScheduler(d.runs, cfg.Schedules, nil, logger)
 	d.api.schedules = d.schedules
 	d.api.manager = d
@@ -288,7 +295,7 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 	// Owned by the daemon; exits when the server is shut down.
 	go func() { d.serveErr <- d.srv.Serve(ln) }()
 	logger.Info("harnessd listening", "addr", ln.Addr().String(), "version", buildVersion, "servers", len(cfg.Servers),
-		"auth", len(cfg.AuthKeys) > 0, "config_files", cfg.Files, "model", model.name())
+		"auth", len(cfg.AuthKeys) > 0, "config_files", cfg.Files, "model", model.name(), "traces", cfg.Telemetry.Endpoint)
 	if model.Provider == "" {
 		logger.Warn("no model configured: POST /v1/runs is refused until one is set", "how", noModelHint)
 	}
@@ -355,6 +362,11 @@ func (d *daemon) shutdown() {
 		d.logger.Warn("servers still closing at the shutdown deadline")
 	}
 	d.audit.close()
+	// Last, so that the spans of the runs' and servers' ends go too,
+	// within what is left of the budget.
+	if err := d.tracer.shutdown(budget); err != nil {
+		d.logger.Warn("spans still queued at the shutdown deadline were dropped", "err", err)
+	}
 }
 
 // newHTTPServer returns the API's server: a client must send its request

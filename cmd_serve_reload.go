@@ -128,7 +128,8 @@ func (d *daemon) apply(cfg *config, begun time.Time) error {
 // restartSettings returns the names of the settings that differ between
 // the configuration harnessd started with and next and that a reload does
 // not apply: the run limits, the retention of finished runs, the budget of
-// sampling outside runs' calls, max_connections and allowed_hosts.
+// sampling outside runs' calls, max_connections, allowed_hosts and
+// [telemetry] (with the OTEL_ variables, read again).
 func restartSettings(started, next *config) []string {
 	var names []string
 	for _, s := range limitSettings {
@@ -146,6 +147,9 @@ func restartSettings(started, next *config) []string {
 	}
 	if !slices.Equal(started.AllowedHosts, next.AllowedHosts) {
 		names = append(names, "allowed_hosts")
+	}
+	if !started.Telemetry.equal(next.Telemetry) {
+		names = append(names, "telemetry")
 	}
 	return names
 }

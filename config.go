@@ -67,6 +67,11 @@ type config struct {
 	Budgets budgetSettings
 	// Audit is the [audit] table of every file, over defaultAudit.
 	Audit auditSettings
+	// telemetryFiles is the [telemetry] of the files, merged; Telemetry
+	// the tracing options with the OTEL_ variables applied
+	// (config_telemetry.go).
+	telemetryFiles telemetrySettings
+	Telemetry      telemetryOptions
 	// Files lists the TOML files that existed and were read, in order.
 	Files []string
 }
@@ -108,6 +113,7 @@ type tomlConfig struct {
 	Webhooks  tomlWebhooks  `toml:"webhooks"`
 	Schedules []rawSchedule `toml:"schedules"`
 	Audit     tomlAudit     `toml:"audit"`
+	Telemetry tomlTelemetry `toml:"telemetry"`
 
 	// The budget of sampling outside runs' calls (input_budget.go).
 	MaxOutsideSamplingRequests *int64 `toml:"max_outside_sampling_requests"`
@@ -135,6 +141,7 @@ type configLayer struct {
 	audit          tomlAudit
 	schedules      []scheduleConfig
 	budgets        budgetSettings
+	telemetry      telemetrySettings
 	// outsideSampling is what the file sets of the budget of sampling
 	// outside runs' calls.
 	outsideSampling outsideSamplingSettings
@@ -154,7 +161,8 @@ func defaultHome(getenv func(string) (string, bool)) (string, error) {
 
 // loadConfig reads $HARNESS_HOME/config.toml, <workspace>/.harness/config.toml
 // (each optional) and the HARNESS_ variables (servers, keys, model, limits,
-// budgets, retention, outside sampling, webhook secret), and returns the
+// budgets, retention, outside sampling, webhook secret) and OTEL_ ones
+// (telemetry), and returns the
 // merged, validated config. A server in the workspace file
 // replaces the home file's server of the same name whole; [model] merges
 // field by field; [[auth.keys]] merge by name; allow_hosts is replaced
@@ -179,6 +187,7 @@ func loadConfig(opts loadOptions) (*config, error) {
 		cfg.applyEnvOutsideSampling(opts.Getenv),
 		cfg.addEnvKeys(opts.Getenv),
 		cfg.applyEnvWebhooks(opts.Getenv),
+		cfg.applyEnvTelemetry(opts.Getenv),
 	)
 	return cfg, err
 }
@@ -256,6 +265,7 @@ func (cfg *config) readFiles(paths []string, override map[string][]byte, getenv 
 		cfg.Schedules = mergeByName(cfg.Schedules, layer.schedules, func(s scheduleConfig) string { return s.Name })
 		cfg.Budgets.merge(layer.budgets)
 		errs = append(errs, mergeTOMLAudit(p, layer.audit, &cfg.Audit))
+		cfg.telemetryFiles.merge(layer.telemetry)
 	}
 	// Each file checked its own names; what is left is a clash between
 	// a home and a workspace server.
@@ -342,6 +352,7 @@ func parseConfigTOML(file string, data []byte, getenv func(string) (string, bool
 	errs = append(errs, err)
 	layer.budgets = doc.tomlBudgets.settings(file)
 	layer.audit = doc.Audit
+	layer.telemetry = doc.Telemetry.settings(file)
 	return layer, errors.Join(errs...)
 }
 

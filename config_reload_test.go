@@ -340,7 +340,8 @@ func TestReloaderAppliesSettings(t *testing.T) {
 	write("max_concurrent_runs = 3\nallowed_hosts = [\"harness.internal\"]\n\n[model]\nname = \"openai/second\"\nmax_steps = 7\n\n" +
 		"[connect_mcp]\nallow_hosts = [\"*.tools.example\"]\n\n" +
 		key("new", "new-token-0123456789") +
-		"[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\nenabled = false\nheaders = { Authorization = \"" + header + "\" }\n")
+		"[mcp_servers.web]\nurl = \"http://127.0.0.1:1/mcp\"\nenabled = false\nheaders = { Authorization = \"" + header + "\" }\n\n" +
+		"[telemetry]\nendpoint = \"http://collector.internal:4318\"\n")
 	if err := rl.reload(); err != nil {
 		t.Fatalf("reload() = %v", err)
 	}
@@ -364,8 +365,8 @@ func TestReloaderAppliesSettings(t *testing.T) {
 			warned = r.Attrs["settings"]
 		}
 	}
-	if warned != "[max_concurrent_runs allowed_hosts]" {
-		t.Errorf("restart warning names %q, want [max_concurrent_runs allowed_hosts]", warned)
+	if warned != "[max_concurrent_runs allowed_hosts telemetry]" {
+		t.Errorf("restart warning names %q, want [max_concurrent_runs allowed_hosts telemetry]", warned)
 	}
 
 	for _, tt := range []struct {

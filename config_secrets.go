@@ -70,13 +70,15 @@ func serverSecrets(servers ...[]serverConfig) []string {
 // secretValues returns the secrets cfg holds, for the redactor of
 // everything the daemon logs, stores and answers: the global servers'
 // secret values, the plaintext API tokens of HARNESS_API_KEYS, the
-// webhook secret, and the URL passwords of the model's base URL and the
-// webhook URLs. The model's API key is not configuration; modelSecrets
+// webhook secret, the telemetry export's header values, and the URL
+// passwords of the model's base URL, the webhook URLs and the telemetry
+// endpoint. The model's API key is not configuration; modelSecrets
 // gives it.
 func (cfg *config) secretValues() []string {
 	values := append(serverSecrets(cfg.Servers), cfg.APITokens...)
 	values = append(values, cfg.Webhooks.Secret)
-	urls := []string{cfg.Model.BaseURL, cfg.Webhooks.URL}
+	values = append(values, cfg.Telemetry.secretValues()...)
+	urls := []string{cfg.Model.BaseURL, cfg.Webhooks.URL, cfg.Telemetry.Endpoint}
 	for _, s := range cfg.Schedules {
 		urls = append(urls, s.WebhookURL)
 	}

@@ -203,6 +203,7 @@ func (t *sseTransport) send(ctx context.Context, msg []byte) error {
 	}
 	req.Header = t.requestHeader()
 	req.Header[headerContentType] = contentTypeRPC
+	injectTraceHeaders(ctx, req.Header)
 	resp, err := t.client.Do(req)
 	if err != nil {
 		return t.requestError("post message", ctx, t.ctx, err)

@@ -84,6 +84,7 @@ func (a *answerStream) post(ctx context.Context, sessionID, version string, init
 			for k, v := range revisionHeader {
 				req.Header[k] = v
 			}
+			injectTraceHeaders(ctx, req.Header)
 		}
 		return req, err
 	})

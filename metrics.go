@@ -45,6 +45,9 @@ type metrics struct {
 	// outsideSampling counts sampling outside runs' calls; set once at
 	// start (nil for none) and counted by itself.
 	outsideSampling metricsWriter
+	// tracer's exporter counts the spans exported and dropped; set once
+	// at start (nil when tracing is off) and counted by itself.
+	tracer metricsWriter
 }
 
 // A histogram is one server's tool-call latencies; guarded by metrics.mu.

@@ -157,6 +157,9 @@ type modelResponse struct {
 	// and redacted_thinking, signed), which must go back with the answer
 	// in the next call of a tool-use turn; nil when there are none.
 	Thinking []json.RawMessage
+	// Model is the model that answered, as the provider names it; "" when
+	// it did not say.
+	Model string
 }
 
 // A modelProvider calls one model. Implementations are safe for concurrent use.
@@ -314,7 +317,9 @@ func (e *modelEndpoint) errorf(format string, args ...any) error {
 // streams); a refusal to stream switches the endpoint to whole answers
 // and is not counted as an attempt. Before each retry, c.onRetry hears of
 // it, so that text already passed to c.onText can be taken back.
-func (e *modelEndpoint) call(ctx context.Context, c modelCall) (*modelResponse, error) {
+func (e *modelEndpoint) call(ctx context.Context, c modelCall) (resp *modelResponse, err error) {
+	ctx, sp := e.startModelSpan(ctx)
+	defer func() { endModelSpan(sp, resp, err) }()
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		streaming := c.stream != nil && e.streams()
@@ -376,6 +381,7 @@ func (e *modelEndpoint) attempt(ctx context.Context, body []byte, c modelCall, s
 		return nil, &attemptFailure{err: e.errorf("build request for %s: %v", e.url, err)}
 	}
 	req.Header = e.header.Clone()
+	injectTraceHeaders(ctx, req.Header)
 	if streaming {
 		req.Header.Set("Accept", "text/event-stream")
 	}

@@ -70,6 +70,7 @@ type anthropicTool struct {
 }
 
 type anthropicResponse struct {
+	Model      string           `json:"model"`
 	Content    []anthropicBlock `json:"content"`
 	StopReason string           `json:"stop_reason"`
 	Usage      anthropicUsage   `json:"usage"`
@@ -184,6 +185,7 @@ func anthropicResult(r anthropicResponse) *modelResponse {
 		Usage: modelUsage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens,
 			CachedInputTokens: u.CacheReadInputTokens},
 		StopReason: r.StopReason,
+		Model:      r.Model,
 	}
 	var texts []string
 	for _, b := range r.Content {

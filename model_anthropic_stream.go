@@ -17,6 +17,7 @@ import (
 type anthropicEvent struct {
 	Type    string `json:"type"`
 	Message struct {
+		Model string         `json:"model"`
 		Usage anthropicUsage `json:"usage"`
 	} `json:"message"` // message_start
 	Index        int            `json:"index"`
@@ -64,7 +65,7 @@ func (s *anthropicStream) event(data []byte) (string, bool, error) {
 	}
 	switch ev.Type {
 	case "message_start":
-		s.result.Usage = ev.Message.Usage
+		s.result.Usage, s.result.Model = ev.Message.Usage, ev.Message.Model
 	case "content_block_start":
 		s.blocks[ev.Index] = len(s.result.Content)
 		block := ev.ContentBlock

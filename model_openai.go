@@ -81,6 +81,7 @@ type openaiUsage struct {
 }
 
 type openaiResponse struct {
+	Model   string          `json:"model"`
 	Choices []openaiChoice  `json:"choices"`
 	Usage   openaiUsage     `json:"usage"`
 	Error   json.RawMessage `json:"error"`
@@ -185,6 +186,7 @@ func openaiResult(r openaiResponse, body []byte) (*modelResponse, error) {
 	}
 	choice := r.Choices[0]
 	resp := &modelResponse{
+		Model:   r.Model,
 		Content: openaiContentText(choice.Message.Content),
 		Usage: modelUsage{InputTokens: r.Usage.PromptTokens, OutputTokens: r.Usage.CompletionTokens,
 			CachedInputTokens: r.Usage.PromptTokensDetails.CachedTokens},

@@ -14,6 +14,7 @@ import (
 
 // An openaiChunk is one event of a Chat Completions stream.
 type openaiChunk struct {
+	Model   string `json:"model"`
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
@@ -59,6 +60,9 @@ func (s *openaiStream) event(data []byte) (string, bool, error) {
 	}
 	if c.Usage != nil {
 		s.result.Usage = *c.Usage
+	}
+	if c.Model != "" {
+		s.result.Model = c.Model
 	}
 	text := ""
 	for _, choice := range c.Choices {

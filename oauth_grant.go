@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -18,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -205,7 +207,25 @@ func invalidGrant(err error) bool {
 // the token. The token's issuer, endpoint and resource are set from the
 // requestor and form; scopes default to requested when the answer names
 // none.
-func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requested []string) (oauthToken, error) {
+func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requested []string) (tok oauthToken, err error) {
+	_, sp := startSpan(ctx, nil, "oauth token", spanClient,
+		stringAttr("http.request.method", http.MethodPost),
+		stringAttr("harnessd.oauth.grant_type", form.Get("grant_type")))
+	if sp != nil {
+		if u, perr := url.Parse(tr.endpoint); perr == nil {
+			sp.set(stringAttr("server.address", u.Hostname()))
+		}
+		defer func() {
+			var te *tokenError
+			if errors.As(err, &te) {
+				sp.set(intAttr("http.response.status_code", int64(te.Status)))
+				sp.fail(cmp.Or(te.Code, strconv.Itoa(te.Status)), "")
+			} else {
+				sp.failErr("", err)
+			}
+			sp.end()
+		}()
+	}
 	if err := tr.checkEndpoint(); err != nil {
 		return oauthToken{}, err
 	}
@@ -237,7 +257,7 @@ func (tr *tokenRequestor) request(ctx context.Context, form url.Values, requeste
 		}
 		break
 	}
-	tok := oauthToken{
+	tok = oauthToken{
 		AccessToken:   answer.AccessToken,
 		RefreshToken:  answer.RefreshToken,
 		Scopes:        requested,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -81,6 +82,9 @@ type runEnv struct {
 	// webhooks delivers the runs' waits and ends (run_webhook.go).
 	webhooks *webhookSender
 	store    *runStore // nil when runs are kept in memory only
+	// tracer starts the runs' spans (run_telemetry.go); nil when tracing
+	// is off.
+	tracer *tracer
 }
 
 // A run is one agent run. The fields above mu are fixed when the run is
@@ -119,6 +123,9 @@ type run struct {
 	// transcript is what the run kept of its conversation (run_transcript.go);
 	// guarded by mu.
 	transcript transcript
+	// span is the run's span from execute's start to finish; nil when
+	// the run is not traced or has not started.
+	span atomic.Pointer[traceSpan]
 
 	mu sync.Mutex
 	// guards everything below
@@ -328,6 +335,7 @@ func (r *run) finish(status, output, errMsg string) {
 	}
 	r.mu.Unlock()
 	r.env.metrics.runEnded(status)
+	r.endRunSpan(status, output, errMsg)
 	r.logger.Info("run ended", "status", status, "steps", steps)
 	r.env.webhooks.start(r)
 	close(r.done)
@@ -389,6 +397,7 @@ func (r *run) duration() time.Duration {
 // the model's answer; failed past a budget (endEarly); cancelled when ctx
 // ended before the answer; else failed saying why.
 func (r *run) execute(ctx context.Context) {
+	ctx = r.startRunSpan(ctx)
 	ctx, release := r.budget.bound(ctx)
 	defer release()
 	ctx = withInputPolicy(ctx, r.input)
@@ -580,7 +589,9 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 			r.emit(evToolCallStarted, started)
 			start := time.Now()
 			progress := r.newProgressLimiter(tc.ID)
-			res := r.callTool(withCallProgress(ctx, progress.note), tc)
+			callCtx, sp := r.startToolSpan(ctx, step, tc)
+			res := r.callTool(withCallProgress(callCtx, progress.note), tc)
+			r.endToolSpan(sp, res)
 			progress.stop()
 			elapsed := time.Since(start)
 			outcome := "ok"

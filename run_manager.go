@@ -67,6 +67,9 @@ type runRequest struct {
 	// conversation takes the conversation's tenant (joinConversation).
 	// Never read from a request.
 	Tenant string `json:"-"`
+	// parent is the span of the API request that started the run, the
+	// parent of the run's span; nil for none.
+	parent *traceSpan
 	// AnyTenant lets the run join a conversation of another tenant (an
 	// admin key's request); without it, such a conversation is refused.
 	AnyTenant bool `json:"-"`
@@ -96,6 +99,8 @@ type runRequest struct {
 // runManagerOptions configure a runManager.
 type runManagerOptions struct {
 	Registry *registry
+	// Tracer traces the runs and their webhooks; nil traces nothing.
+	Tracer *tracer
 	// Logger receives the runs' logs; nil discards them.
 	Logger *slog.Logger
 	Home   string
@@ -244,8 +249,9 @@ func newRunManager(opts runManagerOptions) *runManager {
 		pruneKick: make(chan struct{}, 1), pruned: make(chan struct{})}
 	m.env = &runEnv{reg: opts.Registry, logger: opts.Logger, metrics: opts.Metrics, audit: opts.Audit, allowHosts: m.connectAllowHosts,
 		secrets: opts.Registry.secrets(), store: opts.Store,
-		limits: opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition}
-	m.env.webhooks = &webhookSender{ctx: ctx, logger: opts.Logger, metrics: opts.Metrics, timing: opts.WebhookTiming.resolve(),
+		limits: opts.Limits, starts: newStartGate(opts.Limits.MaxStartingServers), queuePosition: m.queuePosition,
+		tracer: opts.Tracer}
+	m.env.webhooks = &webhookSender{ctx: ctx, logger: opts.Logger, metrics: opts.Metrics, timing: opts.WebhookTiming.resolve(), tracer: opts.Tracer,
 		secret: func() string { return m.webhookSettings().Secret }}
 	if opts.Store != nil {
 		m.loadHistory()

@@ -111,6 +111,9 @@ type runWebhook struct {
 	gen  int
 	// delivering is set while a goroutine makes the attempts.
 	delivering bool
+	// run is whose deliveries they are (the parent of their attempts'
+	// spans); nil when not known.
+	run *run
 }
 
 // status returns what the run view shows of the delivery: nil for a run
@@ -259,7 +262,10 @@ type webhookSender struct {
 	metrics *metrics
 	secret  func() string // the [webhooks] secret now; "" signs nothing
 	timing  webhookTiming
-	wg      sync.WaitGroup
+	// tracer traces each attempt, as a child of the run's span; nil
+	// traces nothing.
+	tracer *tracer
+	wg     sync.WaitGroup
 }
 
 // A webhookTiming is the retry schedule of deliveries; zero fields take
@@ -332,19 +338,20 @@ func (s *webhookSender) waiting(r *run, typ string) {
 
 // send makes typ with view v the run's latest delivery (sendBody).
 func (s *webhookSender) send(r *run, typ string, v runView) {
-	s.sendBody(r.webhook, r.logger, typ, r.redactor().marshal(webhookBody{Type: typ, Run: v}, false))
+	s.sendBody(r.webhook, r, r.logger, typ, r.redactor().marshal(webhookBody{Type: typ, Run: v}, false))
 }
 
 // sendBody makes typ with body the latest delivery of w, recorded (on
 // disk too, when w is kept there) before its first attempt, and starts
 // the goroutine that delivers when none is under way. logger names whose
-// deliveries they are.
-func (s *webhookSender) sendBody(w *runWebhook, logger *slog.Logger, typ string, body []byte) {
+// deliveries they are; r is the run they are about.
+func (s *webhookSender) sendBody(w *runWebhook, r *run, logger *slog.Logger, typ string, body []byte) {
 	err := w.update(func(rec *webhookRecord) {
 		rec.Type, rec.Status, rec.Attempts = typ, webhookPending, 0
 		rec.LastError, rec.DeliveredAt, rec.NextAttemptAt = "", nil, nil
 		w.body = body
 		w.gen++
+		w.run = r
 	})
 	if err != nil {
 		logger.Error("writing the webhook delivery to disk failed; a restart may repeat or drop it", "type", typ, "err", err)
@@ -407,7 +414,7 @@ func (m *runManager) resumeWebhook(r *run) {
 	r.logger.Info("resuming webhook delivery", "webhook", redactedURL(w.rec.URL), "attempts", w.rec.Attempts)
 	body := r.redactor().marshal(webhookBody{Type: end, Run: v}, false)
 	w.mu.Lock()
-	w.rec.Type, w.body = end, body // its attempts and next attempt stand
+	w.rec.Type, w.body, w.run = end, body, r // its attempts and next attempt stand
 	w.mu.Unlock()
 	m.env.webhooks.startDelivering(w, r.logger)
 }
@@ -438,7 +445,7 @@ func (s *webhookSender) deliver(w *runWebhook, logger *slog.Logger) {
 			w.mu.Unlock()
 			return
 		}
-		gen, typ, body := w.gen, w.rec.Type, w.body
+		gen, typ, body, r := w.gen, w.rec.Type, w.body, w.run
 		attempt, next := w.rec.Attempts+1, w.rec.NextAttemptAt
 		w.mu.Unlock()
 		if next != nil {
@@ -454,7 +461,9 @@ func (s *webhookSender) deliver(w *runWebhook, logger *slog.Logger) {
 			case <-timer.C:
 			}
 		}
+		sp := s.startAttemptSpan(r, typ, attempt)
 		err := s.post(target, untrusted, w.header, body)
+		endAttemptSpan(sp, err)
 		if s.ctx.Err() != nil {
 			stopped()
 			return // shutdown cut the attempt: it stays pending
