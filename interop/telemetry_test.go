@@ -196,10 +196,10 @@ func startMetaServer(t *testing.T) *metaServer {
 	return s
 }
 
-// scriptedModel is an OpenAI-compatible endpoint that asks for two echo
+// tracedModel is an OpenAI-compatible endpoint that asks for two echo
 // calls at once, then answers with their results; it records each
 // request's traceparent.
-func scriptedModel(t *testing.T, traceparents chan<- string) string {
+func tracedModel(t *testing.T, traceparents chan<- string) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -219,31 +219,12 @@ func scriptedModel(t *testing.T, traceparents chan<- string) string {
 	return srv.URL
 }
 
-// buildHarnessd builds the daemon of the parent module once per test
-// binary.
-var buildHarnessd = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "harnessd-interop")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "harnessd")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build harnessd: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
-// startHarnessd starts the built daemon with env on a free port and
+// startTracedHarnessd starts the built daemon with env on a free port and
 // returns its address once it listens; it is stopped (SIGTERM, which
 // flushes its spans) at cleanup.
-func startHarnessd(t *testing.T, env []string) string {
+func startTracedHarnessd(t *testing.T, env []string) string {
 	t.Helper()
-	bin, err := buildHarnessd()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := buildHarnessd(t)
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--workspace", t.TempDir())
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	stderr, err := cmd.StderrPipe()
@@ -307,13 +288,13 @@ func TestTracesReachTheCollector(t *testing.T) {
 	rcv := startTraceReceiver(t)
 	server := startMetaServer(t)
 	modelTraceparents := make(chan string, 16)
-	model := scriptedModel(t, modelTraceparents)
+	model := tracedModel(t, modelTraceparents)
 	home := t.TempDir()
 	config := fmt.Sprintf("[mcp_servers.sdk]\nurl = %q\n", server.url+"/mcp")
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := startHarnessd(t, []string{
+	addr := startTracedHarnessd(t, []string{
 		"HARNESS_HOME=" + home,
 		"HARNESS_MODEL=openai/scripted",
 		"OPENAI_BASE_URL=" + model,
