@@ -215,7 +215,7 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 				p.QuestionOpened()
 			}
 		})
-		p.emit(evInputAnswered, map[string]any{"id": ir.ID, "server": server, "action": res.Action, "by": how})
+		p.emit(evInputAnswered, inputAnsweredEvent(ir.ID, server, res.Action, how))
 		log.Info("input answered", "id", ir.ID, "action", res.Action, "by", how)
 		return res, nil
 	case p.Prompt != nil:
@@ -230,7 +230,7 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 	if reason == "" {
 		reason = "declined by policy"
 	}
-	p.emit(evInputRequested, map[string]any{"server": server, "mode": req.Mode, "message": req.Message, "action": actionDecline, "reason": reason})
+	p.emit(evInputRequested, inputDeclinedEvent(server, req.Mode, req.Message, reason))
 	if ok, held := p.declines.allow(); ok {
 		log.Info("input declined", "reason", reason, "held_back", held)
 	}
@@ -351,7 +351,7 @@ func (c *conn) elicitationComplete(params json.RawMessage) {
 		policy = c.opts.Input
 	}
 	if policy != nil {
-		policy.emit(evInputCompleted, map[string]any{"server": c.cfg.Name, "elicitation_id": p.ElicitationID})
+		policy.emit(evInputCompleted, inputCompletedEvent(c.cfg.Name, p.ElicitationID))
 	}
 }
 

@@ -299,7 +299,7 @@ func samplingResult(model string, resp *modelResponse) map[string]any {
 func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params json.RawMessage) (any, *rpcError) {
 	refuse := func(format string, args ...any) *rpcError {
 		msg := fmt.Sprintf(format, args...)
-		p.emit(evSamplingRefused, map[string]any{"server": server.Name, "reason": msg})
+		p.emit(evSamplingRefused, samplingRefusedEvent(server.Name, msg))
 		if ok, held := p.refusals.allow(); ok {
 			p.logger().Warn("sampling refused", "server", server.Name, "reason", msg, "held_back", held)
 		}
@@ -351,12 +351,12 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 		return nil, refuse("%v", err)
 	}
 	mreq.MaxTokens = maxTokens
-	p.emit(evSamplingRequested, map[string]any{"server": server.Name, "model": provider.name(), "messages": len(req.Messages), "tools": len(mreq.Tools), "max_tokens": mreq.MaxTokens})
+	p.emit(evSamplingRequested, samplingRequestedEvent(server.Name, provider.name(), len(req.Messages), len(mreq.Tools), mreq.MaxTokens))
 	start := time.Now()
 	resp, err := provider.complete(ctx, mreq)
 	elapsed := time.Since(start)
 	if err != nil {
-		p.emit(evSamplingCompleted, map[string]any{"server": server.Name, "error": err.Error(), "duration_ms": elapsed.Milliseconds()})
+		p.emit(evSamplingCompleted, samplingCompletedEvent(server.Name, nil, err, elapsed))
 		return nil, &rpcError{Code: codeInternalError, Message: "sampling/createMessage: " + err.Error()}
 	}
 	samplingHold.settle(resp.Usage)
@@ -365,7 +365,7 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	if s.OnUsage != nil {
 		s.OnUsage(resp.Usage)
 	}
-	p.emit(evSamplingCompleted, map[string]any{"server": server.Name, "usage": resp.Usage, "stop_reason": resp.StopReason, "tool_calls": len(resp.ToolCalls), "duration_ms": elapsed.Milliseconds()})
+	p.emit(evSamplingCompleted, samplingCompletedEvent(server.Name, resp, nil, elapsed))
 	p.logger().Info("sampling served", "server", server.Name, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens, "duration", elapsed)
 	return samplingResult(provider.name(), resp), nil
 }

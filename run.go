@@ -492,9 +492,9 @@ func (r *run) begin(ctx context.Context) error {
 	r.status = runRunning
 	r.startedAt = time.Now().UTC()
 	r.mu.Unlock()
-	r.emit(evRunStarted, map[string]any{"model": r.provider.name(), "max_steps": r.maxSteps})
+	r.emit(evRunStarted, runStartedEvent(r.provider.name(), r.maxSteps))
 	if r.profileFound != nil && !*r.profileFound {
-		r.emit(evProfileMissing, map[string]any{"profile": r.req.Profile, "message": "no profile file found; running without profile servers"})
+		r.emit(evProfileMissing, profileMissingEvent(r.req.Profile))
 	}
 	var (
 		mu     sync.Mutex
@@ -569,7 +569,7 @@ func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (
 	for _, tc := range resp.ToolCalls {
 		calls = append(calls, tc.Name)
 	}
-	r.emit(evModelResponse, map[string]any{"step": step, "content": r.secrets.load().cut(resp.Content, r.env.limits.MaxOutputBytes), "tool_calls": calls, "usage": resp.Usage, "stop_reason": resp.StopReason})
+	r.emit(evModelResponse, modelResponseEvent(step, r.secrets.load().cut(resp.Content, r.env.limits.MaxOutputBytes), calls, resp.Usage, resp.StopReason))
 	return resp, nil
 }
 
@@ -584,7 +584,7 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 		// bounded by its server's timeout and by ctx).
 		go func() {
 			defer wg.Done()
-			started := map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name}
+			started := toolCallStartedEvent(step, tc.ID, tc.Name)
 			r.putCut(started, "arguments", string(tc.Arguments))
 			r.emit(evToolCallStarted, started)
 			start := time.Now()
@@ -600,7 +600,7 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 			}
 			r.env.metrics.toolCall(res.server, outcome, elapsed)
 			r.auditCall(tc, res, start, elapsed)
-			data := map[string]any{"step": step, "call_id": tc.ID, "name": tc.Name, "duration_ms": float64(elapsed.Microseconds()) / 1000, "is_error": res.isError}
+			data := toolCallCompletedEvent(step, tc.ID, tc.Name, elapsed, res.isError)
 			r.putCut(data, "result", res.text)
 			r.emit(evToolCallCompleted, data)
 			r.mu.Lock()

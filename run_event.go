@@ -167,3 +167,75 @@ func toolCallProgressEvent(callID string, note progressParams) map[string]any {
 	}
 	return data
 }
+
+// runStartedEvent is the payload of run.started: the model the run calls
+// and its step limit.
+func runStartedEvent(model string, maxSteps int) map[string]any {
+	return map[string]any{"model": model, "max_steps": maxSteps}
+}
+
+// profileMissingEvent is the payload of profile.missing: the run names a
+// profile no file holds, and runs without its servers.
+func profileMissingEvent(profile string) map[string]any {
+	return map[string]any{"profile": profile, "message": "no profile file found; running without profile servers"}
+}
+
+// modelResponseEvent is the payload of model.response: step's answer,
+// content already redacted and cut, the names of the tools it calls, its usage
+// and why it stopped.
+func modelResponseEvent(step int, content string, calls []string, usage modelUsage, stop string) map[string]any {
+	return map[string]any{"step": step, "content": content, "tool_calls": calls, "usage": usage, "stop_reason": stop}
+}
+
+// toolCallStartedEvent is the payload of tool.call.started: the call
+// callID of step to the tool name; its arguments are added with putCut.
+func toolCallStartedEvent(step int, callID, name string) map[string]any {
+	return map[string]any{"step": step, "call_id": callID, "name": name}
+}
+
+// toolCallCompletedEvent is the payload of tool.call.completed: the call
+// took elapsed and failed or not; its result is added with putCut.
+func toolCallCompletedEvent(step int, callID, name string, elapsed time.Duration, isError bool) map[string]any {
+	return map[string]any{"step": step, "call_id": callID, "name": name, "duration_ms": float64(elapsed.Microseconds()) / 1000, "is_error": isError}
+}
+
+// inputAnsweredEvent is the payload of input.answered: the question id of
+// server got action, given by by (a key's name, or how it ended).
+func inputAnsweredEvent(id, server, action, by string) map[string]any {
+	return map[string]any{"id": id, "server": server, "action": action, "by": by}
+}
+
+// inputDeclinedEvent is the payload of an input.requested that was
+// declined at once (a run that is not interactive, a policy) for reason.
+func inputDeclinedEvent(server, mode, message, reason string) map[string]any {
+	return map[string]any{"server": server, "mode": mode, "message": message, "action": actionDecline, "reason": reason}
+}
+
+// inputCompletedEvent is the payload of input.completed: server says the
+// URL elicitation elicitationID is done.
+func inputCompletedEvent(server, elicitationID string) map[string]any {
+	return map[string]any{"server": server, "elicitation_id": elicitationID}
+}
+
+// samplingRefusedEvent is the payload of sampling.refused: server's
+// sampling request was refused, saying reason.
+func samplingRefusedEvent(server, reason string) map[string]any {
+	return map[string]any{"server": server, "reason": reason}
+}
+
+// samplingRequestedEvent is the payload of sampling.requested: server
+// asks model for an answer to messages messages with tools tools, at most
+// maxTokens long.
+func samplingRequestedEvent(server, model string, messages, tools, maxTokens int) map[string]any {
+	return map[string]any{"server": server, "model": model, "messages": messages, "tools": tools, "max_tokens": maxTokens}
+}
+
+// samplingCompletedEvent is the payload of sampling.completed: the model's
+// answer to server's request (its usage, why it stopped, the tool calls it
+// asks for) or the error the request failed with, after elapsed.
+func samplingCompletedEvent(server string, resp *modelResponse, err error, elapsed time.Duration) map[string]any {
+	if err != nil {
+		return map[string]any{"server": server, "error": err.Error(), "duration_ms": elapsed.Milliseconds()}
+	}
+	return map[string]any{"server": server, "usage": resp.Usage, "stop_reason": resp.StopReason, "tool_calls": len(resp.ToolCalls), "duration_ms": elapsed.Milliseconds()}
+}
