@@ -28,6 +28,7 @@ func TestMCPEditTellsDaemon(t *testing.T) {
 		fmt.Sprintf(`HARNESS_API_KEYS=[{"name":"ops","token":%q,"scopes":["admin"]},{"name":"viewer","token":%q,"scopes":["runs:read"]}]`,
 			strings.TrimPrefix(manageAdmin, "Bearer "), strings.TrimPrefix(manageReader, "Bearer "))}
 	p, at := serveHarnessd(t, bin, env, workspace)
+	waitReadyz(t, at) // so that the check after the edits says they kept it ready
 	addr := strings.TrimPrefix(at.url, "http://")
 	f := &manageFixture{at: at, home: home, marker: marker}
 	exe, err := os.Executable()
@@ -78,7 +79,7 @@ func TestMCPEditTellsDaemon(t *testing.T) {
 	if n := len(logEntries(p, "configuration reloaded through the API")); n != 2 {
 		t.Errorf("the daemon logged %d reloads through the API, want 2 (add and remove with the admin token)", n)
 	}
-	if resp, _ := at.do(t, http.MethodGet, "/readyz", "", ""); resp.StatusCode != http.StatusOK {
-		t.Errorf("GET /readyz after the edits = %d, want 200", resp.StatusCode)
+	if resp, body := at.do(t, http.MethodGet, "/readyz", "", ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /readyz after the edits = %d %s, want 200", resp.StatusCode, body)
 	}
 }

@@ -309,24 +309,7 @@ scopes = ["runs:read"]
 	if resp, data := at.do(t, "GET", "/healthz", "", ""); resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /healthz = %d %s, want 200", resp.StatusCode, data)
 	}
-	// readyz turns 200 once the server's first attempt is over; poll it
-	// as a load balancer would.
-	ticker := time.NewTicker(50 * time.Millisecond)
-	defer ticker.Stop()
-	for {
-		resp, data := at.do(t, "GET", "/readyz", "", "")
-		if resp.StatusCode == http.StatusOK {
-			break
-		}
-		if resp.StatusCode != http.StatusServiceUnavailable {
-			t.Fatalf("GET /readyz = %d %s, want 503 then 200", resp.StatusCode, data)
-		}
-		select {
-		case <-ticker.C:
-		case <-t.Context().Done():
-			t.Fatal("harnessd never became ready")
-		}
-	}
+	waitReadyz(t, at)
 
 	t.Run("servers", func(t *testing.T) {
 		if resp, data := at.do(t, "GET", "/v1/mcp/servers", "", ""); resp.StatusCode != http.StatusUnauthorized {
