@@ -78,12 +78,14 @@ func (e *lineEditor) fill(ctx context.Context) error {
 
 // readLine shows the prompt and reads one line, edited in raw mode, or as
 // the terminal gives it when raw mode fails. Ctrl-D on an empty line, or
-// the terminal's end, is io.EOF.
+// the terminal's end, is io.EOF. Raw mode begins before the prompt shows:
+// what is typed once it shows (a Ctrl-D, say) is never taken by the
+// terminal's own line editing.
 func (e *lineEditor) readLine(ctx context.Context) (string, error) {
 	prompt := e.prompt
 	e.prompt = ""
-	io.WriteString(e.out, prompt)
 	restore, err := makeRaw(e.tty)
+	io.WriteString(e.out, prompt)
 	if err != nil {
 		return e.readWhole(ctx)
 	}
