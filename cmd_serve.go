@@ -234,6 +234,8 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 	// (d.secrets, which every run's and session's derives from) before
 	// their first use: newRegistry hands it to the OAuth clients.
 	oauth := newOAuthClients(newTokenStore(oauthDir(d.load.Home)), logger)
+	d.metrics = newMetrics()
+	d.metrics.outsideSampling = outside.Outside
 	d.reg = newRegistry(cfg.Servers, registryOptions{
 		Logger: logger,
 		Client: clientOptions{Getenv: a.getenv, ProcessGroups: groups,
@@ -241,9 +243,8 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 			Input: outside, Cache: newResponseCache(),
 			LogPayloads: d.opts.logPayloads, Secrets: d.secrets},
 		Restart: true,
+		Pins:    newPinStore(pinsDir(d.load.Home), logger, d.metrics),
 	})
-	d.metrics = newMetrics()
-	d.metrics.outsideSampling = outside.Outside
 	model := cfg.Model.spec()
 	d.runs = newRunManager(runManagerOptions{
 		Registry:   d.reg,

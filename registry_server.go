@@ -68,6 +68,10 @@ type serverStatus struct {
 	// Skills are those the server lists (skills extension); none when it
 	// does not declare the extension.
 	Skills []statusSkill `json:"skills,omitempty"`
+	// Held are the tools left out of every catalog because their
+	// definition differs from the pinned one (pin_tools = "hold"), until
+	// an admin accepts them.
+	Held []toolChange `json:"held,omitempty"`
 }
 
 // A statusTool is one tool in a serverStatus.
@@ -110,6 +114,12 @@ type managedServer struct {
 	// attempt over (see awaitFirstAttempt); closed from the start for a
 	// disabled server.
 	firstAttempt chan struct{}
+	// pins checks each listing against the pinned definitions; set for
+	// global servers only (registry.startLocked), nil for the others.
+	pins toolPinner
+	// held are the tools of the last listing held out of the snapshot
+	// because their definition changed (registry_pins.go).
+	held []toolChange
 }
 
 // newManagedServer returns a server in its first status: connecting, or
@@ -225,6 +235,7 @@ func (s *managedServer) snapshot() serverStatus {
 		}
 	}
 	st.Skills = statusSkills(s.skills)
+	st.Held = slices.Clone(s.held)
 	return st
 }
 
@@ -390,13 +401,19 @@ func (s *managedServer) relist(ctx context.Context, c *client) error {
 	if err != nil {
 		return err
 	}
-	tools, err := newServerTools(s.cfg.Name, infos, s.cfg.IncludeTools, s.cfg.ExcludeTools, s.dynamic)
+	held, err := s.checkPins(infos)
 	if err != nil {
 		return err
 	}
+	tools, err := newServerTools(s.cfg.Name, withoutHeld(infos, held), s.cfg.IncludeTools, s.cfg.ExcludeTools, s.dynamic)
+	if err != nil {
+		return err
+	}
+	tools.setHeld(held)
 	skills := s.listSkills(listCtx, c)
 	s.mu.Lock()
 	s.tools = tools
+	s.held = held
 	s.skills = skills
 	s.mu.Unlock()
 	return nil

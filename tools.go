@@ -61,6 +61,10 @@ type serverTools struct {
 	// vocab is sorted; postings[i] lists the entries containing vocab[i].
 	vocab    []string
 	postings [][]posting
+	// held are the server's tools left out because their definition
+	// changed since it was pinned (tools_pins.go), by mcp_ name; nil for
+	// none.
+	held map[string]toolChange
 }
 
 // mcpToolName returns the name the agent sees for a server's tool:
@@ -214,6 +218,14 @@ func (st *serverTools) within(l toolLimits) *serverTools {
 		if l.allowsTool(e.Server, e.Name) {
 			view.byName[e.Name] = len(view.entries)
 			view.entries = append(view.entries, e)
+		}
+	}
+	for name, h := range st.held {
+		if l.allowsTool(st.server, name) {
+			if view.held == nil {
+				view.held = map[string]toolChange{}
+			}
+			view.held[name] = h
 		}
 	}
 	view.buildIndex()
