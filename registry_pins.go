@@ -40,11 +40,13 @@ type toolPinner interface {
 
 // checkPins checks a listing of the server against its pins, for a
 // global server whose pin_tools is not off, and returns the tools held.
+// Only the tools its include_tools and exclude_tools leave are pinned.
 func (s *managedServer) checkPins(tools []toolInfo) ([]toolChange, error) {
 	if s.pins == nil || s.cfg.PinTools == pinOff || s.cfg.PinTools == "" {
 		return nil, nil
 	}
-	return s.pins.check(s.cfg.Name, s.cfg.PinTools, tools)
+	kept := slices.DeleteFunc(slices.Clone(tools), func(t toolInfo) bool { return !keepsTool(s.cfg.IncludeTools, s.cfg.ExcludeTools, t.Name) })
+	return s.pins.check(s.cfg.Name, s.cfg.PinTools, kept)
 }
 
 // withoutHeld returns the tools of infos that held does not name.

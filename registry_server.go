@@ -90,6 +90,10 @@ type managedServer struct {
 	dynamic bool
 	logger  *slog.Logger
 
+	// listMu serialises relist; it is taken before mu, never while mu
+	// is held.
+	listMu sync.Mutex
+
 	mu sync.Mutex
 	// guards everything below; status and lastErr are written by move only
 	status    string
@@ -393,8 +397,12 @@ func (s *managedServer) setRoots(ctx context.Context, dirs []string) error {
 	return c.setRoots(ctx, dirs)
 }
 
-// relist lists the tools of c and publishes them.
+// relist lists the tools of c and publishes them. Listings are serialised
+// (listMu), so one checked against the pins before an accept is never
+// published after the listing that follows the accept.
 func (s *managedServer) relist(ctx context.Context, c *client) error {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
 	listCtx, cancel := context.WithTimeout(ctx, c.cfg.startupTimeout())
 	defer cancel()
 	infos, err := c.listTools(listCtx)

@@ -100,7 +100,7 @@ func newServerTools(server string, tools []toolInfo, include, exclude []string, 
 	}
 	st := &serverTools{server: server, byName: make(map[string]int, len(tools))}
 	for _, tool := range tools {
-		if tool.Name == "" || !matchesAny(include, tool.Name, true) || matchesAny(exclude, tool.Name, false) {
+		if !keepsTool(include, exclude, tool.Name) {
 			continue
 		}
 		name := mcpToolName(server, tool.Name)
@@ -124,6 +124,12 @@ func newServerTools(server string, tools []toolInfo, include, exclude []string, 
 	}
 	st.buildIndex()
 	return st, nil
+}
+
+// keepsTool reports whether a server's tool name passes its
+// include_tools and exclude_tools globs (already validated).
+func keepsTool(include, exclude []string, name string) bool {
+	return name != "" && matchesAny(include, name, true) && !matchesAny(exclude, name, false)
 }
 
 // matchesAny reports whether name matches one of the globs, or whether the

@@ -207,7 +207,14 @@ func TestPinnedToolHeldThenAccepted(t *testing.T) {
 
 	// A run cannot find or call the held tool, and is told why.
 	f := newFakeModel(t, providerOpenAI,
-		fakeTurn{ToolCalls: calls("find_tool", `{"query":"select:mcp_fake_echo"}`)},
+		fakeTurn{ToolCalls: calls("find_tool", `{"query":"echo the message"}`)},
+		fakeTurn{Check: func(req fakeRequest) error {
+			res := req.toolResults()
+			if want := "Held, not offered until an admin accepts their changed definitions: mcp_fake_echo"; len(res) != 1 || !strings.Contains(res[0].Content, want) {
+				return fmt.Errorf("find_tool result = %+v, want %q", res, want)
+			}
+			return nil
+		}, ToolCalls: calls("find_tool", `{"query":"select:mcp_fake_echo"}`)},
 		fakeTurn{Check: toolResultHas("mcp_fake_echo: tool mcp_fake_echo of server \"fake\" is held: its definition (description) changed"),
 			ToolCalls: calls("mcp_fake_echo", `{"message":"hi"}`)},
 		fakeTurn{Check: toolResultHas("is held"), Text: "could not"},
@@ -215,9 +222,22 @@ func TestPinnedToolHeldThenAccepted(t *testing.T) {
 	runs := newRunsOver(t, reg, f, "", nil)
 	requireCompleted(t, waitRun(t, startRun(t, runs, runRequest{Prompt: "echo"})))
 
-	// The admin accepts through the CLI, which tells the daemon's API.
+	// The servers view lists the held tool with both digests and the diff.
 	srv := httptest.NewServer(newAPI(runs, reg, nil, m, discardLogger(), nil))
 	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/v1/mcp/servers/fake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var detail serverDetail
+	json.NewDecoder(resp.Body).Decode(&detail)
+	resp.Body.Close()
+	if len(detail.Held) != 1 || detail.Held[0].OldDigest != held.OldDigest || detail.Held[0].NewDigest != held.NewDigest ||
+		!slices.Equal(detail.Held[0].Changed, []string{"description"}) {
+		t.Errorf("GET /v1/mcp/servers/fake held = %+v, want echo with both digests and the description changed", detail.Held)
+	}
+
+	// The admin accepts through the CLI, which tells the daemon's API.
 	code, out, errOut := runHarnessd(t, map[string]string{"HARNESS_ADDR": srv.URL, "HARNESS_HOME": t.TempDir()}, "mcp", "accept", "fake", "echo")
 	if code != 0 || !strings.Contains(out, `accepted server "fake" tool "echo": description changed`) || !strings.Contains(out, "new description: "+fmt.Sprintf("%q", pulled)) {
 		t.Fatalf("mcp accept = %d, %q, %q; want the accepted change printed", code, out, errOut)
@@ -238,7 +258,7 @@ func TestPinnedToolHeldThenAccepted(t *testing.T) {
 	writeDescription(t, descFile, "third")
 	announceChange(t, reg)
 	waitUntil(t, "the changed echo is held again", func() bool { return len(heldOf(reg)) == 1 })
-	resp, err := http.Post(srv.URL+"/v1/mcp/servers/fake/accept", "application/json", nil)
+	resp, err = http.Post(srv.URL+"/v1/mcp/servers/fake/accept", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
