@@ -363,3 +363,49 @@ func (m *metrics) snapshotDefinitionChanges() map[[2]string]uint64 {
 	}
 	return out
 }
+
+// TestPinnedToolDaemonRestart restarts harnessd over a server whose tool
+// changed meanwhile: the second daemon holds it from its first listing,
+// and mcp accept, told the daemon's address, makes it offered again.
+func TestPinnedToolDaemonRestart(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	descFile := filepath.Join(t.TempDir(), "description")
+	writeDescription(t, descFile, "first")
+	config := fmt.Sprintf("[mcp_servers.fake]\ncommand = %q\npin_tools = \"hold\"\nenv = { %s = \"rug-pull\", %s = %q }\n", exe, fakeServerEnv, fakeDescFileEnv, descFile)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fakeServer := func(at *apiTest) serverDetail {
+		var d serverDetail
+		resp, err := at.client.Get(at.url + "/v1/mcp/servers/fake")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		json.NewDecoder(resp.Body).Decode(&d)
+		return d
+	}
+	t.Run("first daemon", func(t *testing.T) {
+		at := serveInProcess(t, home, fakeEnv(nil))
+		waitUntil(t, "the server is ready", func() bool { return fakeServer(at).Status == statusReady })
+	})
+	writeDescription(t, descFile, "second")
+	at := serveInProcess(t, home, fakeEnv(nil))
+	var d serverDetail
+	waitUntil(t, "the server is ready", func() bool { d = fakeServer(at); return d.Status == statusReady })
+	if len(d.Held) != 1 || d.Held[0].Tool != "echo" || slices.ContainsFunc(d.Tools, func(td toolDetail) bool { return td.ServerTool == "echo" }) {
+		t.Fatalf("after the restart held = %+v, tools = %+v; want echo held and not listed", d.Held, d.Tools)
+	}
+	code, out, errOut := runHarnessd(t, map[string]string{"HARNESS_ADDR": at.url, "HARNESS_HOME": home}, "mcp", "accept", "fake")
+	if code != 0 || !strings.Contains(out, `old description: "first"`) || strings.Contains(errOut, "editing the pin file") {
+		t.Fatalf("mcp accept = %d, %q, %q; want it accepted through the daemon", code, out, errOut)
+	}
+	if d = fakeServer(at); len(d.Held) != 0 || !slices.ContainsFunc(d.Tools, func(td toolDetail) bool { return td.ServerTool == "echo" && td.Description == "second" }) {
+		t.Errorf("after accept held = %+v, tools = %+v; want echo offered with the new description", d.Held, d.Tools)
+	}
+}
