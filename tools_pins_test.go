@@ -409,3 +409,22 @@ func TestPinnedToolDaemonRestart(t *testing.T) {
 		t.Errorf("after accept held = %+v, tools = %+v; want echo offered with the new description", d.Held, d.Tools)
 	}
 }
+
+func TestPinStoreDamagedFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fake.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pins := newPinStore(dir, discardLogger(), nil)
+	_, err := pins.check("fake", pinHold, []toolInfo{{Name: "echo"}})
+	if want := "fake.json"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("check over a damaged pin file = %v, want an error naming %s and what to do", err, want)
+	}
+	if _, err := pins.accept("fake", ""); err == nil {
+		t.Error("accept over a damaged pin file succeeded, want an error")
+	}
+	if _, err := pins.check("fake", pinOff, []toolInfo{{Name: "echo"}}); err != nil {
+		t.Errorf("check with pin_tools off = %v, want the file not read", err)
+	}
+}
