@@ -145,7 +145,9 @@ func pinsDir(home string) string { return filepath.Join(home, "pins") }
 // path returns the pin file of server.
 func (p *pinStore) path(server string) string { return filepath.Join(p.dir, server+".json") }
 
-// load reads the pin file of server; a missing file is no pins.
+// load reads the pin file of server; a missing file is no pins. Its
+// errors, like save's, name the file, not the server: the registry names
+// the server once in its status.
 func (p *pinStore) load(server string) (pinFile, error) {
 	pf := pinFile{Server: server, Tools: map[string]toolPin{}}
 	data, err := os.ReadFile(p.path(server))
@@ -153,10 +155,10 @@ func (p *pinStore) load(server string) (pinFile, error) {
 		return pf, nil
 	}
 	if err != nil {
-		return pf, fmt.Errorf("server %q: read pinned tool definitions: %v", server, err)
+		return pf, fmt.Errorf("read pinned tool definitions: %v", err)
 	}
 	if err := json.Unmarshal(data, &pf); err != nil {
-		return pf, fmt.Errorf("server %q: pinned tool definitions %s: %v; fix the file, or remove it to pin the definitions listed next", server, p.path(server), err)
+		return pf, fmt.Errorf("pinned tool definitions %s: %v; fix the file, or remove it to pin the definitions listed next", p.path(server), err)
 	}
 	if pf.Tools == nil {
 		pf.Tools = map[string]toolPin{}
@@ -169,13 +171,13 @@ func (p *pinStore) load(server string) (pinFile, error) {
 func (p *pinStore) save(pf pinFile) error {
 	data, err := json.MarshalIndent(pf, "", "  ")
 	if err != nil {
-		return fmt.Errorf("server %q: encode pinned tool definitions: %v", pf.Server, err)
+		return fmt.Errorf("encode pinned tool definitions: %v", err)
 	}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
-		return fmt.Errorf("server %q: pinned tool definitions: %v", pf.Server, err)
+		return fmt.Errorf("pinned tool definitions: %v", err)
 	}
 	if err := replaceFile(p.path(pf.Server), append(data, '\n')); err != nil {
-		return fmt.Errorf("server %q: write pinned tool definitions: %v", pf.Server, err)
+		return fmt.Errorf("write pinned tool definitions %s: %v", p.path(pf.Server), err)
 	}
 	return nil
 }
@@ -252,7 +254,7 @@ func (p *pinStore) accept(server, tool string) ([]toolChange, error) {
 	defer p.mu.Unlock()
 	pf, err := p.load(server)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("server %q: %w", server, err)
 	}
 	if tool != "" {
 		if pin, ok := pf.Tools[tool]; !ok || pin.Pending == nil {
@@ -273,7 +275,7 @@ func (p *pinStore) accept(server, tool string) ([]toolChange, error) {
 		return nil, nil
 	}
 	if err := p.save(pf); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("server %q: %w", server, err)
 	}
 	p.logger.Info("held tool definitions accepted", "server", server, "tools", len(accepted))
 	return accepted, nil

@@ -427,4 +427,15 @@ func TestPinStoreDamagedFile(t *testing.T) {
 	if _, err := pins.check("fake", pinOff, []toolInfo{{Name: "echo"}}); err != nil {
 		t.Errorf("check with pin_tools off = %v, want the file not read", err)
 	}
+	// A server whose pins cannot be read does not start, and says why once.
+	cfg, _ := rugPullServer(t, pinHold, "first")
+	reg := newRegistry([]serverConfig{cfg}, registryOptions{Logger: discardLogger(), Pins: pins})
+	t.Cleanup(reg.close)
+	if err := reg.waitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st := reg.server("fake").snapshot()
+	if want := `server "fake": pinned tool definitions ` + filepath.Join(dir, "fake.json"); st.Status != statusFailed || !strings.HasPrefix(st.Error, want) {
+		t.Errorf("status = %s, %q; want failed, starting %q", st.Status, st.Error, want)
+	}
 }
