@@ -120,6 +120,7 @@ func newAPI(runs *runManager, reg *registry, keys []authKey, m *metrics, logger 
 	a.route("/v1/schedules", map[string]route{http.MethodGet: {scopeAdmin, a.listSchedules}})
 	a.route("/v1/schedules/{name}/run", map[string]route{http.MethodPost: {scopeAdmin, a.runSchedule}})
 	a.route("/v1/mcp/servers/{name}", map[string]route{http.MethodGet: {scopeRunsRead, a.getServer}})
+	a.route("/v1/mcp/servers/{name}/accept", map[string]route{http.MethodPost: {scopeAdmin, a.acceptServerTools}})
 	a.route("/v1/mcp/servers/{name}/login", map[string]route{http.MethodPost: {scopeAdmin, a.loginServer}})
 	a.route("/v1/audit", map[string]route{http.MethodGet: {scopeAdmin, a.listAudit}})
 	a.routeManagement()

@@ -83,15 +83,12 @@ func writeServerMetrics(b *strings.Builder, servers []serverStatus) {
 // their latency histograms. m.mu is held.
 func (m *metrics) writeToolCallsLocked(b *strings.Builder) {
 	b.WriteString("# HELP harnessd_tool_calls_total Tool calls by server and outcome.\n# TYPE harnessd_tool_calls_total counter\n")
-	keys := make([][2]string, 0, len(m.toolCalls))
-	for k := range m.toolCalls {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		return keys[i][0] < keys[j][0] || (keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1])
-	})
-	for _, k := range keys {
+	for _, k := range sortedPairs(m.toolCalls) {
 		fmt.Fprintf(b, "harnessd_tool_calls_total{server=%s,outcome=%s} %d\n", promLabel(k[0]), promLabel(k[1]), m.toolCalls[k])
+	}
+	b.WriteString("# HELP harnessd_tool_definition_changes_total Listed tool definitions that differ from the pinned ones, by server and pin mode.\n# TYPE harnessd_tool_definition_changes_total counter\n")
+	for _, k := range sortedPairs(m.definitionChanges) {
+		fmt.Fprintf(b, "harnessd_tool_definition_changes_total{server=%s,mode=%s} %d\n", promLabel(k[0]), promLabel(k[1]), m.definitionChanges[k])
 	}
 	b.WriteString("# HELP harnessd_tool_call_duration_seconds Tool call latency by server.\n# TYPE harnessd_tool_call_duration_seconds histogram\n")
 	names := make([]string, 0, len(m.histograms))
@@ -111,6 +108,18 @@ func (m *metrics) writeToolCallsLocked(b *strings.Builder) {
 		fmt.Fprintf(b, "harnessd_tool_call_duration_seconds_sum{server=%s} %s\n", promLabel(n), strconv.FormatFloat(h.sum, 'g', -1, 64))
 		fmt.Fprintf(b, "harnessd_tool_call_duration_seconds_count{server=%s} %d\n", promLabel(n), h.count)
 	}
+}
+
+// sortedPairs returns the keys of counts, sorted.
+func sortedPairs(counts map[[2]string]uint64) [][2]string {
+	keys := make([][2]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i][0] < keys[j][0] || (keys[i][0] == keys[j][0] && keys[i][1] < keys[j][1])
+	})
+	return keys
 }
 
 // writeRunsLocked renders the runs started, ended, active and stopped

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
 
 // This file holds the routes about the daemon itself and its servers:
-// GET /v1/mcp/servers and /v1/mcp/servers/{name}, /healthz, /readyz and
-// /metrics.
+// GET /v1/mcp/servers and /v1/mcp/servers/{name}, POST
+// /v1/mcp/servers/{name}/accept, /healthz, /readyz and /metrics.
 
 // listServers answers GET /v1/mcp/servers: every global server's status
 // and tools, never its env or header values.
@@ -46,6 +49,56 @@ func (a *api) getServer(w http.ResponseWriter, r *http.Request, _ authInfo) {
 		}
 	}
 	writeBody(w, http.StatusOK, a.globalSecrets.load().marshal(d, true))
+}
+
+// An acceptRequest is the optional body of POST
+// /v1/mcp/servers/{name}/accept: the one tool to accept, all held when
+// empty.
+type acceptRequest struct {
+	Tool string `json:"tool"`
+}
+
+// An acceptAnswer is the answer of POST /v1/mcp/servers/{name}/accept:
+// what was accepted, none when no tool was held.
+type acceptAnswer struct {
+	Server   string       `json:"server"`
+	Accepted []toolChange `json:"accepted"`
+}
+
+// acceptServerTools answers POST /v1/mcp/servers/{name}/accept (admin):
+// the held tool definitions of the server (or the one tool named) become
+// its pins and its tools are offered at once; the answer lists what was
+// accepted, each with its old and new digest and the fields changed.
+func (a *api) acceptServerTools(w http.ResponseWriter, r *http.Request, _ authInfo) {
+	name := r.PathValue("name")
+	if a.reg.server(name) == nil {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no global MCP server %q (see GET /v1/mcp/servers)", name))
+		return
+	}
+	var req acceptRequest
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	if err == nil && len(bytes.TrimSpace(data)) > 0 {
+		err = decodeStrictJSON(bytes.NewReader(data), &req)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error()+` (send nothing, or {"tool": "name"} to accept one tool)`)
+		return
+	}
+	accepted, err := a.reg.acceptPins(r.Context(), name, req.Tool)
+	switch {
+	case errors.Is(err, errNotHeld):
+		writeError(w, http.StatusConflict, "not_held", err.Error())
+		return
+	case err != nil && accepted == nil:
+		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	case err != nil:
+		a.logger.Warn("accepted tool definitions", "server", name, "err", err)
+	}
+	if accepted == nil {
+		accepted = []toolChange{}
+	}
+	writeJSON(w, http.StatusOK, acceptAnswer{Server: name, Accepted: accepted})
 }
 
 // healthz answers 200 while the process serves.

@@ -14,6 +14,9 @@ type toolInfo struct {
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	// OutputSchema is the schema of the structured result, when the
+	// server declares one; pinned with the rest (tools_pins.go).
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	// Annotations are the server's hints about the tool (readOnlyHint,
 	// ...), relayed as given; approvals read readOnlyHint.
 	Annotations json.RawMessage `json:"annotations,omitempty"`

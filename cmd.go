@@ -107,6 +107,8 @@ func (a *app) run(ctx context.Context, args []string) error {
 			return a.mcpSkills(ctx, args[2:])
 		case "serve":
 			return a.mcpServe(ctx, args[2:])
+		case "accept":
+			return a.mcpAccept(ctx, args[2:])
 		}
 		return usageError("mcp: unknown subcommand %q: see harnessd --help", args[1])
 	case "version", "--version", "-version":
@@ -148,6 +150,8 @@ Usage:
   harnessd mcp resources NAME [flags]      list a server's resources
   harnessd mcp read NAME URI [flags]       read one resource
   harnessd mcp skills [SERVER] [flags]     list the servers' skills (none read)
+  harnessd mcp accept NAME [TOOL]          accept a server's changed tool definitions held by
+                                           pin_tools = "hold" (shows what changed)
   harnessd mcp serve [--addr ADDR]        MCP over stdin/stdout for a desktop host, forwarded
                                            to a running harnessd (token from HARNESS_TOKEN)
   harnessd mcp conformance URL             the client side of the official MCP conformance

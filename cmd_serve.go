@@ -244,6 +244,9 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 	// their first use: newRegistry hands it to the OAuth clients.
 	oauth := newOAuthClients(newTokenStore(oauthDir(d.load.Home)), logger)
 	d.tracer = newTracer(cfg.Telemetry, logger)
+	d.metrics = newMetrics()
+	d.metrics.outsideSampling = outside.Outside
+	d.metrics.tracer = d.tracer
 	d.reg = newRegistry(cfg.Servers, registryOptions{
 		Logger: logger,
 		Client: clientOptions{Getenv: a.getenv, ProcessGroups: groups,
@@ -251,10 +254,8 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 			Input: outside, Cache: newResponseCache(),
 			LogPayloads: d.opts.logPayloads, Secrets: d.secrets},
 		Restart: true,
+		Pins:    newPinStore(pinsDir(d.load.Home), logger, d.metrics),
 	})
-	d.metrics = newMetrics()
-	d.metrics.outsideSampling = outside.Outside
-	d.metrics.tracer = d.tracer
 	model := cfg.Model.spec()
 	d.runs = newRunManager(runManagerOptions{
 		Registry:   d.reg,

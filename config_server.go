@@ -111,6 +111,10 @@ type serverConfig struct {
 	// ApprovalTools are globs of the server's own tool names whose calls
 	// always need approval.
 	ApprovalTools []string
+	// PinTools says what a change of a pinned tool definition does
+	// (tools_pins.go): pinHold, pinWarn or pinOff; resolved from the
+	// transport when the entry does not say (pinToolsDefault).
+	PinTools string
 	// Unset are the ${VAR}s without default the server uses whose
 	// variables were not set when the configuration was read
 	// (config_problems.go): the server is valid but is not started; its
@@ -174,6 +178,7 @@ type rawServer struct {
 	ProtocolVersion string            `json:"protocol_version" toml:"protocol_version"`
 	Approval        *string           `json:"approval" toml:"approval"`
 	ApprovalTools   []string          `json:"approval_tools" toml:"approval_tools"`
+	PinTools        *string           `json:"pin_tools" toml:"pin_tools"`
 }
 
 // serverFields lists the JSON fields of a server object, for error hints.
@@ -241,6 +246,7 @@ func buildServer(label string, origin serverOrigin, source string, raw rawServer
 	s.MaxMessageBytes = b.messageLimit()
 	b.checkToolFilters()
 	b.checkApproval()
+	s.PinTools = b.pinTools(s.Transport)
 	b.checkProtocolVersion(s.Transport)
 	s.Unset = b.unset
 	s.ExpandedSecrets = b.expandedSecrets
@@ -667,6 +673,40 @@ const (
 
 // approvalModes are the modes from loosest to strictest.
 var approvalModes = []string{approvalNever, approvalWrites, approvalAlways}
+
+// Pin modes, of a server's pin_tools field: what a listing that changes
+// the definition of a tool seen before does (tools_pins.go).
+const (
+	pinHold = "hold" // the changed tool is held out of every catalog until an admin accepts it
+	pinWarn = "warn" // a warning is logged and counted, the new definition pinned
+	pinOff  = "off"  // definitions are not pinned
+)
+
+// pinModes are the values pin_tools takes.
+var pinModes = []string{pinHold, pinWarn, pinOff}
+
+// pinToolsDefault returns pin_tools' default for a transport: warn for
+// stdio, whose binary the operator installed, hold for remote servers.
+func pinToolsDefault(transport string) string {
+	if transport == transportStdio {
+		return pinWarn
+	}
+	return pinHold
+}
+
+// pinTools returns the entry's pin_tools, or the transport's default,
+// recording a value that is not a mode.
+func (b *serverBuilder) pinTools(transport string) string {
+	p := b.raw.PinTools
+	if p == nil {
+		return pinToolsDefault(transport)
+	}
+	if !slices.Contains(pinModes, *p) {
+		b.bad("pin_tools", "%q is not a pin mode; use hold (the default for http), warn (the default for stdio) or off", *p)
+		return pinToolsDefault(transport)
+	}
+	return *p
+}
 
 // checkApproval records an approval that is not a mode. The globs of
 // approval_tools are checked with the other tool filters.

@@ -307,7 +307,7 @@ func TestServerJSONEnvelope(t *testing.T) {
 func TestUnknownTOMLKeys(t *testing.T) {
 	tests := []struct{ name, toml, wantErr string }{
 		{name: "server key", toml: tomlServer("a", "x") + "comand = \"y\"\n",
-			wantErr: `F: unknown key "mcp_servers.a.comand"; valid keys are transport, command, args, url, env, secret_env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required, roots, sampling, log_level, protocol_version, approval, approval_tools`},
+			wantErr: `F: unknown key "mcp_servers.a.comand"; valid keys are transport, command, args, url, env, secret_env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required, roots, sampling, log_level, protocol_version, approval, approval_tools, pin_tools`},
 		{name: "name inside table", toml: tomlServer("a", "x") + "name = \"a\"\n",
 			wantErr: `F: unknown key "mcp_servers.a.name"; the table key [mcp_servers.<name>] is the server's name; remove this key`},
 		{name: "unknown table reported once", toml: "[server]\nx = 1\ny = 2\n",

@@ -36,6 +36,9 @@ type metrics struct {
 	webhooks map[string]uint64
 	// budgetStops counts runs stopped past a budget, by budget.
 	budgetStops map[string]uint64
+	// definitionChanges counts the changed tool definitions seen, by
+	// {server, pin mode}.
+	definitionChanges map[[2]string]uint64
 	// replaysActive counts the event streams replaying an ended run
 	// from disk, replaysRefused those refused at max_concurrent_replays,
 	// streamsDropped the event streams whose client stopped reading.
@@ -61,7 +64,18 @@ type histogram struct {
 func newMetrics() *metrics {
 	return &metrics{toolCalls: map[[2]string]uint64{}, histograms: map[string]*histogram{}, runsEnded: map[string]uint64{},
 		reloads: map[string]uint64{}, reloadServers: map[string]uint64{}, webhooks: map[string]uint64{},
-		budgetStops: map[string]uint64{}}
+		budgetStops: map[string]uint64{}, definitionChanges: map[[2]string]uint64{}}
+}
+
+// toolDefinitionChange counts a tool of server whose listed definition
+// differs from its pinned one, under pin mode ("hold" or "warn").
+func (m *metrics) toolDefinitionChange(server, mode string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.definitionChanges[[2]string{server, mode}]++
 }
 
 // budgetStop counts a run stopped past budget (max_tokens, max_cost_usd

@@ -85,34 +85,8 @@ func (s *tokenStore) save(server string, rec oauthRecord) error {
 	if err := os.Chmod(s.dir, 0o700); err != nil {
 		return fmt.Errorf("oauth store: %w", err)
 	}
-	f, err := os.CreateTemp(s.dir, ".tmp-*") // created 0600
-	if err != nil {
+	if err := replaceFile(s.path(server), data); err != nil {
 		return fmt.Errorf("oauth store: %w", err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("oauth store: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("oauth store: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("oauth store: %w", err)
-	}
-	if err := os.Rename(tmp, s.path(server)); err != nil {
-		return fmt.Errorf("oauth store: %w", err)
-	}
-	ok = true
-	if d, err := os.Open(s.dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

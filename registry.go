@@ -26,6 +26,9 @@ type registryOptions struct {
 	// BackoffMin and BackoffMax bound the restart backoff; zero means
 	// backoffMin and backoffMax (tests shorten them).
 	BackoffMin, BackoffMax time.Duration
+	// Pins keeps the global servers' pinned tool definitions; nil pins
+	// nothing.
+	Pins toolPinner
 }
 
 // A registry owns every global server's lifetime. It is safe for
@@ -135,6 +138,7 @@ func (r *registry) startLocked(s *managedServer, firstDone func()) {
 	r.mu.Lock()
 	r.supervisors[s] = sup
 	r.mu.Unlock()
+	s.pins = r.opts.Pins
 	sv := supervision{
 		client:     r.opts.Client,
 		restart:    r.opts.Restart,

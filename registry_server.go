@@ -73,6 +73,10 @@ type serverStatus struct {
 	// Skills are those the server lists (skills extension); none when it
 	// does not declare the extension.
 	Skills []statusSkill `json:"skills,omitempty"`
+	// Held are the tools left out of every catalog because their
+	// definition differs from the pinned one (pin_tools = "hold"), until
+	// an admin accepts them.
+	Held []toolChange `json:"held,omitempty"`
 }
 
 // A statusTool is one tool in a serverStatus.
@@ -90,6 +94,10 @@ type managedServer struct {
 	cfg     serverConfig
 	dynamic bool
 	logger  *slog.Logger
+
+	// listMu serialises relist; it is taken before mu, never while mu
+	// is held.
+	listMu sync.Mutex
 
 	mu sync.Mutex
 	// guards everything below; status and lastErr are written by move only
@@ -115,6 +123,12 @@ type managedServer struct {
 	// attempt over (see awaitFirstAttempt); closed from the start for a
 	// disabled server.
 	firstAttempt chan struct{}
+	// pins checks each listing against the pinned definitions; set for
+	// global servers only (registry.startLocked), nil for the others.
+	pins toolPinner
+	// held are the tools of the last listing held out of the snapshot
+	// because their definition changed (registry_pins.go).
+	held []toolChange
 }
 
 // newManagedServer returns a server in its first status: connecting, or
@@ -231,6 +245,7 @@ func (s *managedServer) snapshot() serverStatus {
 		}
 	}
 	st.Skills = statusSkills(s.skills)
+	st.Held = slices.Clone(s.held)
 	return st
 }
 
@@ -388,21 +403,31 @@ func (s *managedServer) setRoots(ctx context.Context, dirs []string) error {
 	return c.setRoots(ctx, dirs)
 }
 
-// relist lists the tools of c and publishes them.
+// relist lists the tools of c and publishes them. Listings are serialised
+// (listMu), so one checked against the pins before an accept is never
+// published after the listing that follows the accept.
 func (s *managedServer) relist(ctx context.Context, c *client) error {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
 	listCtx, cancel := context.WithTimeout(ctx, c.cfg.startupTimeout())
 	defer cancel()
 	infos, err := c.listTools(listCtx)
 	if err != nil {
 		return err
 	}
-	tools, err := newServerTools(s.cfg.Name, infos, s.cfg.IncludeTools, s.cfg.ExcludeTools, s.dynamic)
+	held, err := s.checkPins(infos)
 	if err != nil {
 		return err
 	}
+	tools, err := newServerTools(s.cfg.Name, withoutHeld(infos, held), s.cfg.IncludeTools, s.cfg.ExcludeTools, s.dynamic)
+	if err != nil {
+		return err
+	}
+	tools.setHeld(held)
 	skills := s.listSkills(listCtx, c)
 	s.mu.Lock()
 	s.tools = tools
+	s.held = held
 	s.skills = skills
 	s.mu.Unlock()
 	return nil

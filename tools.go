@@ -61,6 +61,10 @@ type serverTools struct {
 	// vocab is sorted; postings[i] lists the entries containing vocab[i].
 	vocab    []string
 	postings [][]posting
+	// held are the server's tools left out because their definition
+	// changed since it was pinned (tools_pins.go), by mcp_ name; nil for
+	// none.
+	held map[string]toolChange
 }
 
 // mcpToolName returns the name the agent sees for a server's tool:
@@ -96,7 +100,7 @@ func newServerTools(server string, tools []toolInfo, include, exclude []string, 
 	}
 	st := &serverTools{server: server, byName: make(map[string]int, len(tools))}
 	for _, tool := range tools {
-		if tool.Name == "" || !matchesAny(include, tool.Name, true) || matchesAny(exclude, tool.Name, false) {
+		if !keepsTool(include, exclude, tool.Name) {
 			continue
 		}
 		name := mcpToolName(server, tool.Name)
@@ -120,6 +124,12 @@ func newServerTools(server string, tools []toolInfo, include, exclude []string, 
 	}
 	st.buildIndex()
 	return st, nil
+}
+
+// keepsTool reports whether a server's tool name passes its
+// include_tools and exclude_tools globs (already validated).
+func keepsTool(include, exclude []string, name string) bool {
+	return name != "" && matchesAny(include, name, true) && !matchesAny(exclude, name, false)
 }
 
 // matchesAny reports whether name matches one of the globs, or whether the
@@ -214,6 +224,14 @@ func (st *serverTools) within(l toolLimits) *serverTools {
 		if l.allowsTool(e.Server, e.Name) {
 			view.byName[e.Name] = len(view.entries)
 			view.entries = append(view.entries, e)
+		}
+	}
+	for name, h := range st.held {
+		if l.allowsTool(st.server, name) {
+			if view.held == nil {
+				view.held = map[string]toolChange{}
+			}
+			view.held[name] = h
 		}
 	}
 	view.buildIndex()

@@ -39,6 +39,9 @@ func (r *run) callTool(ctx context.Context, tc toolCall) toolResult {
 		args = json.RawMessage("{}")
 	}
 	entry, ok := r.catalog.lookup(tc.Name)
+	if why, held := heldReason(r.catalog.reachable(), tc.Name); !ok && held {
+		return toolError("", "%s; use another tool", why)
+	}
 	if !ok {
 		return toolError("", "unknown tool %q: use find_tool to search for tools, then call them by the names it returns", tc.Name)
 	}

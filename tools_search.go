@@ -240,15 +240,17 @@ func (c *catalog) findTool(args json.RawMessage) (string, error) {
 		return c.selectTools(sets, unready, rest)
 	}
 	found := search(sets, query, limit)
-	note := unlistedNote(unready)
+	note, held := unlistedNote(unready), heldNote(sets)
 	if len(found) == 0 {
 		text := fmt.Sprintf("No tools match %q. Try other words, or select:name for an exact name.", query)
-		if note != "" {
-			text += "\n" + note
+		for _, n := range []string{note, held} {
+			if n != "" {
+				text += "\n" + n
+			}
 		}
 		return text, nil
 	}
-	return c.activateFound(found, unready, note), nil
+	return c.activateFound(found, unready, note, held), nil
 }
 
 // selectTools activates the comma-separated names in list, at most
@@ -267,7 +269,10 @@ func (c *catalog) selectTools(sets []*serverTools, unready []serverStatus, list 
 			e, ok = lookupIn(sets, strings.ToLower(name))
 		}
 		st, isUnready := unreadyServerOf(unready, name)
+		heldWhy, isHeld := heldReason(sets, name)
 		switch {
+		case !ok && isHeld:
+			pending = append(pending, name+": "+heldWhy)
 		case !ok && isUnready:
 			pending = append(pending, name+": "+unreadyReason(st))
 		case !ok && name != toolFindTool:
