@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // This file tests the MCP server's tasks extension with a task-aware
@@ -45,7 +48,27 @@ func (c *taskClient) call(t *testing.T, method string, params map[string]any) wi
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{extTasks: map[string]any{}}}}
 	}
 	id := json.RawMessage(encodeJSON(c.next))
-	resp := c.raw.post(t, string(encodeJSON(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})))
+	// A request of the extension answers at once: one held longer (a
+	// server without the extension holding run) fails the test.
+	ctx, cancel := context.WithTimeout(t.Context(), taskCallTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.raw.at.url+"/mcp", bytes.NewReader(encodeJSON(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.raw.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.raw.token)
+	}
+	if c.raw.session != "" {
+		req.Header.Set(headerSessionID, c.raw.session)
+	}
+	resp, err := c.raw.at.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(resp.Body)
 		t.Fatalf("%s = %d %s, want 200", method, resp.StatusCode, data)
@@ -63,6 +86,9 @@ func (c *taskClient) call(t *testing.T, method string, params map[string]any) wi
 	}
 	return out
 }
+
+// taskCallTimeout bounds each request of a taskClient.
+const taskCallTimeout = 20 * time.Second
 
 // task sends a tasks/* or tools/call request that answers with a task and
 // returns the task.
