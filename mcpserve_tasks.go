@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,6 +28,9 @@ const (
 	extTasks = "io.modelcontextprotocol/tasks"
 	// taskPollInterval is the polling interval a task suggests.
 	taskPollInterval = time.Second
+	// codeTasksNotDeclared is the error SEP-2663 names for a request that
+	// needs the extension from a client that did not declare it.
+	codeTasksNotDeclared = -32003
 )
 
 // Task statuses (SEP-2663).
@@ -147,23 +151,24 @@ func (s *mcpServer) createTask(call *mcpCall, args json.RawMessage) any {
 	if sess := call.sess; sess != nil {
 		// Owned by the session; ends when the run ends (after its last
 		// notification), when the session ends, or at shutdown.
-		go s.notifyTask(sess, run, t.key())
+		go s.notifyTask(sess.ctx, run, t.key(), func(msg []byte) { sess.push(msg) })
 	}
 	s.api.logger.Info("mcp task created", "run", run.id, "key", call.info.key)
 	return t
 }
 
-// notifyTask sends notifications/tasks on sess's GET stream each time
-// run's task changes status or open requests (from last, the key of the
-// state the client has), until the run ends or the session does.
-func (s *mcpServer) notifyTask(sess *mcpSession, run *run, last string) {
+// notifyTask sends notifications/tasks through send each time run's task
+// changes status or open requests (from last, the key of the state the
+// client has; "" sends the current state first), until the run ends, ctx
+// is done, or harnessd shuts down.
+func (s *mcpServer) notifyTask(ctx context.Context, run *run, last string, send func([]byte)) {
 	var cursor followCursor
 	defer run.unfollow(&cursor)
 	for {
 		_, _, changed := run.follow(&cursor)
 		if t := mcpTaskOf(run); t.key() != last {
 			last = t.key()
-			sess.push(s.api.globalSecrets.load().marshal(mcpOutgoing{JSONRPC: "2.0", Method: "notifications/tasks", Params: t}, false))
+			send(s.api.globalSecrets.load().marshal(mcpOutgoing{JSONRPC: "2.0", Method: "notifications/tasks", Params: t}, false))
 		}
 		if isClosed(run.done) {
 			if t := mcpTaskOf(run); t.key() != last {
@@ -174,7 +179,7 @@ func (s *mcpServer) notifyTask(sess *mcpSession, run *run, last string) {
 		select {
 		case <-changed:
 		case <-run.done:
-		case <-sess.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-s.api.stopping:
 			return
@@ -275,4 +280,69 @@ func (s *mcpServer) cancelTask(ctx context.Context, call *mcpCall, params json.R
 		s.api.cancelAndWait(ctx, run, call.info) // an ended run's 409 is no error here
 	}
 	return taskAck, nil
+}
+
+// listenTasks serves subscriptions/listen (2026-07-28) for task
+// notifications: of the tasks notifications.taskIds names, those the
+// caller sees are acknowledged (notifications/subscriptions/acknowledged)
+// and each of their status changes goes out as notifications/tasks on
+// the request's stream, until every one has ended, the client ends the
+// request, or harnessd shuts down. harnessd sends no other notifications
+// this way: a listen without taskIds is refused.
+func (s *mcpServer) listenTasks(ctx context.Context, call *mcpCall, params json.RawMessage) (any, *rpcError) {
+	var p struct {
+		Notifications struct {
+			TaskIDs []string `json:"taskIds"`
+		} `json:"notifications"`
+	}
+	json.Unmarshal(params, &p) // lenient: what is not understood is not agreed to
+	if len(p.Notifications.TaskIDs) == 0 {
+		return nil, rpcFail(codeMethodNotFound, "subscriptions/listen: harnessd sends only task notifications this way: name notifications.taskIds (with the %s extension)", extTasks)
+	}
+	if !call.tasks {
+		return nil, &rpcError{Code: codeTasksNotDeclared, Message: fmt.Sprintf("subscriptions/listen: taskIds need the %s extension: declare it in _meta's io.modelcontextprotocol/clientCapabilities", extTasks),
+			Data: encodeJSON(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{extTasks: struct{}{}}}})}
+	}
+	if call.stream == nil {
+		return nil, rpcFail(codeInvalidRequest, "subscriptions/listen: needs an SSE answer: send Accept: text/event-stream")
+	}
+	agreed := []string{}
+	var runs []*run
+	for _, id := range p.Notifications.TaskIDs {
+		if run := s.api.visibleRun(id, call.info); run != nil && !slices.Contains(agreed, id) {
+			agreed = append(agreed, id)
+			runs = append(runs, run)
+		}
+	}
+	call.send("notifications/subscriptions/acknowledged", map[string]any{"notifications": map[string]any{"taskIds": agreed}})
+	send := func(msg []byte) { call.stream.write(msg) }
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Add(1)
+		// Owned by this request; ends when the run ends (after its
+		// last notification), with the request, or at shutdown.
+		go func() {
+			defer wg.Done()
+			s.notifyTask(ctx, run, "", send)
+		}()
+	}
+	ended := make(chan struct{})
+	// Owned by this request; ends once every notifier has.
+	go func() {
+		wg.Wait()
+		close(ended)
+	}()
+	heartbeat := time.NewTicker(s.api.heartbeat)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case <-ended:
+			return struct{}{}, nil
+		case <-heartbeat.C:
+			call.stream.comment("keep-alive")
+		case <-ctx.Done():
+			<-ended
+			return struct{}{}, nil
+		}
+	}
 }

@@ -349,3 +349,69 @@ func TestMCPServeTaskRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPServeTaskListen: at 2026-07-28, subscriptions/listen naming task
+// ids acknowledges those the key sees, then streams their
+// notifications/tasks (input_required answered meanwhile through
+// tasks/update) and ends once they have ended; without the extension, or
+// without taskIds, it is refused.
+func TestMCPServeTaskListen(t *testing.T) {
+	at := newMCPTest(t, findThenEcho()...)
+	c := newTaskClient(t, at, mcpAliceToken, sessionlessProtocolVersion)
+	created := c.start(t, `{"prompt":"echo hello","approval":"always"}`)
+
+	refusals := []struct {
+		name, msg string
+		code      int
+	}{
+		{"no extension", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + created.TaskID + `"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, codeTasksNotDeclared},
+		{"no taskIds", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"` + extTasks + `":{}}}}}}`, codeMethodNotFound},
+	}
+	for _, tc := range refusals {
+		t.Run(tc.name, func(t *testing.T) {
+			var out wireMessage
+			readSSE(t, c.raw.post(t, tc.msg).Body, func(msg wireMessage) bool {
+				out = msg
+				return string(msg.ID) == "1"
+			})
+			if out.Error == nil || out.Error.Code != tc.code {
+				t.Errorf("subscriptions/listen = %s %+v, want error %d", out.Result, out.Error, tc.code)
+			}
+		})
+	}
+
+	listen := c.raw.post(t, `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["`+created.TaskID+`","run_nope"]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"`+extTasks+`":{}}}}}}`)
+	var acked []string
+	var seen []string
+	readSSE(t, listen.Body, func(msg wireMessage) bool {
+		switch msg.Method {
+		case "notifications/subscriptions/acknowledged":
+			var p struct {
+				Notifications struct {
+					TaskIDs []string `json:"taskIds"`
+				} `json:"notifications"`
+			}
+			json.Unmarshal(msg.Params, &p)
+			acked = p.Notifications.TaskIDs
+		case "notifications/tasks":
+			var task mcpTask
+			if err := json.Unmarshal(msg.Params, &task); err != nil || task.TaskID != created.TaskID {
+				t.Fatalf("notifications/tasks = %s, want task %s", msg.Params, created.TaskID)
+			}
+			seen = append(seen, task.Status)
+			for key := range task.InputRequests {
+				c.call(t, "tasks/update", map[string]any{"taskId": task.TaskID, "inputResponses": map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept","content":{"decision":"approve"}}`)}})
+			}
+			if task.Status == mcpTaskCompleted && taskText(task) != "echoed hello" {
+				t.Errorf("completed task notified = %+v, want the result inlined", task)
+			}
+		}
+		return string(msg.ID) == "9"
+	})
+	if !slices.Equal(acked, []string{created.TaskID}) {
+		t.Errorf("acknowledged taskIds = %v, want only %s", acked, created.TaskID)
+	}
+	if !slices.Contains(seen, mcpTaskInputRequired) || len(seen) == 0 || seen[len(seen)-1] != mcpTaskCompleted {
+		t.Errorf("notified statuses = %v, want input_required then completed last", seen)
+	}
+}
