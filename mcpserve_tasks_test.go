@@ -158,7 +158,7 @@ func TestMCPServeTasks(t *testing.T) {
 	for _, version := range []string{"2025-11-25", sessionlessProtocolVersion} {
 		for _, tc := range tests {
 			t.Run(version+"/"+tc.name, func(t *testing.T) {
-				at := newMCPTest(t, tc.script...)
+				at, f := newMCPTestModel(t, tc.script...)
 				c := newTaskClient(t, at, mcpAliceToken, version)
 				var listen *http.Response
 				if !c.stateless {
@@ -169,7 +169,7 @@ func TestMCPServeTasks(t *testing.T) {
 					t.Fatalf("task %s: no run of that id", created.TaskID)
 				}
 				if tc.cancel {
-					waitUntil(t, "the run calls the model", func() bool { return at.runs.get(created.TaskID).view().Status == runRunning })
+					waitUntil(t, "the run calls the model", func() bool { return len(f.requests()) == 1 })
 					if ack := c.call(t, "tasks/cancel", map[string]any{"taskId": created.TaskID}); ack.Error != nil || string(ack.Result) != `{"resultType":"complete"}` {
 						t.Fatalf("tasks/cancel = %s %v, want the empty acknowledgement", ack.Result, ack.Error)
 					}
@@ -267,9 +267,10 @@ func TestMCPServeTaskNegotiation(t *testing.T) {
 // TestMCPServeTaskErrors: another key's task is not found, as is an
 // unknown one; malformed params say what to send.
 func TestMCPServeTaskErrors(t *testing.T) {
-	at := newMCPTest(t, fakeTurn{Hang: true})
+	at, f := newMCPTestModel(t, fakeTurn{Hang: true})
 	alice := newTaskClient(t, at, mcpAliceToken, sessionlessProtocolVersion)
 	created := alice.start(t, `{"prompt":"hang"}`)
+	waitUntil(t, "the run calls the model", func() bool { return len(f.requests()) == 1 })
 	bob := newTaskClient(t, at, mcpBobToken, sessionlessProtocolVersion)
 	update := map[string]any{"taskId": created.TaskID, "inputResponses": map[string]any{"x": map[string]any{"action": "accept"}}}
 	tests := []struct {
@@ -413,5 +414,46 @@ func TestMCPServeTaskListen(t *testing.T) {
 	}
 	if !slices.Contains(seen, mcpTaskInputRequired) || len(seen) == 0 || seen[len(seen)-1] != mcpTaskCompleted {
 		t.Errorf("notified statuses = %v, want input_required then completed last", seen)
+	}
+}
+
+// TestMCPServeTaskBadAnswer: an answer the approval does not take is an
+// error naming its key, the approval staying open; keys that are not open
+// are ignored.
+func TestMCPServeTaskBadAnswer(t *testing.T) {
+	at := newMCPTest(t, findThenEcho()...)
+	c := newTaskClient(t, at, mcpAliceToken, sessionlessProtocolVersion)
+	created := c.start(t, `{"prompt":"echo hello","approval":"always"}`)
+	waiting := c.poll(t, created.TaskID, "the task asks for approval", func(task mcpTask) bool { return task.Status == mcpTaskInputRequired })
+	var key string
+	for key = range waiting.InputRequests {
+	}
+	tests := []struct {
+		name      string
+		responses map[string]json.RawMessage
+		wantErr   string // "" for the acknowledgement
+	}{
+		{"malformed decision", map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept","content":{"decision":"maybe"}}`)}, key + ": "},
+		{"unknown key", map[string]json.RawMessage{"apr_nope": json.RawMessage(`{"action":"accept","content":{"decision":"approve"}}`)}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := c.call(t, "tasks/update", map[string]any{"taskId": created.TaskID, "inputResponses": tc.responses})
+			switch {
+			case tc.wantErr == "" && msg.Error != nil:
+				t.Errorf("tasks/update = %+v, want the acknowledgement", msg.Error)
+			case tc.wantErr != "" && (msg.Error == nil || msg.Error.Code != codeInvalidParams || !strings.Contains(msg.Error.Message, tc.wantErr)):
+				t.Errorf("tasks/update = %s %+v, want error %d naming %q", msg.Result, msg.Error, codeInvalidParams, tc.wantErr)
+			}
+			if task := c.task(t, "tasks/get", map[string]any{"taskId": created.TaskID}); task.Status != mcpTaskInputRequired {
+				t.Errorf("task after the update = %s, want still input_required", task.Status)
+			}
+		})
+	}
+	if ack := c.call(t, "tasks/update", map[string]any{"taskId": created.TaskID, "inputResponses": map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept","content":{"decision":"approve"}}`)}}); ack.Error != nil {
+		t.Fatalf("tasks/update with a good answer = %+v", ack.Error)
+	}
+	if task := c.poll(t, created.TaskID, "the task ends", func(task mcpTask) bool { return task.Status == mcpTaskCompleted }); taskText(task) != "echoed hello" {
+		t.Errorf("task = %+v, want completed with echoed hello", task)
 	}
 }

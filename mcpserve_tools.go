@@ -66,7 +66,7 @@ var mcpTools = []mcpTool{
 	{Name: "run", Title: "Run an agent task",
 		Description: "Hand a task to harnessd's agent and wait for its answer. The answer is the text result; structuredContent has run_id, conversation_id and status. " +
 			"While it runs, progress notifications carry the model's text and tool calls; approvals and questions come as elicitation when the client supports it, else they wait for decide_approval/answer_input. " +
-			"For long tasks prefer start_run then wait_run.",
+			"For long tasks prefer start_run then wait_run, or declare the io.modelcontextprotocol/tasks extension: run then answers at once with a task (tasks/get, tasks/update, tasks/cancel).",
 		InputSchema: json.RawMessage(`{"type": "object", "properties": {` + schemaRunFields + `}, "required": ["prompt"]}`),
 		Annotations: map[string]any{"readOnlyHint": false, "destructiveHint": false, "openWorldHint": true},
 		scope:       scopeRunsWrite, call: (*mcpServer).toolRun},
