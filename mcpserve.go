@@ -20,9 +20,9 @@ import (
 // sessions, every request carrying its revision in _meta), and the
 // dispatch of requests and notifications. The sessions are in
 // mcpserve_session.go, the tools in mcpserve_tools.go, the resources in
-// mcpserve_resources.go, the tasks extension in mcpserve_tasks.go. Every check of the API applies: the Host/Origin
-// guard, the bearer key and its scopes, and a key sees only its tenant's
-// runs.
+// mcpserve_resources.go, the tasks extension in mcpserve_tasks.go. Every
+// check of the API applies: the Host/Origin guard, the bearer key and its
+// scopes, and a key sees only its tenant's runs.
 
 // MCP server limits.
 const (
