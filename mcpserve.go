@@ -20,9 +20,9 @@ import (
 // sessions, every request carrying its revision in _meta), and the
 // dispatch of requests and notifications. The sessions are in
 // mcpserve_session.go, the tools in mcpserve_tools.go, the resources in
-// mcpserve_resources.go. Every check of the API applies: the Host/Origin
-// guard, the bearer key and its scopes, and a key sees only its tenant's
-// runs.
+// mcpserve_resources.go, the tasks extension in mcpserve_tasks.go. Every
+// check of the API applies: the Host/Origin guard, the bearer key and its
+// scopes, and a key sees only its tenant's runs.
 
 // MCP server limits.
 const (
@@ -109,6 +109,9 @@ type mcpRequestMeta struct {
 	Meta struct {
 		ProgressToken   json.RawMessage `json:"progressToken,omitempty"`
 		ProtocolVersion string          `json:"io.modelcontextprotocol/protocolVersion,omitempty"`
+		// ClientCapabilities are the request's own (the tasks
+		// extension is declared there).
+		ClientCapabilities mcpClientCapabilities `json:"io.modelcontextprotocol/clientCapabilities"`
 	} `json:"_meta"`
 }
 
@@ -127,7 +130,10 @@ type mcpCall struct {
 	// elicitation: the client takes elicitation/create on this call's
 	// stream.
 	elicitation bool
-	stream      *mcpStream
+	// tasks: the client declared the tasks extension (in initialize or
+	// in this request's _meta), so run answers with a task.
+	tasks  bool
+	stream *mcpStream
 }
 
 // rpcFail returns a JSON-RPC error with code and message.
@@ -191,7 +197,7 @@ func (s *mcpServer) callFor(r *http.Request, msg mcpMessage, info authInfo) (*mc
 	if len(msg.Params) > 0 {
 		json.Unmarshal(msg.Params, &meta) // lenient: a bad _meta is no _meta
 	}
-	call := &mcpCall{srv: s, info: info, id: msg.ID, progressToken: meta.Meta.ProgressToken}
+	call := &mcpCall{srv: s, info: info, id: msg.ID, progressToken: meta.Meta.ProgressToken, tasks: meta.Meta.ClientCapabilities.declares(extTasks)}
 	if len(call.progressToken) == 0 || string(call.progressToken) == "null" {
 		call.progressToken = nil
 	}
@@ -201,6 +207,7 @@ func (s *mcpServer) callFor(r *http.Request, msg mcpMessage, info authInfo) (*mc
 			return nil, rpcFail(codeInvalidRequest, "session %q: not found (ended, expired, or opened with another key): send initialize again", id), http.StatusNotFound
 		}
 		call.sess, call.version, call.elicitation = sess, sess.version, sess.elicitation
+		call.tasks = call.tasks || sess.tasks
 		return call, nil, 0
 	}
 	version := meta.Meta.ProtocolVersion
@@ -235,8 +242,8 @@ func encodeJSON(v any) json.RawMessage {
 // and names it in Mcp-Session-Id.
 func (s *mcpServer) initialize(w http.ResponseWriter, msg mcpMessage, info authInfo) {
 	var p struct {
-		ProtocolVersion string         `json:"protocolVersion"`
-		Capabilities    map[string]any `json:"capabilities"`
+		ProtocolVersion string                `json:"protocolVersion"`
+		Capabilities    mcpClientCapabilities `json:"capabilities"`
 	}
 	if err := json.Unmarshal(msg.Params, &p); err != nil || len(msg.ID) == 0 {
 		writeRPCStatus(w, http.StatusBadRequest, msg.ID, rpcFail(codeInvalidParams, "initialize: want a request with params {protocolVersion, capabilities, clientInfo}"))
@@ -246,8 +253,8 @@ func (s *mcpServer) initialize(w http.ResponseWriter, msg mcpMessage, info authI
 	if slices.Contains(knownProtocolVersions, p.ProtocolVersion) {
 		version = p.ProtocolVersion
 	}
-	_, elicitation := p.Capabilities["elicitation"]
-	sess := s.open(version, info, elicitation && version >= "2025-06-18")
+	elicitation := len(p.Capabilities.Elicitation) > 0
+	sess := s.open(version, info, elicitation && version >= "2025-06-18", p.Capabilities.declares(extTasks))
 	w.Header().Set(headerSessionID, sess.id)
 	s.api.logger.Info("mcp session opened", "session", sess.id, "version", version, "key", info.key)
 	writeRPCStatus(w, http.StatusOK, msg.ID, nil, map[string]any{
@@ -265,7 +272,21 @@ func mcpCapabilities(version string) map[string]any {
 	if !isSessionlessVersion(version) {
 		resources["subscribe"] = true
 	}
-	return map[string]any{"tools": map[string]any{"listChanged": false}, "resources": resources}
+	return map[string]any{"tools": map[string]any{"listChanged": false}, "resources": resources,
+		"extensions": map[string]any{extTasks: struct{}{}}}
+}
+
+// mcpClientCapabilities are the parts of a client's capabilities the
+// server reads: elicitation, and the extensions it declares.
+type mcpClientCapabilities struct {
+	Elicitation json.RawMessage            `json:"elicitation"`
+	Extensions  map[string]json.RawMessage `json:"extensions"`
+}
+
+// declares reports whether the capabilities declare the extension name.
+func (c mcpClientCapabilities) declares(name string) bool {
+	_, ok := c.Extensions[name]
+	return ok
 }
 
 // notification handles a client notification: notifications/cancelled
@@ -291,7 +312,7 @@ func (s *mcpServer) notification(call *mcpCall, msg mcpMessage) {
 func (s *mcpServer) request(w http.ResponseWriter, r *http.Request, call *mcpCall, msg mcpMessage) {
 	ctx, done := s.track(r.Context(), call)
 	defer done()
-	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") && mcpStreams(msg) {
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") && mcpStreams(call, msg) {
 		call.stream = s.openStream(w)
 		if call.stream == nil {
 			return
@@ -350,8 +371,16 @@ func (s *mcpServer) dispatch(ctx context.Context, call *mcpCall, msg mcpMessage)
 		return s.readResource(call, msg.Params)
 	case "resources/subscribe", "resources/unsubscribe":
 		return s.subscribe(call, msg.Method == "resources/subscribe", msg.Params)
+	case "tasks/get":
+		return s.getTask(call, msg.Params)
+	case "tasks/update":
+		return s.updateTask(call, msg.Params)
+	case "tasks/cancel":
+		return s.cancelTask(ctx, call, msg.Params)
+	case "subscriptions/listen":
+		return s.listenTasks(ctx, call, msg.Params)
 	}
-	return nil, rpcFail(codeMethodNotFound, "method %q: not served by harnessd's MCP server (it serves tools and resources)", msg.Method)
+	return nil, rpcFail(codeMethodNotFound, "method %q: not served by harnessd's MCP server (it serves tools, resources and tasks)", msg.Method)
 }
 
 // An mcpStream is the SSE answer of one POST or the GET stream. Safe for
@@ -406,8 +435,12 @@ func (call *mcpCall) send(method string, params any) {
 
 // mcpStreams reports whether msg may send messages before its response:
 // the tools that hold a run (run, wait_run) send progress and ask for
-// approvals; the other requests answer as JSON.
-func mcpStreams(msg mcpMessage) bool {
+// approvals; subscriptions/listen sends task notifications; the other
+// requests answer as JSON, and so does run when it answers with a task.
+func mcpStreams(call *mcpCall, msg mcpMessage) bool {
+	if msg.Method == "subscriptions/listen" {
+		return true
+	}
 	if msg.Method != "tools/call" {
 		return false
 	}
@@ -415,5 +448,5 @@ func mcpStreams(msg mcpMessage) bool {
 		Name string `json:"name"`
 	}
 	json.Unmarshal(msg.Params, &p)
-	return p.Name == "run" || p.Name == "wait_run"
+	return p.Name == "run" && !call.tasks || p.Name == "wait_run"
 }

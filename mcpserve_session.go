@@ -26,6 +26,8 @@ type mcpSession struct {
 	key     string // the name of the key that opened it; "" with auth off
 	// elicitation: the client declared the elicitation capability.
 	elicitation bool
+	// tasks: the client declared the tasks extension in initialize.
+	tasks bool
 	// ctx ends when the session does (DELETE, expiry, shutdown of /mcp).
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -44,9 +46,9 @@ type mcpSession struct {
 
 // open starts a session for info's key, ending the one idle longest when
 // maxMCPSessions are open, and those idle over mcpSessionIdle.
-func (s *mcpServer) open(version string, info authInfo, elicitation bool) *mcpSession {
+func (s *mcpServer) open(version string, info authInfo, elicitation, tasks bool) *mcpSession {
 	ctx, cancel := context.WithCancel(context.Background())
-	sess := &mcpSession{id: newID("mcp_"), version: version, key: info.key, elicitation: elicitation, ctx: ctx, cancel: cancel,
+	sess := &mcpSession{id: newID("mcp_"), version: version, key: info.key, elicitation: elicitation, tasks: tasks, ctx: ctx, cancel: cancel,
 		stream: make(chan []byte, mcpStreamBuffer), lastUsed: time.Now(),
 		inflight: map[string]*mcpInflight{}, pending: map[string]chan json.RawMessage{}, subs: map[string]context.CancelFunc{}}
 	s.mu.Lock()
@@ -177,7 +179,12 @@ func (s *mcpServer) listen(w http.ResponseWriter, r *http.Request, info authInfo
 // notify queues a notification for the session's GET stream; when the
 // stream is not read fast enough, it is dropped.
 func (sess *mcpSession) notify(method string, params any) {
-	msg := encodeJSON(mcpOutgoing{JSONRPC: "2.0", Method: method, Params: params})
+	sess.push(encodeJSON(mcpOutgoing{JSONRPC: "2.0", Method: method, Params: params}))
+}
+
+// push queues an encoded message for the session's GET stream; when the
+// stream is not read fast enough, it is dropped.
+func (sess *mcpSession) push(msg []byte) {
 	select {
 	case sess.stream <- msg:
 	default:

@@ -30,9 +30,16 @@ const (
 // global server.
 func newMCPTest(t *testing.T, script ...fakeTurn) *apiTest {
 	t.Helper()
+	at, _ := newMCPTestModel(t, script...)
+	return at
+}
+
+// newMCPTestModel is newMCPTest, also returning the fake model.
+func newMCPTestModel(t *testing.T, script ...fakeTurn) (*apiTest, *fakeModel) {
+	t.Helper()
 	f := newFakeModel(t, "openai", script...)
 	keys := []authKey{testKey("alice", mcpAliceToken, scopeRunsWrite), testKey("bob", mcpBobToken, scopeRunsWrite)}
-	return newAPITest(t, f, keys, fakeServerConfig(t, "normal"))
+	return newAPITest(t, f, keys, fakeServerConfig(t, "normal")), f
 }
 
 // mcpClientConfig returns a server entry for at's /mcp as token's key,

@@ -66,7 +66,7 @@ var mcpTools = []mcpTool{
 	{Name: "run", Title: "Run an agent task",
 		Description: "Hand a task to harnessd's agent and wait for its answer. The answer is the text result; structuredContent has run_id, conversation_id and status. " +
 			"While it runs, progress notifications carry the model's text and tool calls; approvals and questions come as elicitation when the client supports it, else they wait for decide_approval/answer_input. " +
-			"For long tasks prefer start_run then wait_run.",
+			"For long tasks prefer start_run then wait_run, or declare the io.modelcontextprotocol/tasks extension: run then answers at once with a task (tasks/get, tasks/update, tasks/cancel).",
 		InputSchema: json.RawMessage(`{"type": "object", "properties": {` + schemaRunFields + `}, "required": ["prompt"]}`),
 		Annotations: map[string]any{"readOnlyHint": false, "destructiveHint": false, "openWorldHint": true},
 		scope:       scopeRunsWrite, call: (*mcpServer).toolRun},
@@ -145,6 +145,9 @@ func (s *mcpServer) callTool(ctx context.Context, call *mcpCall, params json.Raw
 		if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
+		if tool.Name == "run" && call.tasks {
+			return s.createTask(call, args), nil
+		}
 		return tool.call(s, ctx, call, args), nil
 	}
 	return nil, rpcFail(codeInvalidParams, "tools/call: unknown tool %q: tools/list names harnessd's tools", p.Name)
@@ -166,8 +169,9 @@ func (s *mcpServer) startRun(tool string, call *mcpCall, args json.RawMessage) (
 	if bad := decodeArgs(tool, args, &req); bad != nil {
 		return nil, bad
 	}
-	if call.elicitation && tool == "run" {
-		// The client answers the run's questions while the call holds.
+	if (call.elicitation || call.tasks) && tool == "run" {
+		// The client answers the run's questions while the call holds,
+		// or through tasks/update.
 		req.Interactive = true
 	}
 	run, err := s.api.startRun(req, call.info)
@@ -494,17 +498,10 @@ var approvalElicitSchema = json.RawMessage(`{"type": "object", "properties": {
 // cancellation by the client, or an answer the request does not take,
 // leaves the approval or question open for the API and the console.
 func (call *mcpCall) elicit(ctx context.Context, run *run, req inputRequest) {
-	a := call.srv.api
-	rd := run.redactor()
-	params := map[string]any{"mode": "form", "message": rd.redact(req.Message), "requestedSchema": req.RequestedSchema}
-	if req.approval != nil {
-		v := req.approvalView()
-		params["message"] = rd.redact(fmt.Sprintf("harnessd run %s asks to call tool %s with arguments %s. Approve?", run.id, v.Tool, v.Arguments))
-		params["requestedSchema"] = approvalElicitSchema
-	} else if req.Mode != "" && req.Mode != "form" {
+	if req.approval == nil && req.Mode != "" && req.Mode != "form" {
 		return // a URL elicitation: left for the API and the console
 	}
-	raw, err := call.ask(ctx, "elicitation/create", params)
+	raw, err := call.ask(ctx, "elicitation/create", elicitParams(run, req))
 	if err != nil || raw == nil {
 		return
 	}
@@ -512,22 +509,45 @@ func (call *mcpCall) elicit(ctx context.Context, run *run, req inputRequest) {
 	if json.Unmarshal(raw, &answer) != nil {
 		return
 	}
-	var outcome error
+	if err := call.srv.answerRequest(run, req, answer, call.info); err != nil {
+		call.srv.api.logger.Info("mcp elicitation answer not delivered", "run", run.id, "request", req.ID, "err", err)
+	}
+}
+
+// elicitParams returns the params of the elicitation/create that asks a
+// client about req, an open approval or question of run: an approval as a
+// form with the tool and its arguments, a question as its server asked it.
+// Everything is redacted.
+func elicitParams(run *run, req inputRequest) map[string]any {
+	rd := run.redactor()
 	if req.approval != nil {
-		decision := approvalAnswer{Decision: decisionDeny, Reason: "declined by the MCP client"}
-		switch answer.Action {
-		case actionAccept:
-			decision = approvalAnswer{}
-			json.Unmarshal(answer.Content["decision"], &decision.Decision)
-			json.Unmarshal(answer.Content["reason"], &decision.Reason)
-		case actionCancel:
-			return
-		}
-		outcome = a.deliverApproval(run, req.ID, decision, call.info)
-	} else {
-		_, outcome = a.deliverInput(run, req.ID, answer, call.info)
+		v := req.approvalView()
+		return map[string]any{"mode": "form", "requestedSchema": approvalElicitSchema,
+			"message": rd.redact(fmt.Sprintf("harnessd run %s asks to call tool %s with arguments %s. Approve?", run.id, v.Tool, v.Arguments))}
 	}
-	if outcome != nil {
-		a.logger.Info("mcp elicitation answer not delivered", "run", run.id, "request", req.ID, "err", outcome)
+	if req.Mode != "" && req.Mode != "form" {
+		return map[string]any{"mode": req.Mode, "message": rd.redact(req.Message), "url": req.URL, "elicitationId": req.ElicitationID}
 	}
+	return map[string]any{"mode": "form", "message": rd.redact(req.Message), "requestedSchema": req.RequestedSchema}
+}
+
+// answerRequest delivers a client's answer to an elicitation elicitParams
+// made for req, as the API would (by info's key): for an approval, accept
+// carries the decision, decline denies, and cancel leaves it open; for a
+// question, the answer as it is. The error says why it was not taken.
+func (s *mcpServer) answerRequest(run *run, req inputRequest, answer inputAnswer, info authInfo) error {
+	if req.approval == nil {
+		_, err := s.api.deliverInput(run, req.ID, answer, info)
+		return err
+	}
+	decision := approvalAnswer{Decision: decisionDeny, Reason: "declined by the MCP client"}
+	switch answer.Action {
+	case actionAccept:
+		decision = approvalAnswer{}
+		json.Unmarshal(answer.Content["decision"], &decision.Decision)
+		json.Unmarshal(answer.Content["reason"], &decision.Reason)
+	case actionCancel:
+		return nil
+	}
+	return s.api.deliverApproval(run, req.ID, decision, info)
 }
