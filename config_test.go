@@ -273,10 +273,10 @@ API_KEY = "${SECRET}"
 	want := []serverConfig{
 		{Name: "zeta", Transport: transportSSE, URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer t0k"}, ExpandedSecrets: []string{"t0k"},
 			Timeout: 5 * time.Second, StartupTimeout: time.Minute, Enabled: true, IncludeTools: []string{"read_*"},
-			ExcludeTools: []string{"read_secret"}, MaxMessageBytes: 2048, Sampling: true, Source: src},
+			ExcludeTools: []string{"read_secret"}, MaxMessageBytes: 2048, Sampling: true, PinTools: pinHold, Source: src},
 		{Name: "alpha", Transport: transportStdio, TransportInferred: true, Command: "/usr/bin/srv",
 			Args: []string{"--root", "/home/u/data", "$literal"}, Env: map[string]string{"API_KEY": "s3"}, ExpandedSecrets: []string{"s3"}, Cwd: "/tmp",
-			Timeout: defaultTimeout, StartupTimeout: defaultStartupTimeout, MaxMessageBytes: defaultMaxMessageBytes, Sampling: true, Source: src},
+			Timeout: defaultTimeout, StartupTimeout: defaultStartupTimeout, MaxMessageBytes: defaultMaxMessageBytes, Sampling: true, PinTools: pinWarn, Source: src},
 	}
 	if got, w := fmt.Sprintf("%+v", cfg.Servers), fmt.Sprintf("%+v", want); got != w {
 		t.Errorf("loadConfig() servers =\n%s\nwant\n%s", got, w)
