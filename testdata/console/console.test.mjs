@@ -6,68 +6,10 @@
 // ARTIFACTS (where a failed scenario leaves its screenshot and console log),
 // EVERYTHING_SERVER (server-everything as a run's own server, JSON), and
 // SCREENSHOTS (optional: where each page's screenshot for the README goes).
-import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { createRequire } from 'node:module';
+import { env, base, scenario, shot, signIn, api } from './browser.mjs';
 
-const env = (k) => { if (!process.env[k]) throw new Error(`${k} is not set`); return process.env[k]; };
-// playwright-core comes from testdata/npm/node_modules (NODE_MODULES), pinned there.
-const { chromium } = createRequire(join(env('NODE_MODULES'), 'x.js'))('playwright-core');
-const base = env('CONSOLE_URL');
 const keys = { admin: env('ADMIN_KEY'), write: env('WRITE_KEY'), read: env('READ_KEY') };
-let browser;
-
-before(async () => {
-  browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-});
-after(async () => { if (browser) await browser.close(); });
-
-// scenario runs fn(page) in a fresh browser context; a failure leaves a
-// screenshot and the page's console log in ARTIFACTS, and a dialog (an
-// alert a script injected through the page would open) fails it.
-function scenario(name, fn, viewport = { width: 1100, height: 800 }) {
-  test(name, async () => {
-    const ctx = await browser.newContext({ viewport });
-    const page = await ctx.newPage();
-    // A wait bounds a failure only: CI machines are loaded.
-    page.setDefaultTimeout(60000);
-    const log = [];
-    const dialogs = [];
-    page.on('console', (m) => log.push(`${m.type()}: ${m.text()}`));
-    page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
-    page.on('dialog', async (d) => { dialogs.push(d.message()); await d.dismiss(); });
-    try {
-      await fn(page);
-      assert.deepEqual(dialogs, [], 'no dialog may open');
-      const errors = log.filter((l) => l.startsWith('pageerror'));
-      assert.deepEqual(errors, [], 'no script error');
-    } catch (err) {
-      const slug = name.replace(/[^a-z0-9]+/gi, '-');
-      const dir = env('ARTIFACTS');
-      await page.screenshot({ path: join(dir, slug + '.png'), fullPage: true }).catch(() => {});
-      writeFileSync(join(dir, slug + '.console.log'), log.join('\n') + '\n');
-      console.log(`--- ${name}: page console log ---\n${log.join('\n')}\n--- screenshot: ${join(dir, slug + '.png')}`);
-      throw err;
-    } finally {
-      await ctx.close();
-    }
-  });
-}
-
-async function shot(page, file) {
-  if (!process.env.SCREENSHOTS) return;
-  await page.screenshot({ path: join(process.env.SCREENSHOTS, file), fullPage: true });
-}
-
-// signIn opens the console and signs in with key.
-async function signIn(page, key, hash = '#/runs') {
-  await page.goto(base + '/' + hash);
-  await page.getByLabel('Key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.locator('#who').filter({ hasText: '(' }).waitFor();
-}
 
 // startRun fills the start form and waits for the run's page.
 async function startRun(page, prompt, opts = {}) {
@@ -76,15 +18,6 @@ async function startRun(page, prompt, opts = {}) {
   await page.getByRole('button', { name: 'Start run' }).click();
   await page.waitForURL(/#\/runs\/[^/]+$/);
   return decodeURIComponent(page.url().split('#/runs/')[1]);
-}
-
-async function api(method, path, key, body) {
-  const res = await fetch(base + path, {
-    method, headers: { Authorization: 'Bearer ' + key, 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
 }
 
 const answer = (page) => page.locator('.output');
