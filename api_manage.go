@@ -81,6 +81,18 @@ func editTarget(w http.ResponseWriter, r *http.Request, m configManager) string 
 	return ""
 }
 
+// editedServer returns, for a route that edits the global server named in
+// r's path, the manager, the name and the file that holds the server; it
+// answers the refusal and returns file "" when there is none of them.
+func (a *api) editedServer(w http.ResponseWriter, r *http.Request) (configManager, string, string) {
+	m := a.managed(w)
+	if m == nil {
+		return nil, "", ""
+	}
+	name := r.PathValue("name")
+	return m, name, a.fileOfServer(w, m, name)
+}
+
 // fileOfServer returns the config file that defines the global server
 // name, or answers 404 for no such server, 409 for one that comes from
 // elsewhere (HARNESS_MCP_SERVERS), and returns "".
@@ -161,12 +173,7 @@ func (a *api) addServer(w http.ResponseWriter, r *http.Request, info authInfo) {
 // new entry (enabled false disables it); 200 with its status once written
 // and applied (a changed server restarts).
 func (a *api) replaceServer(w http.ResponseWriter, r *http.Request, info authInfo) {
-	m := a.managed(w)
-	if m == nil {
-		return
-	}
-	name := r.PathValue("name")
-	file := a.fileOfServer(w, m, name)
+	m, name, file := a.editedServer(w, r)
 	if file == "" {
 		return
 	}
@@ -195,12 +202,7 @@ func (a *api) disableServer(w http.ResponseWriter, r *http.Request, info authInf
 // fields kept as written, and applies it: a disabled server stops, an
 // enabled one starts.
 func (a *api) setServerEnabled(w http.ResponseWriter, r *http.Request, info authInfo, on bool) {
-	m := a.managed(w)
-	if m == nil {
-		return
-	}
-	name := r.PathValue("name")
-	file := a.fileOfServer(w, m, name)
+	m, name, file := a.editedServer(w, r)
 	if file == "" {
 		return
 	}
@@ -223,12 +225,7 @@ func (a *api) setServerEnabled(w http.ResponseWriter, r *http.Request, info auth
 // deleteServer answers DELETE /v1/mcp/servers/{name}: 200 once its tables
 // are removed from the file and the server retired.
 func (a *api) deleteServer(w http.ResponseWriter, r *http.Request, info authInfo) {
-	m := a.managed(w)
-	if m == nil {
-		return
-	}
-	name := r.PathValue("name")
-	file := a.fileOfServer(w, m, name)
+	m, name, file := a.editedServer(w, r)
 	if file == "" {
 		return
 	}

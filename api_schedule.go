@@ -84,6 +84,18 @@ func (a *api) scheduleView(name string) (scheduleView, bool) {
 	return list[i], true
 }
 
+// editedSchedule returns, for a route that edits the schedule named in
+// r's path, the manager, the name and the file that holds the schedule;
+// it answers the refusal and returns file "" when there is none of them.
+func (a *api) editedSchedule(w http.ResponseWriter, r *http.Request) (configManager, string, string) {
+	m := a.managed(w)
+	if m == nil {
+		return nil, "", ""
+	}
+	name := r.PathValue("name")
+	return m, name, a.fileOfSchedule(w, name)
+}
+
 // fileOfSchedule returns the config file that defines schedule name, or
 // answers 404 and returns "".
 func (a *api) fileOfSchedule(w http.ResponseWriter, name string) string {
@@ -137,12 +149,7 @@ func (a *api) createSchedule(w http.ResponseWriter, r *http.Request, info authIn
 // replaceSchedule answers PUT /v1/schedules/{name}: the body is the whole
 // new schedule (paused true pauses it); 200 once written and applied.
 func (a *api) replaceSchedule(w http.ResponseWriter, r *http.Request, info authInfo) {
-	m := a.managed(w)
-	if m == nil {
-		return
-	}
-	name := r.PathValue("name")
-	file := a.fileOfSchedule(w, name)
+	m, name, file := a.editedSchedule(w, r)
 	if file == "" {
 		return
 	}
@@ -173,12 +180,7 @@ func (a *api) resumeSchedule(w http.ResponseWriter, r *http.Request, info authIn
 
 // setSchedulePaused writes the schedule's table with paused set to on.
 func (a *api) setSchedulePaused(w http.ResponseWriter, r *http.Request, info authInfo, on bool) {
-	m := a.managed(w)
-	if m == nil {
-		return
-	}
-	name := r.PathValue("name")
-	file := a.fileOfSchedule(w, name)
+	m, name, file := a.editedSchedule(w, r)
 	if file == "" {
 		return
 	}
@@ -199,12 +201,7 @@ func (a *api) setSchedulePaused(w http.ResponseWriter, r *http.Request, info aut
 // deleteSchedule answers DELETE /v1/schedules/{name}: 200 once its table
 // is removed and applied; a run it started goes on.
 func (a *api) deleteSchedule(w http.ResponseWriter, r *http.Request, info authInfo) {
-	m := a.managed(w)
-	if m == nil {
-		return
-	}
-	name := r.PathValue("name")
-	file := a.fileOfSchedule(w, name)
+	m, name, file := a.editedSchedule(w, r)
 	if file == "" {
 		return
 	}
