@@ -132,7 +132,11 @@ type mcpCall struct {
 	elicitation bool
 	// tasks: the client declared the tasks extension (in initialize or
 	// in this request's _meta), so run answers with a task.
-	tasks  bool
+	tasks bool
+	// rounds: a client without a session that takes elicitation (in this
+	// request's _meta), asked through input-required rounds
+	// (mcpserve_rounds.go).
+	rounds bool
 	stream *mcpStream
 }
 
@@ -225,9 +229,11 @@ func (s *mcpServer) callFor(r *http.Request, msg mcpMessage, info authInfo) (*mc
 			Data: encodeJSON(map[string]any{"supported": sessionlessProtocolVersions, "requested": version})}, http.StatusBadRequest
 	}
 	// Without a session a request to the client has no way back: a
-	// 2026-07-28 client is asked nothing (elicitation stays false), and
-	// a run's approvals wait for the API or the console.
+	// 2026-07-28 client that takes elicitation is asked through
+	// input-required rounds; without it a run's approvals wait for the API
+	// or the console.
 	call.version = version
+	call.rounds = len(meta.Meta.ClientCapabilities.Elicitation) > 0
 	return call, nil, 0
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -240,30 +239,8 @@ func (s *mcpServer) updateTask(call *mcpCall, params json.RawMessage) (any, *rpc
 	if len(p.InputResponses) == 0 {
 		return nil, rpcFail(codeInvalidParams, "tasks/update: task %q: inputResponses: missing: answer the inputRequests tasks/get gave, by their keys", run.id)
 	}
-	open := map[string]inputRequest{}
-	if run.input != nil && run.input.Queue != nil {
-		questions, approvals := run.input.Queue.snapshot()
-		for _, req := range append(questions, approvals...) {
-			open[req.ID] = req
-		}
-	}
-	var refused []string
-	for _, key := range slices.Sorted(maps.Keys(p.InputResponses)) {
-		req, ok := open[key]
-		if !ok {
-			continue
-		}
-		var answer inputAnswer
-		err := json.Unmarshal(p.InputResponses[key], &answer)
-		if err == nil {
-			err = s.answerRequest(run, req, answer, call.info)
-		}
-		if err != nil {
-			refused = append(refused, fmt.Sprintf("%s: %v", key, err))
-		}
-	}
-	if len(refused) > 0 {
-		return nil, rpcFail(codeInvalidParams, "tasks/update: task %q: inputResponses: %s (want {action, content} following the request's requestedSchema)", run.id, strings.Join(refused, "; "))
+	if err := s.answerResponses(run, p.InputResponses, call.info); err != nil {
+		return nil, rpcFail(codeInvalidParams, "tasks/update: task %q: inputResponses: %v (want {action, content} following the request's requestedSchema)", run.id, err)
 	}
 	return taskAck, nil
 }

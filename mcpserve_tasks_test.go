@@ -27,12 +27,16 @@ type taskClient struct {
 	raw       *mcpRawClient
 	stateless bool
 	next      int
+	// caps are the client capabilities every stateless request's _meta
+	// declares: the tasks extension, unless a test sets others.
+	caps map[string]any
 }
 
 // newTaskClient returns a client of at's /mcp as token's key at version.
 func newTaskClient(t *testing.T, at *apiTest, token, version string) *taskClient {
 	t.Helper()
-	c := &taskClient{raw: &mcpRawClient{at: at, token: token}, stateless: version == sessionlessProtocolVersion}
+	c := &taskClient{raw: &mcpRawClient{at: at, token: token}, stateless: version == sessionlessProtocolVersion,
+		caps: map[string]any{"extensions": map[string]any{extTasks: map[string]any{}}}}
 	if !c.stateless {
 		c.raw.initialize(t, `{"extensions":{"`+extTasks+`":{}}}`)
 	}
@@ -45,7 +49,7 @@ func (c *taskClient) call(t *testing.T, method string, params map[string]any) wi
 	c.next++
 	if c.stateless {
 		params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": sessionlessProtocolVersion,
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{extTasks: map[string]any{}}}}
+			"io.modelcontextprotocol/clientCapabilities": c.caps}
 	}
 	id := json.RawMessage(encodeJSON(c.next))
 	// A request of the extension answers at once: one held longer (a

@@ -148,6 +148,9 @@ func (s *mcpServer) callTool(ctx context.Context, call *mcpCall, params json.Raw
 		if tool.Name == "run" && call.tasks {
 			return s.createTask(call, args), nil
 		}
+		if tool.Name == "run" && call.rounds {
+			return s.runInRounds(ctx, call, args, params), nil
+		}
 		return tool.call(s, ctx, call, args), nil
 	}
 	return nil, rpcFail(codeInvalidParams, "tools/call: unknown tool %q: tools/list names harnessd's tools", p.Name)
@@ -169,7 +172,7 @@ func (s *mcpServer) startRun(tool string, call *mcpCall, args json.RawMessage) (
 	if bad := decodeArgs(tool, args, &req); bad != nil {
 		return nil, bad
 	}
-	if (call.elicitation || call.tasks) && tool == "run" {
+	if (call.elicitation || call.tasks || call.rounds) && tool == "run" {
 		// The client answers the run's questions while the call holds,
 		// or through tasks/update.
 		req.Interactive = true
@@ -435,6 +438,9 @@ func (call *mcpCall) hold(ctx context.Context, run *run, deadline <-chan time.Ti
 					call.elicit(askCtx, run, req)
 				}()
 			}
+		}
+		if call.rounds && len(openRequests(run)) > 0 {
+			return // the client is asked in an input-required round
 		}
 		select {
 		case <-run.done:
