@@ -384,7 +384,7 @@ func (s *mcpServer) dispatch(ctx context.Context, call *mcpCall, msg mcpMessage)
 	case "tasks/cancel":
 		return s.cancelTask(ctx, call, msg.Params)
 	case "subscriptions/listen":
-		return s.listenTasks(ctx, call, msg.Params)
+		return s.subscriptionsListen(ctx, call, msg.Params)
 	}
 	return nil, rpcFail(codeMethodNotFound, "method %q: not served by harnessd's MCP server (it serves tools, resources and tasks)", msg.Method)
 }
@@ -441,7 +441,7 @@ func (call *mcpCall) send(method string, params any) {
 
 // mcpStreams reports whether msg may send messages before its response:
 // the tools that hold a run (run, wait_run) send progress and ask for
-// approvals; subscriptions/listen sends task notifications; the other
+// approvals; subscriptions/listen sends task and resource notifications; the other
 // requests answer as JSON, and so does run when it answers with a task.
 func mcpStreams(call *mcpCall, msg mcpMessage) bool {
 	if msg.Method == "subscriptions/listen" {

@@ -186,14 +186,14 @@ func (s *mcpServer) subscribe(call *mcpCall, on bool, params json.RawMessage) (a
 	sess.mu.Unlock()
 	// Owned by the session; ends when the run ends (after its last
 	// update), at unsubscribe, or when the session ends.
-	go s.watch(ctx, sess, run, ref.uri)
+	go s.watch(ctx, run, ref.uri, sess.notify)
 	return struct{}{}, nil
 }
 
-// watch sends notifications/resources/updated for uri each time run
-// changes, at most once per mcpUpdateInterval, and once more when it
-// ends.
-func (s *mcpServer) watch(ctx context.Context, sess *mcpSession, run *run, uri string) {
+// watch sends notifications/resources/updated for uri through notify each
+// time run changes, at most once per mcpUpdateInterval, and once more when
+// it ends.
+func (s *mcpServer) watch(ctx context.Context, run *run, uri string, notify func(method string, params any)) {
 	var cursor followCursor
 	defer run.unfollow(&cursor)
 	_, _, changed := run.follow(&cursor)
@@ -206,7 +206,7 @@ func (s *mcpServer) watch(ctx context.Context, sess *mcpSession, run *run, uri s
 		case <-s.api.stopping:
 			return
 		}
-		sess.notify("notifications/resources/updated", map[string]string{"uri": uri})
+		notify("notifications/resources/updated", map[string]string{"uri": uri})
 		if isClosed(run.done) {
 			return
 		}

@@ -259,52 +259,70 @@ func (s *mcpServer) cancelTask(ctx context.Context, call *mcpCall, params json.R
 	return taskAck, nil
 }
 
-// listenTasks serves subscriptions/listen (2026-07-28) for task
-// notifications: of the tasks notifications.taskIds names, those the
-// caller sees are acknowledged (notifications/subscriptions/acknowledged)
-// and each of their status changes goes out as notifications/tasks on
-// the request's stream, until every one has ended, the client ends the
-// request, or harnessd shuts down. harnessd sends no other notifications
-// this way: a listen without taskIds is refused.
-func (s *mcpServer) listenTasks(ctx context.Context, call *mcpCall, params json.RawMessage) (any, *rpcError) {
+// subscriptionsListen serves subscriptions/listen (2026-07-28): notifications.taskIds
+// (with the tasks extension) streams notifications/tasks for those tasks,
+// notifications.resourceSubscriptions streams
+// notifications/resources/updated for those runs' resources, each until
+// its run ends; the acknowledgement names what the key may follow. The
+// request ends once everything it follows has ended.
+func (s *mcpServer) subscriptionsListen(ctx context.Context, call *mcpCall, params json.RawMessage) (any, *rpcError) {
 	var p struct {
 		Notifications struct {
-			TaskIDs []string `json:"taskIds"`
+			TaskIDs               []string `json:"taskIds"`
+			ResourceSubscriptions []string `json:"resourceSubscriptions"`
 		} `json:"notifications"`
 	}
 	json.Unmarshal(params, &p) // lenient: what is not understood is not agreed to
-	if len(p.Notifications.TaskIDs) == 0 {
-		return nil, rpcFail(codeMethodNotFound, "subscriptions/listen: harnessd sends only task notifications this way: name notifications.taskIds (with the %s extension)", extTasks)
+	want := p.Notifications
+	if len(want.TaskIDs) == 0 && len(want.ResourceSubscriptions) == 0 {
+		return nil, rpcFail(codeMethodNotFound, "subscriptions/listen: harnessd sends task and resource notifications this way: name notifications.taskIds (with the %s extension) or notifications.resourceSubscriptions (harnessd://runs/... URIs)", extTasks)
 	}
-	if !call.tasks {
+	if len(want.TaskIDs) > 0 && !call.tasks {
 		return nil, &rpcError{Code: codeTasksNotDeclared, Message: fmt.Sprintf("subscriptions/listen: taskIds need the %s extension: declare it in _meta's io.modelcontextprotocol/clientCapabilities", extTasks),
 			Data: encodeJSON(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{extTasks: struct{}{}}}})}
 	}
 	if call.stream == nil {
 		return nil, rpcFail(codeInvalidRequest, "subscriptions/listen: needs an SSE answer: send Accept: text/event-stream")
 	}
-	agreed := []string{}
+	var wg sync.WaitGroup
+	follow := func(f func()) {
+		wg.Add(1)
+		// Owned by this request; ends when its run ends (after its last
+		// notification), with the request, or at shutdown.
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	taskIDs, uris := []string{}, []string{}
 	var runs []*run
-	for _, id := range p.Notifications.TaskIDs {
-		if run := s.api.visibleRun(id, call.info); run != nil && !slices.Contains(agreed, id) {
-			agreed = append(agreed, id)
+	for _, id := range want.TaskIDs {
+		if run := s.api.visibleRun(id, call.info); run != nil && !slices.Contains(taskIDs, id) {
+			taskIDs = append(taskIDs, id)
 			runs = append(runs, run)
 		}
 	}
-	call.send("notifications/subscriptions/acknowledged", map[string]any{"notifications": map[string]any{"taskIds": agreed}})
+	var watched []*run
+	for _, uri := range want.ResourceSubscriptions {
+		ref, ok := parseResourceURI(uri)
+		if !ok || ref.runID == "" || slices.Contains(uris, uri) {
+			continue
+		}
+		if run := s.api.visibleRun(ref.runID, call.info); run != nil {
+			uris = append(uris, uri)
+			watched = append(watched, run)
+		}
+	}
+	call.send("notifications/subscriptions/acknowledged", map[string]any{"notifications": map[string]any{"taskIds": taskIDs, "resourceSubscriptions": uris}})
 	send := func(msg []byte) { call.stream.write(msg) }
-	var wg sync.WaitGroup
 	for _, run := range runs {
-		wg.Add(1)
-		// Owned by this request; ends when the run ends (after its
-		// last notification), with the request, or at shutdown.
-		go func() {
-			defer wg.Done()
-			s.notifyTask(ctx, run, "", send)
-		}()
+		follow(func() { s.notifyTask(ctx, run, "", send) })
+	}
+	for i, run := range watched {
+		follow(func() { s.watch(ctx, run, uris[i], call.send) })
 	}
 	ended := make(chan struct{})
-	// Owned by this request; ends once every notifier has.
+	// Owned by this request; ends once every follower has.
 	go func() {
 		wg.Wait()
 		close(ended)
