@@ -300,3 +300,21 @@ func TestStdioEnv(t *testing.T) {
 		t.Errorf("stdioEnv() = %q, want %q", got, want)
 	}
 }
+
+// parseOneServer parses one [mcp_servers.s] table whose body is toml and
+// returns its server; with wantErr it checks that the parse fails with an
+// error containing it and reports false.
+func parseOneServer(t *testing.T, toml, wantErr string) (serverConfig, bool) {
+	t.Helper()
+	layer, err := parseConfigTOML("config.toml", []byte("[mcp_servers.s]\n"+toml+"\n"), fakeEnv(nil))
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("parseConfigTOML(%q) = %v, want an error containing %q", toml, err, wantErr)
+		}
+		return serverConfig{}, false
+	}
+	if err != nil || len(layer.servers) != 1 {
+		t.Fatalf("parseConfigTOML(%q) = %v, %v, want one server", toml, layer.servers, err)
+	}
+	return layer.servers[0], true
+}

@@ -116,17 +116,10 @@ func TestApprovalConfigFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			layer, err := parseConfigTOML("config.toml", []byte("[mcp_servers.s]\n"+tt.toml+"\n"), fakeEnv(nil))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parseConfigTOML(%q) = %v, want an error containing %q", tt.toml, err, tt.wantErr)
-				}
+			s, ok := parseOneServer(t, tt.toml, tt.wantErr)
+			if !ok {
 				return
 			}
-			if err != nil || len(layer.servers) != 1 {
-				t.Fatalf("parseConfigTOML(%q) = %v, %v, want one server", tt.toml, layer.servers, err)
-			}
-			s := layer.servers[0]
 			if s.Approval != tt.want.Approval || fmt.Sprint(s.ApprovalTools) != fmt.Sprint(tt.want.ApprovalTools) {
 				t.Errorf("parseConfigTOML(%q) = approval %q, approval_tools %v, want %q, %v", tt.toml, s.Approval, s.ApprovalTools, tt.want.Approval, tt.want.ApprovalTools)
 			}

@@ -91,17 +91,11 @@ func TestPinToolsConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			layer, err := parseConfigTOML("config.toml", []byte("[mcp_servers.s]\n"+tt.toml+"\n"), fakeEnv(nil))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("parseConfigTOML(%q) = %v, want an error containing %q", tt.toml, err, tt.wantErr)
-				}
+			s, ok := parseOneServer(t, tt.toml, tt.wantErr)
+			if !ok {
 				return
 			}
-			if err != nil || len(layer.servers) != 1 {
-				t.Fatalf("parseConfigTOML(%q) = %v, %v, want one server", tt.toml, layer.servers, err)
-			}
-			if got := layer.servers[0].PinTools; got != tt.want {
+			if got := s.PinTools; got != tt.want {
 				t.Errorf("pin_tools = %q, want %q", got, tt.want)
 			}
 		})
