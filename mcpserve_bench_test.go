@@ -19,18 +19,7 @@ import (
 func BenchmarkMCPServeRun(b *testing.B) {
 	for _, mode := range []string{"rest", "mcp-2025", "mcp-2026"} {
 		b.Run(mode, func(b *testing.B) {
-			echo := mcpToolName("fake", "echo")
-			smart := fakeTurn{Reply: func(req fakeRequest) fakeTurn {
-				if res := req.toolResults(); len(res) > 0 {
-					return fakeTurn{Text: "the server said " + res[0].Content}
-				}
-				return fakeTurn{ToolCalls: []toolCall{{Name: echo, Arguments: []byte(`{"message":"hi"}`)}}}
-			}}
-			script := make([]fakeTurn, 2*b.N)
-			for i := range script {
-				script[i] = smart
-			}
-			f := newFakeModel(b, providerOpenAI, script...)
+			f := echoRunsModel(b, b.N)
 			at := newAPITest(b, f, []authKey{testKey("alice", mcpAliceToken, scopeRunsWrite)}, fakeServerConfig(b, "normal"))
 			runOnce := at.benchREST
 			if version, ok := strings.CutPrefix(mode, "mcp-"); ok {

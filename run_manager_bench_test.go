@@ -89,13 +89,9 @@ func defaultLimit(key string) int {
 	panic("no limit " + key)
 }
 
-// benchRunsThroughAPI runs the benchmark with clients; with mode.on the
-// runs are kept on disk, in a directory under the test's temporary one, and
-// with mode.floor the store is off and each client makes the commits a
-// store's promises need itself (storeFloorCommits). Besides its wall time
-// it reports the process's CPU time per run (cpu-ms/run).
-func benchRunsThroughAPI(b *testing.B, clients int, mode storeMode) {
-	const followers = 10
+// echoRunsModel returns a fake model for runs runs that each call the fake
+// server's echo once, then answer with what it said.
+func echoRunsModel(b *testing.B, runs int) *fakeModel {
 	echo := mcpToolName("fake", "echo")
 	smart := fakeTurn{Reply: func(req fakeRequest) fakeTurn {
 		if res := req.toolResults(); len(res) > 0 {
@@ -103,11 +99,21 @@ func benchRunsThroughAPI(b *testing.B, clients int, mode storeMode) {
 		}
 		return fakeTurn{ToolCalls: []toolCall{{Name: echo, Arguments: []byte(`{"message":"hi"}`)}}}
 	}}
-	script := make([]fakeTurn, 2*b.N)
+	script := make([]fakeTurn, 2*runs)
 	for i := range script {
 		script[i] = smart
 	}
-	f := newFakeModel(b, providerOpenAI, script...)
+	return newFakeModel(b, providerOpenAI, script...)
+}
+
+// benchRunsThroughAPI runs the benchmark with clients; with mode.on the
+// runs are kept on disk, in a directory under the test's temporary one, and
+// with mode.floor the store is off and each client makes the commits a
+// store's promises need itself (storeFloorCommits). Besides its wall time
+// it reports the process's CPU time per run (cpu-ms/run).
+func benchRunsThroughAPI(b *testing.B, clients int, mode storeMode) {
+	const followers = 10
+	f := echoRunsModel(b, b.N)
 	reg := newRegistry([]serverConfig{fakeServerConfig(b, "normal")}, registryOptions{Logger: benchLogger})
 	b.Cleanup(reg.close)
 	if err := reg.waitReady(b.Context()); err != nil {
