@@ -53,7 +53,7 @@ const a2aMetadataKey = "harnessd"
 // answers the task at once with returnImmediately, else once it has ended
 // or needs input.
 func (g *a2aAgent) sendMessage(_ http.ResponseWriter, r *http.Request, info authInfo, _, params json.RawMessage) (any, error) {
-	run, p, err := g.send("SendMessage", params, info)
+	run, p, err := g.send("SendMessage", params, info, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +73,9 @@ func (g *a2aAgent) sendMessage(_ http.ResponseWriter, r *http.Request, info auth
 
 // send decodes the params of a send method and starts the run the message
 // asks for, or delivers its answer to the task it names. It returns the
-// task's run and the params.
-func (g *a2aAgent) send(method string, params json.RawMessage, info authInfo) (*run, a2aSendParams, error) {
+// task's run and the params. A run it starts is followed at cur (nil:
+// not followed) from before it begins.
+func (g *a2aAgent) send(method string, params json.RawMessage, info authInfo, cur *followCursor) (*run, a2aSendParams, error) {
 	var p a2aSendParams
 	if err := decodeParams(method, params, &p); err != nil {
 		return nil, p, err
@@ -99,7 +100,7 @@ func (g *a2aAgent) send(method string, params json.RawMessage, info authInfo) (*
 	if m.TaskID != "" {
 		run, err = g.answer(m, info)
 	} else {
-		run, err = g.start(p, info)
+		run, err = g.start(p, info, cur)
 	}
 	if err != nil {
 		return nil, p, err
@@ -119,7 +120,7 @@ func (g *a2aAgent) send(method string, params json.RawMessage, info authInfo) (*
 // contextId the conversation it continues, its request's metadata
 // "harnessd" object the run's options. The run is interactive unless the
 // options say otherwise, so that servers' questions reach the A2A client.
-func (g *a2aAgent) start(p a2aSendParams, info authInfo) (*run, error) {
+func (g *a2aAgent) start(p a2aSendParams, info authInfo, cur *followCursor) (*run, error) {
 	m := p.Message
 	var prompt []string
 	for _, part := range m.Parts {
@@ -148,7 +149,7 @@ func (g *a2aAgent) start(p a2aSendParams, info authInfo) (*run, error) {
 	if m.ContextID != "" && g.api.visibleConversation(m.ContextID, info) == nil {
 		return nil, rpcErrorf(codeInvalidParams, "message.contextId %q: no such context (contexts are conversations: GET /v1/conversations lists this key's); omit it to start a new one", m.ContextID)
 	}
-	run, err := g.api.startRun(req, info)
+	run, err := g.api.startRun(req, info, cur)
 	if err != nil {
 		return nil, startRPCError(err)
 	}

@@ -43,11 +43,17 @@ type a2aStreamResponse struct {
 // sendStreamingMessage serves SendStreamingMessage: send, then the task's
 // stream.
 func (g *a2aAgent) sendStreamingMessage(w http.ResponseWriter, r *http.Request, info authInfo, id, params json.RawMessage) (any, error) {
-	run, _, err := g.send("SendStreamingMessage", params, info)
+	// A new task is followed from before it begins, so that its stream
+	// has all of the model's text however fast the model is.
+	var cur followCursor
+	run, _, err := g.send("SendStreamingMessage", params, info, &cur)
 	if err != nil {
+		if run != nil {
+			run.unfollow(&cur) // started, but its push config was refused
+		}
 		return nil, err
 	}
-	g.stream(w, r, id, run)
+	g.stream(w, r, id, run, &cur)
 	return nil, nil
 }
 
@@ -65,19 +71,20 @@ func (g *a2aAgent) subscribeToTask(w http.ResponseWriter, r *http.Request, info 
 	if status := run.view().Status; isTerminal(status) {
 		return nil, rpcErrorf(a2aUnsupportedOperation, "task %q: already %s: there is nothing more to stream; GetTask gives its result", run.id, status)
 	}
-	g.stream(w, r, id, run)
+	g.stream(w, r, id, run, &followCursor{})
 	return nil, nil
 }
 
 // stream writes run's task stream as the answer to request id: the task
 // as it is, then its updates until it ends, the client goes away or stops
-// reading (max_stream_write_seconds), or harnessd shuts down.
-func (g *a2aAgent) stream(w http.ResponseWriter, r *http.Request, id json.RawMessage, run *run) {
-	var cur followCursor
-	defer run.unfollow(&cur)
-	// Attached before the task is read: the task covers the events so
-	// far, the stream every one after.
-	run.follow(&cur)
+// reading (max_stream_write_seconds), or harnessd shuts down. cur is the
+// stream's follower: attached as the run began (a new task), or not yet.
+func (g *a2aAgent) stream(w http.ResponseWriter, r *http.Request, id json.RawMessage, run *run, cur *followCursor) {
+	defer run.unfollow(cur)
+	// Followed before the task is read: the task covers the history so
+	// far, and the first frames bring the model's text the task does not
+	// hold yet (since the run began, or the current step's so far).
+	frames, _, changed := run.follow(cur)
 	sw := newStreamWriter(w, g.api.streamWriteTimeout)
 	defer sw.extend()
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -101,7 +108,7 @@ func (g *a2aAgent) stream(w http.ResponseWriter, r *http.Request, id json.RawMes
 		return
 	}
 	last := statusKey(v)
-	step := 0 // the step whose text the output artifact holds
+	step := -1 // the step whose text the output artifact holds
 	heartbeat := time.NewTicker(g.api.heartbeat)
 	defer heartbeat.Stop()
 	// deltas sends the model's text of frames as updates of the output
@@ -131,7 +138,6 @@ func (g *a2aAgent) stream(w http.ResponseWriter, r *http.Request, id json.RawMes
 		return nil
 	}
 	for {
-		frames, _, changed := run.follow(&cur)
 		if deltas(frames) != nil {
 			return
 		}
@@ -139,7 +145,7 @@ func (g *a2aAgent) stream(w http.ResponseWriter, r *http.Request, id json.RawMes
 		if a2aTerminal(a2aState(v.Status)) {
 			// The text streamed since the follow above, all of it: a
 			// run's status is final after its model calls are over.
-			if frames, _, _ := run.follow(&cur); deltas(frames) != nil {
+			if frames, _, _ := run.follow(cur); deltas(frames) != nil {
 				return
 			}
 			if v.Output != "" {
@@ -174,6 +180,7 @@ func (g *a2aAgent) stream(w http.ResponseWriter, r *http.Request, id json.RawMes
 		case <-g.api.stopping:
 			return
 		}
+		frames, _, changed = run.follow(cur)
 	}
 }
 

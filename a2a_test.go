@@ -555,3 +555,52 @@ func TestA2ARedacts(t *testing.T) {
 		t.Errorf("SendStreamingMessage = %d %s, want the secret redacted", resp.StatusCode, data)
 	}
 }
+
+// A task subscribed to in the middle of a model step streams the step's
+// text from its start: what was streamed before the subscription, then
+// the rest.
+func TestA2ASubscribeMidStep(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	f := newFakeModel(t, providerOpenAI, fakeTurn{Chunks: []string{"half ", "way ", "there"}, OnChunk: func(i int) {
+		if i == 2 {
+			<-release
+		}
+	}})
+	at := newAPITest(t, f, nil)
+	task := a2aTaskOf(t, at.a2aCall(t, "", "SendMessage", `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"go"}]},"configuration":{"returnImmediately":true}}`))
+	run := at.runs.get(task.ID)
+	waitUntil(t, "the run streams its first two chunks", func() bool {
+		run.mu.Lock()
+		defer run.mu.Unlock()
+		return run.live.last >= 2
+	})
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"SubscribeToTask","params":{"id":%q}}`, task.ID)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, at.url+"/a2a", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := at.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var streamed, final string
+	first := true
+	readA2AStream(t, resp.Body, func(ev a2aStreamResponse) {
+		if first {
+			first = false
+			close(release) // the task is out: the step may go on
+		}
+		switch {
+		case ev.ArtifactUpdate != nil && ev.ArtifactUpdate.LastChunk:
+			final = *ev.ArtifactUpdate.Artifact.Parts[0].Text
+		case ev.ArtifactUpdate != nil:
+			streamed += *ev.ArtifactUpdate.Artifact.Parts[0].Text
+		}
+	})
+	if streamed != "half way there" || final != "half way there" {
+		t.Errorf("streamed %q, final artifact %q, want \"half way there\" both: the text before the subscription too", streamed, final)
+	}
+}

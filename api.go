@@ -283,7 +283,7 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 		return
 	}
 	req.parent = contextSpan(r.Context())
-	run, err := a.startRun(req, info)
+	run, err := a.startRun(req, info, nil)
 	if err != nil {
 		a.writeStartError(w, err)
 		return
@@ -296,14 +296,15 @@ func (a *api) createRun(w http.ResponseWriter, r *http.Request, info authInfo) {
 // conversation it names must be one info sees (a
 // *conversationNotFoundError otherwise), and only an admin key may give a
 // per-run server a command. Its errors are runManager.start's
-// (writeStartError tells them apart). POST /v1/runs and the MCP server's
-// run tools start runs here.
-func (a *api) startRun(req runRequest, info authInfo) (*run, error) {
+// (writeStartError tells them apart); cur, when not nil, is a follower
+// attached before the run begins (runManager.startFollowed). POST /v1/runs,
+// the MCP server's run tools and A2A's sends start runs here.
+func (a *api) startRun(req runRequest, info authInfo, cur *followCursor) (*run, error) {
 	if req.ConversationID != "" && a.visibleConversation(req.ConversationID, info) == nil {
 		return nil, &conversationNotFoundError{id: req.ConversationID}
 	}
 	info.stamp(&req)
-	run, err := a.runs.start(req, info.has(scopeAdmin))
+	run, err := a.runs.startFollowed(req, info.has(scopeAdmin), cur)
 	if err != nil {
 		return nil, err
 	}

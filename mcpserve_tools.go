@@ -177,7 +177,7 @@ func (s *mcpServer) startRun(tool string, call *mcpCall, args json.RawMessage) (
 		// or through tasks/update.
 		req.Interactive = true
 	}
-	run, err := s.api.startRun(req, call.info)
+	run, err := s.api.startRun(req, call.info, nil)
 	var busy *busyError
 	switch {
 	case errors.As(err, &busy):

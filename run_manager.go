@@ -307,6 +307,15 @@ func (e *busyError) Error() string {
 // *conversationTenantError, *storeUnavailableError while the store cannot
 // write, or errShuttingDown.
 func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
+	return m.startFollowed(req, allowCommand, nil)
+}
+
+// startFollowed is start with a follower attached at cur (nil: none)
+// before the run can emit anything, so that the follower gets all of its
+// live events too: those of a fast model are over before start returns.
+// The caller unfollows once the run started; a run that did not start
+// leaves cur detached.
+func (m *runManager) startFollowed(req runRequest, allowCommand bool, cur *followCursor) (*run, error) {
 	r, err := m.prepare(req, allowCommand)
 	if err != nil {
 		return nil, err
@@ -316,9 +325,16 @@ func (m *runManager) start(req runRequest, allowCommand bool) (*run, error) {
 		return nil, err
 	}
 	started := false
+	if cur != nil {
+		r.follow(cur)
+	}
 	defer func() {
 		if !started {
 			release()
+			if cur != nil {
+				r.unfollow(cur)
+				*cur = followCursor{}
+			}
 		}
 	}()
 	// Refuse a full queue before touching the disk; admit checks again.
