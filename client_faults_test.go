@@ -223,7 +223,7 @@ func TestFaultsStdioServers(t *testing.T) {
 		{name: "grandchild", mode: "grandchild", perRun: true, tool: "grandchild", want: []string{"completed\n"}},
 		{name: "ignores SIGTERM", mode: "ignore-term", perRun: true, tool: "echo", args: `{"message":"stubborn"}`, want: []string{"completed\nstubborn"}},
 		{name: "exits during initialize", mode: "exit-in-initialize", perRun: true, tool: "echo", want: []string{"mcp.server.failed", "exited with status 7", "cannot open database", `unknown tool \"mcp_bad_echo\"`}},
-		{name: "hangs in initialize", mode: "hang-initialize", perRun: true, tool: "echo", tune: func(c *serverConfig) { c.StartupTimeout = 300 * time.Millisecond }, want: []string{"mcp.server.failed", "initialize", `unknown tool \"mcp_bad_echo\"`}},
+		{name: "hangs in initialize", mode: "hang-initialize", perRun: true, tool: "echo", tune: func(c *serverConfig) { c.StartupTimeout = 300 * time.Millisecond }, want: []string{"mcp.server.failed", "initialize", "startup_timeout 300ms", `unknown tool \"mcp_bad_echo\"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

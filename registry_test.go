@@ -82,8 +82,11 @@ func TestRegistryConnectsInParallel(t *testing.T) {
 	for i := range 10 {
 		servers = append(servers, namedFake(t, fmt.Sprintf("fast%d", i), "normal"))
 	}
+	// hanging connects for as long as the test lasts: however slow the
+	// machine, the ten are ready while it still connects. (Its
+	// startup_timeout error: TestFaultsStdioServers.)
 	hanging := namedFake(t, "hanging", "hang-initialize")
-	hanging.StartupTimeout = 2 * time.Second
+	hanging.StartupTimeout = time.Hour
 	servers = append(servers, hanging)
 	logs := newLogRecorder()
 	reg := startRegistry(t, servers, registryOptions{Logger: logs.logger()})
@@ -108,12 +111,6 @@ func TestRegistryConnectsInParallel(t *testing.T) {
 	}
 	if reg.isReady() {
 		t.Errorf("isReady() = true while %q still connects, want false", "hanging")
-	}
-
-	waitRegistryReady(t, reg)
-	st := statusOf(t, reg, "hanging")
-	if st.Status != statusFailed || !strings.Contains(st.Error, `server "hanging"`) || !strings.Contains(st.Error, "startup_timeout 2s") {
-		t.Errorf("status of %q = %q (%q), want %q with the startup_timeout 2s error", "hanging", st.Status, st.Error, statusFailed)
 	}
 	for i := range 10 {
 		name := fmt.Sprintf("fast%d", i)

@@ -37,7 +37,9 @@ go mod download
 (cd interop && go mod download)
 
 echo "== go test -race ./... (root module)"
-go test -race "$@" ./...
+# A bound well above the suite's time (about 4 minutes on two cores), so
+# that a loaded machine is not taken for a hung test.
+go test -race -timeout 20m "$@" ./...
 
 echo "== go test -race ./... (interop)"
 (cd interop && go test -race ./...)
