@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,21 +43,7 @@ func TestConsoleServersInBrowser(t *testing.T) {
 		resp, _ := at.do(t, http.MethodGet, "/readyz", "", "")
 		return resp.StatusCode == http.StatusOK
 	})
-	artifacts := t.TempDir()
-	if dir := os.Getenv("HARNESS_CONSOLE_ARTIFACTS"); dir != "" {
-		artifacts = dir
-	}
-	cmd := exec.CommandContext(t.Context(), "node", "--test", "--test-reporter=spec", filepath.Join("testdata", "console", "servers.test.mjs"))
-	cmd.Env = append(os.Environ(), "NODE_MODULES="+modules, "CONSOLE_URL="+at.url, "ADMIN_KEY="+admin, "READ_KEY="+reader,
-		"CHROMIUM="+browser, "ARTIFACTS="+artifacts)
-	if dir := os.Getenv("HARNESS_CONSOLE_SCREENSHOTS"); dir != "" {
-		cmd.Env = append(cmd.Env, "SCREENSHOTS="+dir)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("servers page scenarios failed (%v); screenshots and console logs of the failed ones are in %s:\n%s", err, artifacts, out)
-	}
-	t.Logf("servers page scenarios:\n%s", out)
+	runConsoleScenarios(t, "servers.test.mjs", browser, modules, at.url, "ADMIN_KEY="+admin, "READ_KEY="+reader)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
