@@ -188,29 +188,36 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runConsoleScenarios(t, "console.test.mjs", browser, modules, at.url,
+		"ADMIN_KEY="+keys["admin"], "WRITE_KEY="+keys["write"], "READ_KEY="+keys["read"],
+		"GATE_URL="+gateSrv.URL,
+		// The command of server-everything, for a run's own server.
+		"EVERYTHING_SERVER="+string(mine))
+}
+
+// runConsoleScenarios runs the browser scenarios of testdata/console/file
+// with node against the console at url, driving browser with the
+// playwright-core in modules; env adds the scenarios' own variables (their
+// keys, say). A failed scenario fails t, saying where its screenshot and
+// console log are (HARNESS_CONSOLE_ARTIFACTS, else a temporary directory).
+// With HARNESS_CONSOLE_SCREENSHOTS set, the scenarios save the README's
+// pictures there (go test -run TestConsoleInBrowser with
+// HARNESS_CONSOLE_SCREENSHOTS=$PWD/docs/console).
+func runConsoleScenarios(t *testing.T, file, browser, modules, url string, env ...string) {
+	t.Helper()
 	artifacts := t.TempDir()
 	if dir := os.Getenv("HARNESS_CONSOLE_ARTIFACTS"); dir != "" {
 		artifacts = dir
 	}
-	cmd := exec.CommandContext(t.Context(), "node", "--test", "--test-reporter=spec", filepath.Join("testdata", "console", "console.test.mjs"))
-	cmd.Env = append(os.Environ(),
-		"NODE_MODULES="+modules,
-		"CONSOLE_URL="+at.url,
-		"ADMIN_KEY="+keys["admin"], "WRITE_KEY="+keys["write"], "READ_KEY="+keys["read"],
-		"CHROMIUM="+browser,
-		"GATE_URL="+gateSrv.URL,
-		// The command of server-everything, for a run's own server.
-		"EVERYTHING_SERVER="+string(mine),
-		"ARTIFACTS="+artifacts,
-	)
+	cmd := exec.CommandContext(t.Context(), "node", "--test", "--test-reporter=spec", filepath.Join("testdata", "console", file))
+	cmd.Env = append(os.Environ(), "NODE_MODULES="+modules, "CONSOLE_URL="+url, "CHROMIUM="+browser, "ARTIFACTS="+artifacts)
+	cmd.Env = append(cmd.Env, env...)
 	if dir := os.Getenv("HARNESS_CONSOLE_SCREENSHOTS"); dir != "" {
-		// The README's pictures: go test -run TestConsoleInBrowser with
-		// HARNESS_CONSOLE_SCREENSHOTS=$PWD/docs/console.
 		cmd.Env = append(cmd.Env, "SCREENSHOTS="+dir)
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("console scenarios failed (%v); screenshots and console logs of the failed ones are in %s:\n%s", err, artifacts, out)
+		t.Fatalf("console scenarios of %s failed (%v); screenshots and console logs of the failed ones are in %s:\n%s", file, err, artifacts, out)
 	}
-	t.Logf("console scenarios:\n%s", out)
+	t.Logf("console scenarios of %s:\n%s", file, out)
 }

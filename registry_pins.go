@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // This file holds what the registry does with pinned tool definitions: a
@@ -24,6 +25,8 @@ type toolChange struct {
 	Changed        []string `json:"changed"`
 	OldDescription string   `json:"old_description,omitempty"`
 	NewDescription string   `json:"new_description,omitempty"`
+	// SeenAt is when the new definition was first listed.
+	SeenAt time.Time `json:"seen_at"`
 }
 
 // A toolPinner keeps the pinned definitions of the global servers' tools
@@ -31,19 +34,20 @@ type toolChange struct {
 type toolPinner interface {
 	// check records the definitions of tools not seen before and compares
 	// the others with their pins, as mode (pinHold, pinWarn) says; it
-	// returns the tools held.
-	check(server, mode string, tools []toolInfo) ([]toolChange, error)
+	// returns the tools held and the changes taken in under pinWarn.
+	check(server, mode string, tools []toolInfo) (held, warned []toolChange, err error)
 	// accept pins the held definitions of the server (only tool's, when
 	// tool is not "") and returns what it accepted.
 	accept(server, tool string) ([]toolChange, error)
 }
 
 // checkPins checks a listing of the server against its pins, for a
-// global server whose pin_tools is not off, and returns the tools held.
-// Only the tools its include_tools and exclude_tools leave are pinned.
-func (s *managedServer) checkPins(tools []toolInfo) ([]toolChange, error) {
+// global server whose pin_tools is not off, and returns the tools held
+// and the changes warned of (pinWarn). Only the tools its include_tools
+// and exclude_tools leave are pinned.
+func (s *managedServer) checkPins(tools []toolInfo) (held, warned []toolChange, err error) {
 	if s.pins == nil || s.cfg.PinTools == pinOff || s.cfg.PinTools == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	kept := slices.DeleteFunc(slices.Clone(tools), func(t toolInfo) bool { return !keepsTool(s.cfg.IncludeTools, s.cfg.ExcludeTools, t.Name) })
 	return s.pins.check(s.cfg.Name, s.cfg.PinTools, kept)

@@ -415,7 +415,7 @@ func (s *managedServer) relist(ctx context.Context, c *client) error {
 	if err != nil {
 		return err
 	}
-	held, err := s.checkPins(infos)
+	held, warned, err := s.checkPins(infos)
 	if err != nil {
 		return err
 	}
@@ -424,6 +424,7 @@ func (s *managedServer) relist(ctx context.Context, c *client) error {
 		return err
 	}
 	tools.setHeld(held)
+	tools.setWarned(warned)
 	skills := s.listSkills(listCtx, c)
 	s.mu.Lock()
 	s.tools = tools

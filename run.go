@@ -120,6 +120,9 @@ type run struct {
 	// budget bounds the run's tokens, cost and duration (run_budget.go);
 	// nil bounds nothing.
 	budget *runBudget
+	// told are the tool definition changes the run has told of
+	// (run_pins.go); owned by the run's loop.
+	told toldChanges
 	// transcript is what the run kept of its conversation (run_transcript.go);
 	// guarded by mu.
 	transcript transcript
@@ -533,6 +536,7 @@ func (r *run) begin(ctx context.Context) error {
 // the step's usage and emits model.response. It returns a
 // *budgetExceededError, without calling, when the run's budgets are spent.
 func (r *run) callModel(ctx context.Context, step int, messages []chatMessage) (*modelResponse, error) {
+	r.tellToolChanges()
 	offered := r.catalog.offered()
 	defs := make([]toolDef, 0, len(offered))
 	for _, e := range offered {

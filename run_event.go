@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,6 +34,9 @@ const (
 	evApprovalRequested   = "approval.requested"
 	evApprovalResolved    = "approval.resolved"
 	evBudgetExceeded      = "budget.exceeded"
+	// evToolChanged: a server the run reaches listed a changed definition
+	// of a pinned tool during the run (run_pins.go).
+	evToolChanged = "mcp.tool.changed"
 )
 
 // Event types of a run's wait, before its first model call, for the global
@@ -74,6 +78,20 @@ func serverConnectedEvent(server, source string, tools int) map[string]any {
 // run's scope (from source) could not be started or connected.
 func serverFailedEvent(server, source string, err error) map[string]any {
 	return map[string]any{"server": server, "source": source, "error": err.Error()}
+}
+
+// toolChangedEvent is the payload of mcp.tool.changed: server's tool
+// (name as the agent sees it) listed a definition that differs from its
+// pin, as ch says; under pin_tools mode "warn" the run goes on with the
+// new definition, under "hold" the tool is not offered until an admin
+// accepts it. The descriptions are there when the description changed.
+func toolChangedEvent(server, name, mode string, ch toolChange) map[string]any {
+	data := map[string]any{"server": server, "tool": ch.Tool, "name": name, "pin_tools": mode,
+		"changed": ch.Changed, "old_digest": ch.OldDigest, "new_digest": ch.NewDigest, "seen_at": ch.SeenAt}
+	if slices.Contains(ch.Changed, "description") {
+		data["old_description"], data["new_description"] = ch.OldDescription, ch.NewDescription
+	}
+	return data
 }
 
 // serversWaitingEvent is the payload of mcp.servers.waiting: the run waits

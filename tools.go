@@ -65,6 +65,10 @@ type serverTools struct {
 	// changed since it was pinned (tools_pins.go), by mcp_ name; nil for
 	// none.
 	held map[string]toolChange
+	// warned are the server's tools whose changed definition the listing
+	// of this snapshot took in (pin_tools = "warn"), by mcp_ name; nil
+	// for none.
+	warned map[string]toolChange
 }
 
 // mcpToolName returns the name the agent sees for a server's tool:
@@ -226,14 +230,7 @@ func (st *serverTools) within(l toolLimits) *serverTools {
 			view.entries = append(view.entries, e)
 		}
 	}
-	for name, h := range st.held {
-		if l.allowsTool(st.server, name) {
-			if view.held == nil {
-				view.held = map[string]toolChange{}
-			}
-			view.held[name] = h
-		}
-	}
+	view.held, view.warned = changesWithin(st.server, st.held, l), changesWithin(st.server, st.warned, l)
 	view.buildIndex()
 	return view
 }

@@ -119,7 +119,7 @@ type pendingPin struct {
 func (p toolPin) change(tool string) toolChange {
 	return toolChange{Tool: tool, OldDigest: p.Digest, NewDigest: p.Pending.Digest,
 		Changed:        changedFields(p.Definition, p.Pending.Definition),
-		OldDescription: p.Definition.Description, NewDescription: p.Pending.Definition.Description}
+		OldDescription: p.Definition.Description, NewDescription: p.Pending.Definition.Description, SeenAt: p.Pending.SeenAt}
 }
 
 // A pinStore keeps the pin files of the global servers in dir. It is a
@@ -184,22 +184,22 @@ func (p *pinStore) save(pf pinFile) error {
 
 // check pins the definitions of tools not seen before and compares the
 // others with their pins: a differing one is, under pinHold, held (its
-// definition kept as pending) and returned; under pinWarn logged, counted
-// and pinned. A tool listed again as pinned stops being held. The file is
-// written only when something changed.
-func (p *pinStore) check(server, mode string, tools []toolInfo) ([]toolChange, error) {
+// definition kept as pending) and returned in held; under pinWarn logged,
+// counted, pinned and returned in warned, for the runs that reach the
+// server to tell (mcp.tool.changed). A tool listed again as pinned stops
+// being held. The file is written only when something changed.
+func (p *pinStore) check(server, mode string, tools []toolInfo) (held, warned []toolChange, err error) {
 	if mode == pinOff {
-		return nil, nil
+		return nil, nil, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pf, err := p.load(server)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := time.Now().UTC()
 	dirty := false
-	var held []toolChange
 	for _, t := range tools {
 		if t.Name == "" {
 			continue
@@ -234,16 +234,17 @@ func (p *pinStore) check(server, mode string, tools []toolInfo) ([]toolChange, e
 			p.logger.Warn("tool definition changed; going on with the new one (pin_tools = \"warn\")",
 				"server", server, "tool", t.Name, "changed", strings.Join(ch.Changed, ","), "old_digest", ch.OldDigest, "new_digest", ch.NewDigest)
 			p.metrics.toolDefinitionChange(server, mode)
+			warned = append(warned, ch)
 			pf.Tools[t.Name] = toolPin{Digest: digest, Definition: def, PinnedAt: now}
 			dirty = true
 		}
 	}
 	if dirty {
 		if err := p.save(pf); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return held, nil
+	return held, warned, nil
 }
 
 // accept pins the pending definitions of server's tools (only tool's,
@@ -294,14 +295,38 @@ func describeChange(server string, ch toolChange) string {
 
 // setHeld records, in a snapshot not yet published, the tools of its
 // server held out of it, by the name the agent would see.
-func (st *serverTools) setHeld(held []toolChange) {
-	if len(held) == 0 {
-		return
+func (st *serverTools) setHeld(held []toolChange) { st.held = st.byAgentName(held) }
+
+// setWarned records, in a snapshot not yet published, the tools of its
+// server whose changed definition it took in (pin_tools = "warn").
+func (st *serverTools) setWarned(warned []toolChange) { st.warned = st.byAgentName(warned) }
+
+// byAgentName returns changes by the name the agent sees of each tool,
+// nil for none.
+func (st *serverTools) byAgentName(changes []toolChange) map[string]toolChange {
+	if len(changes) == 0 {
+		return nil
 	}
-	st.held = make(map[string]toolChange, len(held))
-	for _, h := range held {
-		st.held[mcpToolName(st.server, h.Tool)] = h
+	out := make(map[string]toolChange, len(changes))
+	for _, ch := range changes {
+		out[mcpToolName(st.server, ch.Tool)] = ch
 	}
+	return out
+}
+
+// changesWithin returns the changes of server's tools (by agent name)
+// that l leaves, nil for none.
+func changesWithin(server string, changes map[string]toolChange, l toolLimits) map[string]toolChange {
+	var out map[string]toolChange
+	for name, ch := range changes {
+		if l.allowsTool(server, name) {
+			if out == nil {
+				out = map[string]toolChange{}
+			}
+			out[name] = ch
+		}
+	}
+	return out
 }
 
 // heldReason says, for the model, why the tool name is held, and false

@@ -411,14 +411,14 @@ func TestPinStoreDamagedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	pins := newPinStore(dir, discardLogger(), nil)
-	_, err := pins.check("fake", pinHold, []toolInfo{{Name: "echo"}})
+	_, _, err := pins.check("fake", pinHold, []toolInfo{{Name: "echo"}})
 	if want := "fake.json"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "remove it") {
 		t.Errorf("check over a damaged pin file = %v, want an error naming %s and what to do", err, want)
 	}
 	if _, err := pins.accept("fake", ""); err == nil {
 		t.Error("accept over a damaged pin file succeeded, want an error")
 	}
-	if _, err := pins.check("fake", pinOff, []toolInfo{{Name: "echo"}}); err != nil {
+	if _, _, err := pins.check("fake", pinOff, []toolInfo{{Name: "echo"}}); err != nil {
 		t.Errorf("check with pin_tools off = %v, want the file not read", err)
 	}
 	// A server whose pins cannot be read does not start, and says why once.

@@ -1,12 +1,13 @@
 // harnessd console: a client of harnessd's HTTP API like curl. It asks who
 // the key is (GET /v1/whoami), offers only what that key may do, and routes
 // by the URL's fragment: #/runs, #/runs/ID, #/conversations,
-// #/conversations/ID, #/servers, #/schedules; a list's search and filters
-// are in the fragment's query (#/runs?q=word&status=failed).
+// #/conversations/ID, #/servers, #/schedules, #/audit; a list's search and
+// filters are in the fragment's query (#/runs?q=word&status=failed).
 import { h, clear, api, auth, APIError } from './dom.js';
 import { runPage, serversPage, schedulesPage } from './pages.js';
 import { runsPage } from './runs.js';
 import { conversationsPage, conversationPage } from './conversations.js';
+import { auditPage } from './audit.js';
 
 const main = () => document.getElementById('main');
 let me = null;
@@ -79,6 +80,8 @@ function route() {
   else if (page === 'servers') serversPage(el, c, signal);
   else if (page === 'schedules' && c.admin) schedulesPage(el, c, signal);
   else if (page === 'schedules') clear(el, h('p', { class: 'notice' }, 'Schedules are shown to admin keys only.'));
+  else if (page === 'audit' && c.admin) auditPage(el, c, signal, params);
+  else if (page === 'audit') clear(el, h('p', { class: 'notice' }, 'The audit trail is shown to admin keys only.'));
   else runsPage(el, c, signal, params);
   document.title = `harnessd · ${page}${parts[1] ? ' ' + parts[1] : ''}`;
 }

@@ -102,6 +102,21 @@ export function titleOf(x, max = 80) {
   return [...line].length > max ? [...line].slice(0, max - 1).join('') + '…' : line;
 }
 
+// changeView shows how a tool's definition changed, from a change as the
+// API reports it (a held tool of GET /v1/mcp/servers, an accepted one, the
+// data of an mcp.tool.changed event): the fields that differ, the
+// description before and after when it is one of them, the digests.
+export function changeView(ch) {
+  const changed = ch.changed || [];
+  const short = (d) => String(d || '').slice(0, 12);
+  return h('div', { class: 'change' },
+    h('p', {}, 'Changed: ', changed.length ? changed.map((f, i) => [i ? ', ' : '', h('code', {}, f)]) : '(no field named)'),
+    changed.includes('description') ? h('dl', { class: 'diff' },
+      h('dt', {}, 'Description before'), h('dd', { class: 'old' }, ch.old_description || '(none)'),
+      h('dt', {}, 'Description after'), h('dd', { class: 'new' }, ch.new_description || '(none)')) : null,
+    h('p', { class: 'meta' }, `Pinned ${short(ch.old_digest)}, listed ${short(ch.new_digest)}${ch.seen_at ? ` on ${fmtTime(ch.seen_at)}` : ''}.`));
+}
+
 export function fmtTime(t) { return t ? new Date(t).toLocaleString() : ''; }
 
 // fmtAge says how long ago t was, coarsely.

@@ -2,7 +2,7 @@
 // helpers of every list page (runs.js and conversations.js hold the runs
 // and conversations pages). Each page function renders into main and
 // returns nothing; signal aborts its timers and streams.
-import { h, clear, api, afterPress, statusBadge, cutText, pretty, fmtTime, safeURL } from './dom.js';
+import { h, clear, api, afterPress, statusBadge, cutText, pretty, fmtTime, safeURL, changeView } from './dom.js';
 import { runView } from './run.js';
 import { schemaForm } from './form.js';
 
@@ -90,6 +90,7 @@ function serverCard(s, can, state, signal) {
     h('div', { class: 'row' }, h('h2', { class: 'grow' }, s.name), statusBadge(s.status)),
     h('dl', { class: 'grid' }, facts.map(([k, v]) => h('div', {}, h('dt', { class: 'meta' }, k), h('dd', {}, v)))),
     s.error ? h('p', { class: 'error' }, s.error) : null,
+    heldBox(s, can, state, signal),
     can.admin && s.stderr_tail ? h('details', {}, h('summary', {}, 'Stderr'), cutText(s.stderr_tail)) : null,
     can.admin && s.status === 'needs_auth' ? loginBox(s.name, signal) : null,
     can.admin ? serverActions(s, state, signal) : null,
@@ -97,22 +98,55 @@ function serverCard(s, can, state, signal) {
     can.admin && s.status !== 'disabled' ? tryPanel(s.name, state, signal) : null);
 }
 
+// actionNote returns the line where a server's card says how its last
+// admin action went; it lives in state.notes, so that it outlasts redraws.
+function actionNote(name, state) {
+  const note = state.notes.get(name) || h('div', { class: 'field-error', 'aria-live': 'polite' });
+  state.notes.set(name, note);
+  return note;
+}
+
+// adminAction returns the click handler of an admin's button that POSTs
+// body to path, then says done (or done(answer)) in note and redraws the
+// servers, or says in note why what failed.
+function adminAction(path, body, what, done, note, state, signal) {
+  return async (e) => {
+    e.target.disabled = true;
+    note.textContent = '';
+    try {
+      const res = await api('POST', path, body, signal);
+      note.textContent = typeof done === 'function' ? done(res) : done;
+      state.refresh();
+    } catch (err) { if (!signal.aborted) { note.textContent = `${what}: ${err.message}`; e.target.disabled = false; } }
+  };
+}
+
+// heldBox lists the server's tools held out of every catalog because
+// their definition changed since it was pinned (pin_tools = "hold"), each
+// with the difference; an admin gets an Accept button for each tool and,
+// with more than one, for all (POST /v1/mcp/servers/{name}/accept).
+function heldBox(s, can, state, signal) {
+  const held = s.held || [];
+  if (!held.length) return null;
+  const note = actionNote(s.name, state);
+  const accept = (tool) => adminAction(`/v1/mcp/servers/${encodeURIComponent(s.name)}/accept`, tool ? { tool } : {}, 'Accept',
+    (res) => ((res.accepted || []).length ? `Accepted ${res.accepted.map((a) => a.tool).join(', ')}: offered again.` : 'Nothing was held.'), note, state, signal);
+  return h('section', { class: 'held', 'aria-label': 'Held tools of ' + s.name },
+    h('h3', {}, held.length === 1 ? '1 tool held' : `${held.length} tools held`),
+    h('p', { class: 'hint' }, 'Their definition changed since it was pinned: no run is offered them until an admin accepts the change.'),
+    h('ul', {}, held.map((ch) => h('li', {}, h('code', {}, ch.tool), changeView(ch),
+      can.admin ? h('button', { type: 'button', 'aria-label': 'Accept ' + ch.tool, onclick: accept(ch.tool) }, 'Accept') : null))),
+    can.admin && held.length > 1 ? h('button', { type: 'button', onclick: accept('') }, 'Accept all') : null,
+    can.admin ? null : h('p', { class: 'meta' }, 'An admin key can accept them here, or with harnessd mcp accept.'));
+}
+
 // serverActions are an admin's buttons for a server: restart it, and
 // enable or disable it (written to its config file by the API, which
 // refuses servers that do not come from one and says why).
 function serverActions(s, state, signal) {
-  const note = state.notes.get(s.name) || h('div', { class: 'field-error', 'aria-live': 'polite' });
-  state.notes.set(s.name, note);
+  const note = actionNote(s.name, state);
   const path = `/v1/mcp/servers/${encodeURIComponent(s.name)}`;
-  const act = (what, sub, done) => async (e) => {
-    e.target.disabled = true;
-    note.textContent = '';
-    try {
-      await api('POST', path + sub, {}, signal);
-      note.textContent = done;
-      state.refresh();
-    } catch (err) { if (!signal.aborted) { note.textContent = `${what}: ${err.message}`; e.target.disabled = false; } }
-  };
+  const act = (what, sub, done) => adminAction(path + sub, {}, what, done, note, state, signal);
   const disabled = s.status === 'disabled';
   return h('div', {}, h('div', { class: 'row' },
     disabled ? null : h('button', { type: 'button', onclick: act('Restart', '/restart', 'Restarted: a new connection is starting.') }, 'Restart'),

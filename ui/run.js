@@ -2,7 +2,7 @@
 // model's text as it streams, each tool call with its arguments and
 // result, progress, sampling, usage), the questions and approvals it
 // waits on, and cancel.
-import { h, clear, titleOf, api, afterPress, followEvents, statusBadge, cutText, pretty, safeURL, fmtTime, fmtSpan } from './dom.js';
+import { h, clear, titleOf, api, afterPress, followEvents, statusBadge, cutText, pretty, safeURL, fmtTime, fmtSpan, changeView } from './dom.js';
 import { schemaForm } from './form.js';
 import { RunChart } from './timeline.js';
 
@@ -134,6 +134,9 @@ class RunTimeline {
       case 'approval.requested': return this.approval(d);
       case 'approval.resolved': return this.decided(d);
       case 'budget.exceeded': return this.line(`Budget exceeded: ${d.budget || ''} ${d.message || ''}`.trim(), 'error');
+      case 'mcp.tool.changed': return this.item(h('div', { class: 'meta ' + (d.pin_tools === 'hold' ? 'error' : '') },
+        `Server ${d.server} changed the definition of ${d.name}: ${d.pin_tools === 'hold'
+          ? 'it is held, not offered until an admin accepts the change.' : 'going on with the new one (pin_tools = "warn").'}`), changeView(d));
       case 'conversation.trimmed': return this.line(`The conversation was trimmed to fit: ${d.message || JSON.stringify(d)}`);
       default:
         if (ev.type && ev.type.startsWith('run.')) return this.line(`Run ${ev.type.slice(4)}.`);

@@ -15,13 +15,16 @@ const runStatuses = ['queued', 'running', 'waiting_input', 'waiting_approval', '
 // searchList renders a searched, paged list of a route into main and
 // keeps it fresh every ms; opts: route ('/v1/runs'), field ('runs'),
 // hash ('#/runs'), columns, noun ('runs'), empty (text with no items and
-// no search), filters (more controls: [{el, param}]), before (nodes above
-// the search), params (the fragment's query).
+// no search), filters (more controls: [{el, param, label, value}], value
+// (optional) turning the control's value into the parameter's), before
+// (nodes above the search), params (the fragment's query), search (false
+// for a route that takes no q: filters only).
 export function searchList(main, signal, opts) {
   const { params } = opts;
   const sid = opts.field + '-search';
-  const search = h('input', { type: 'search', id: sid, value: params.get('q') || '', autocomplete: 'off',
+  const search = opts.search === false ? null : h('input', { type: 'search', id: sid, value: params.get('q') || '', autocomplete: 'off',
     placeholder: 'words of a title or prompt', 'aria-describedby': sid + '-hint' });
+  const words = () => (search ? search.value.trim() : '');
   const body = h('tbody', {});
   const note = h('div', { 'aria-live': 'polite' });
   const table = h('table', { class: 'reflow', 'aria-label': opts.noun[0].toUpperCase() + opts.noun.slice(1) },
@@ -33,8 +36,11 @@ export function searchList(main, signal, opts) {
   let generation = 0;
   const query = () => {
     const q = new URLSearchParams();
-    for (const f of filters) if (f.el.value) q.set(f.param, f.el.value);
-    if (search.value.trim()) q.set('q', search.value.trim());
+    for (const f of filters) {
+      const v = f.value ? f.value(f.el) : f.el.value;
+      if (v) q.set(f.param, v);
+    }
+    if (words()) q.set('q', words());
     return q.toString();
   };
   const load = async () => {
@@ -49,7 +55,7 @@ export function searchList(main, signal, opts) {
         class: c.secondary ? 'secondary' : i === 0 ? 'primary' : null, 'data-label': i && !c.secondary ? c.head : null }, c.cell(item))))));
       if (!res.items.length) {
         body.append(h('tr', {}, h('td', { colspan: opts.columns.length, class: 'meta' },
-          search.value.trim() ? `No ${opts.noun} match “${search.value.trim()}”.` : opts.empty)));
+          words() ? `No ${opts.noun} match “${words()}”.` : opts.empty)));
       }
       more.hidden = !res.more;
     } catch (err) { if (!signal.aborted && gen === generation) clear(note, errorNote(err)); }
@@ -62,16 +68,19 @@ export function searchList(main, signal, opts) {
     load();
   };
   let typing = null;
-  search.addEventListener('input', () => {
-    clearTimeout(typing);
-    typing = setTimeout(apply, 300); // once the typing pauses
-  });
+  if (search) {
+    search.addEventListener('input', () => {
+      clearTimeout(typing);
+      typing = setTimeout(apply, 300); // once the typing pauses
+    });
+  }
   signal.addEventListener('abort', () => clearTimeout(typing));
   for (const f of filters) f.el.addEventListener('change', apply);
-  const form = h('form', { class: 'row', role: 'search', onsubmit: (e) => { e.preventDefault(); clearTimeout(typing); apply(); } },
-    h('label', { class: 'inline', for: sid }, 'Search'), h('span', { class: 'grow' }, search),
+  const form = h('form', { class: 'row', role: 'search', 'aria-label': search ? null : 'Filters',
+    onsubmit: (e) => { e.preventDefault(); clearTimeout(typing); apply(); } },
+    search ? [h('label', { class: 'inline', for: sid }, 'Search'), h('span', { class: 'grow' }, search)] : null,
     filters.map((f) => [h('label', { class: 'inline', for: f.el.id }, f.label), f.el]),
-    h('span', { class: 'hint', id: sid + '-hint' }, 'Matches titles and prompts.'));
+    search ? h('span', { class: 'hint', id: sid + '-hint' }, 'Matches titles and prompts.') : h('button', { type: 'submit' }, 'Apply'));
   clear(main, opts.before, form, note, table, h('div', { class: 'row' }, more));
   every(opts.ms, load, signal);
 }
