@@ -49,6 +49,7 @@ func consoleGet(t *testing.T, at *apiTest, path string, header ...string) (*http
 }
 
 func TestConsoleServing(t *testing.T) {
+	t.Parallel()
 	at := newAPITest(t, newFakeModel(t, providerOpenAI), nil)
 	index := consoleFiles()["index.html"]
 	tests := []struct {
@@ -110,6 +111,7 @@ func TestConsoleServing(t *testing.T) {
 }
 
 func TestConsoleBudgetAndTextOnly(t *testing.T) {
+	t.Parallel()
 	total := 0
 	// Script sinks that would parse text as HTML or code.
 	sinks := regexp.MustCompile(`\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|createContextualFragment|srcdoc`)
@@ -152,6 +154,7 @@ func TestConsoleBudgetAndTextOnly(t *testing.T) {
 }
 
 func TestWhoami(t *testing.T) {
+	t.Parallel()
 	keys := []authKey{testKey("ops", "ops-token-0123456789", scopeAdmin), testKey("viewer", "viewer-token-0123456789", scopeRunsRead)}
 	on := newAPITest(t, newFakeModel(t, providerOpenAI), keys)
 	off := newAPITest(t, newFakeModel(t, providerOpenAI), nil)

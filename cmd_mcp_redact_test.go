@@ -36,6 +36,7 @@ func quotingServer(t *testing.T) string {
 // server's configured header value: mcp call prints [redacted] instead,
 // in text and JSON output and on stderr.
 func TestMCPCallRedacts(t *testing.T) {
+	t.Parallel()
 	const secret = "cli-header-secret-0123456789"
 	env := map[string]string{"HARNESS_MCP_SERVERS": serversJSON(t,
 		map[string]any{"name": "q", "url": quotingServer(t), "headers": map[string]string{"X-Api-Key": secret}})}

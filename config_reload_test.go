@@ -21,6 +21,7 @@ import (
 // configurations, and a registry swapping its servers while runs use them.
 
 func TestDiffServers(t *testing.T) {
+	t.Parallel()
 	base := func(name string) serverConfig {
 		return serverConfig{Name: name, Transport: transportStdio, Command: "srv", Args: []string{"--flag"},
 			Env: map[string]string{"TOKEN": "one"}, Timeout: time.Minute, StartupTimeout: 30 * time.Second,

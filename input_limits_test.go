@@ -23,6 +23,7 @@ func questions(n int) map[string]any {
 // input-required results: the call fails saying which bound it passed,
 // and no question of the refused round is asked.
 func TestInputRequiredBounds(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		perRound  int
@@ -60,6 +61,7 @@ func TestInputRequiredBounds(t *testing.T) {
 // TestInputRequiredRunBound counts questions over calls of one run: past
 // maxInputsPerRun the next call fails.
 func TestInputRequiredRunBound(t *testing.T) {
+	t.Parallel()
 	run := &inputPolicy{DeclineReason: "not interactive", NoSampling: "no model in this test"}
 	_, c := startMRTRServer(t, nil, func(_ string, params map[string]json.RawMessage) any {
 		if params["inputResponses"] == nil {
@@ -81,6 +83,7 @@ func TestInputRequiredRunBound(t *testing.T) {
 
 // TestLogThrottle lets one line a second through and reports the rest.
 func TestLogThrottle(t *testing.T) {
+	t.Parallel()
 	var th logThrottle
 	ok, held := th.allow()
 	if !ok || held != 0 {

@@ -233,6 +233,7 @@ func descendsFrom(pid, ancestor int) bool {
 }
 
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}

@@ -46,6 +46,7 @@ func serveEchoMCP(a *testAS) {
 // must appear nowhere: not in the run's output, events, messages or
 // files, not in the logs (with message payloads on), not in API answers.
 func TestOAuthTokensNeverShown(t *testing.T) {
+	t.Parallel()
 	a := newTestAS(t)
 	serveEchoMCP(a)
 	home := t.TempDir()
@@ -60,7 +61,7 @@ func TestOAuthTokensNeverShown(t *testing.T) {
 	if err := reg.waitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	runStore, err := openRunStore(filepath.Join(home, "runs"), logger)
+	runStore, err := openRunStoreOnceFree(filepath.Join(home, "runs"), logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +129,7 @@ func TestOAuthTokensNeverShown(t *testing.T) {
 // then calls the tool that echoes its bearer token with "mcp call": the
 // token read from the store is redacted from what it prints.
 func TestMCPCallHidesStoredToken(t *testing.T) {
+	t.Parallel()
 	a := newTestAS(t)
 	serveEchoMCP(a)
 	home := t.TempDir()
