@@ -30,7 +30,7 @@ func TestInputRequiredBounds(t *testing.T) {
 		wantAsked int
 		want      string
 	}{
-		{"a flood in one round", 20000, 0, "over the limit of 16 per round"},
+		{"a flood in one round", 2000, 0, "over the limit of 16 per round"},
 		{"rounds of 16 past the call's bound", 16, 64, "over the limit of 64 per call"},
 		{"within bounds until the rounds run out", 4, 32, "after 8 answered rounds"},
 	}
