@@ -49,6 +49,7 @@ func auditRecords(t *testing.T, at *apiTest, path, auth string) ([]auditRecord, 
 }
 
 func TestAuditThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI,
 		fakeTurn{ToolCalls: []toolCall{call("find_tool", `{"query":"echo"}`)}},
 		fakeTurn{ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"audited"}`)}},

@@ -14,6 +14,7 @@ import (
 // route, and serve's refusal of an open address without keys.
 
 func TestAPIAuthMatrix(t *testing.T) {
+	t.Parallel()
 	const (
 		readToken  = "read-token-0123456789abcdef"
 		writeToken = "write-token-0123456789abcdef"
@@ -129,6 +130,7 @@ func (w *lineWatcher) String() string {
 }
 
 func TestServeRefusesOpenAddrWithoutAuth(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -179,6 +181,7 @@ func TestServeRefusesOpenAddrWithoutAuth(t *testing.T) {
 }
 
 func TestIsLoopbackAddr(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		addr string
 		want bool

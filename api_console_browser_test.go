@@ -142,6 +142,7 @@ func consoleScript(payload string, gate <-chan struct{}) []fakeTurn {
 }
 
 func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("drives a browser against the harnessd binary")
 	}

@@ -20,6 +20,7 @@ import (
 // explained, and checks that a runs:read key gets none of it. The config
 // file holds the outcome afterwards.
 func TestConsoleServersInBrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("drives a browser against the harnessd binary")
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"regexp"
 	"strings"
@@ -21,34 +22,23 @@ import (
 // compression (the README's figure).
 const consoleBudget = 150 << 10
 
-// consoleGet sends GET path with headers (name, value pairs) without
-// following redirects or decompressing, and returns the answer and body.
+// consoleGet serves GET path with headers (name, value pairs) through the
+// API's handler into a recorder, as from a loopback client that neither
+// follows redirects nor decompresses, and returns the answer and body.
 func consoleGet(t *testing.T, at *apiTest, path string, header ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, at.url+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, at.url+path, nil)
+	req.RemoteAddr = "127.0.0.1:50000"
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	client := &http.Client{
-		Transport:     &http.Transport{DisableCompression: true},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: read body: %v", path, err)
-	}
-	return resp, body
+	w := httptest.NewRecorder()
+	at.api.ServeHTTP(w, req)
+	return w.Result(), w.Body.Bytes()
 }
 
 func TestConsoleServing(t *testing.T) {
+	t.Parallel()
 	at := newAPITest(t, newFakeModel(t, providerOpenAI), nil)
 	index := consoleFiles()["index.html"]
 	tests := []struct {
@@ -110,6 +100,7 @@ func TestConsoleServing(t *testing.T) {
 }
 
 func TestConsoleBudgetAndTextOnly(t *testing.T) {
+	t.Parallel()
 	total := 0
 	// Script sinks that would parse text as HTML or code.
 	sinks := regexp.MustCompile(`\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|createContextualFragment|srcdoc`)
@@ -152,6 +143,7 @@ func TestConsoleBudgetAndTextOnly(t *testing.T) {
 }
 
 func TestWhoami(t *testing.T) {
+	t.Parallel()
 	keys := []authKey{testKey("ops", "ops-token-0123456789", scopeAdmin), testKey("viewer", "viewer-token-0123456789", scopeRunsRead)}
 	on := newAPITest(t, newFakeModel(t, providerOpenAI), keys)
 	off := newAPITest(t, newFakeModel(t, providerOpenAI), nil)

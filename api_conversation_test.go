@@ -12,6 +12,7 @@ import (
 // conversation, and deletion from disk.
 
 func TestConversationOwners(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "alice's answer"}, fakeTurn{Text: "bob's answer"}, fakeTurn{Text: "alice again"})
 	dir := t.TempDir()
 	m := newStoredRuns(t, f, dir, nil)

@@ -18,6 +18,7 @@ import (
 // page makes a browser send) and the cap on open connections.
 
 func TestAPIRefusesWhatAWebPageSends(t *testing.T) {
+	t.Parallel()
 	pwned := filepath.Join(t.TempDir(), "pwned")
 	command, _ := json.Marshal(map[string]any{"prompt": "hi", "mcp_servers": []any{map[string]any{"name": "x", "command": "touch", "args": []string{pwned}}}})
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "same-origin"}, fakeTurn{Text: "curl"}, fakeTurn{Text: "allowed host"})
@@ -86,6 +87,7 @@ func TestAPIRefusesWhatAWebPageSends(t *testing.T) {
 }
 
 func TestHostPolicy(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		listen  string
 		allowed []string
@@ -117,6 +119,7 @@ func TestHostPolicy(t *testing.T) {
 }
 
 func TestLimitListener(t *testing.T) {
+	t.Parallel()
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +162,7 @@ func TestLimitListener(t *testing.T) {
 }
 
 func TestConfigAPISettings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		toml      string
@@ -197,6 +201,7 @@ func TestConfigAPISettings(t *testing.T) {
 // allowed_hosts and --max-connections 1: a second connection waits until
 // the first closes, and Host names are checked.
 func TestServeGuardsAndCapsConnections(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	writeFile(t, home, "config.toml", "allowed_hosts = [\"harness.internal\"]\n")
 	env := map[string]string{"HARNESS_HOME": home, "HOME": home}

@@ -59,6 +59,7 @@ func reachScript(t *testing.T) *fakeModel {
 }
 
 func TestKeyLimitedToItsTools(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		auth        string
@@ -103,6 +104,7 @@ func TestKeyLimitedToItsTools(t *testing.T) {
 }
 
 func TestKeyLimitedToItsServers(t *testing.T) {
+	t.Parallel()
 	at := newLimitedAPI(t, newFakeModel(t, providerOpenAI))
 	body := `{"prompt":"x","mcp_servers":[{"name":"jira","url":"https://jira.example.com/mcp"}]}`
 	resp, data := at.do(t, http.MethodPost, "/v1/runs", "Bearer narrow-token-0123456", body)
@@ -112,6 +114,7 @@ func TestKeyLimitedToItsServers(t *testing.T) {
 }
 
 func TestKeyRate(t *testing.T) {
+	t.Parallel()
 	at := newLimitedAPI(t, newFakeModel(t, providerOpenAI, fakeTurn{Text: "one"}, fakeTurn{Text: "two"}, fakeTurn{Text: "three"}))
 	for range 2 {
 		id, _ := postInConversation(t, at, "Bearer slow-token-012345678", `{"prompt":"go"}`)

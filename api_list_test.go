@@ -95,6 +95,7 @@ func walk(t *testing.T, at *apiTest, path, extra string, limit int, between func
 }
 
 func TestListPagingWalk(t *testing.T) {
+	t.Parallel()
 	const added = 3 // runs started during each walk
 	tests := []struct {
 		name, path string
@@ -159,6 +160,7 @@ func firstDiff(a, b []string) int {
 }
 
 func TestListFilters(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI)
 	at := newAPITest(t, f, nil)
 	owners := []string{"alice", "bob", scheduleOwner("nightly")}
@@ -218,6 +220,7 @@ func TestListFilters(t *testing.T) {
 }
 
 func TestListBadParameters(t *testing.T) {
+	t.Parallel()
 	at := newAPITest(t, newFakeModel(t, providerOpenAI), nil)
 	tests := []struct {
 		name, path, want string
@@ -247,6 +250,7 @@ func TestListBadParameters(t *testing.T) {
 // runs kept, the default answer of GET /v1/runs holds 100 of them, not
 // every one (3.9 MB before paging).
 func TestRunsFirstPageAt10000(t *testing.T) {
+	t.Parallel()
 	at := newAPITest(t, newFakeModel(t, providerOpenAI), nil)
 	addEndedRuns(at.runs, 10000, func(int) string { return "ci" }, func(i int) string { return fmt.Sprintf("prompt %d", i) })
 	p, size := getPage(t, at, "", "/v1/runs")

@@ -193,6 +193,7 @@ func (f *manageFixture) runSteps(t *testing.T, steps []manageStep, state func(*t
 // writes it; each refusal leaves the file's bytes and the servers as they
 // were, with a status and a message naming the server and what to do.
 func TestAPIManageServers(t *testing.T) {
+	t.Parallel()
 	f := newManageFixture(t)
 	original := f.read(t)
 	addedTable := fmt.Sprintf("[mcp_servers.added]\ncommand = %q\nenv = { %s = %q, %s = \"pid\" }\n", f.exe, e2eMarkerEnv, f.marker, fakeServerEnv)
@@ -275,6 +276,7 @@ func TestAPIManageServers(t *testing.T) {
 // cannot be read or written, naming the file and what to do, and leaves
 // the servers as they were.
 func TestAPIManageUnwritableConfig(t *testing.T) {
+	t.Parallel()
 	f := newManageFixture(t)
 	before := f.serverState(t)
 	// A directory in the file's place fails as root too.
@@ -319,6 +321,7 @@ func (f *manageFixture) callPid(t *testing.T, name string) int {
 // results come back redacted, a tool's own error is a result, unknown
 // servers and tools are 404, and only admin keys may do either.
 func TestAPIManageRestartAndTryTool(t *testing.T) {
+	t.Parallel()
 	f := newManageFixture(t)
 	first := f.callPid(t, "echo")
 	if first == 0 {
@@ -400,6 +403,7 @@ func (f *manageFixture) scheduleState(t *testing.T) []string {
 // deletes a schedule through the API: each success is in GET
 // /v1/schedules and in the file, each refusal leaves both as they were.
 func TestAPIManageSchedules(t *testing.T) {
+	t.Parallel()
 	f := newManageFixture(t)
 	original := f.read(t)
 	const table = "[[schedules]]\nname = \"nightly\"\ncron = \"0 3 * * *\"\nprompt = \"tidy up\"\n"
@@ -489,6 +493,7 @@ func TestAPIManageSchedules(t *testing.T) {
 // TestAPIManageConcurrentEdits adds servers from many requests at once:
 // every one is in the file and the list afterwards (no edit lost).
 func TestAPIManageConcurrentEdits(t *testing.T) {
+	t.Parallel()
 	f := newManageFixture(t)
 	const n = 8
 	var wg sync.WaitGroup

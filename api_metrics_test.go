@@ -15,6 +15,7 @@ import (
 // format, read back by a strict parser.
 
 func TestAPIMetricsCountToolCalls(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, "openai",
 		fakeTurn{ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"hi"}`), call("mcp_fake_fail", `{}`), call("find_tool", `{"query":"echo"}`)}},
 		fakeTurn{Text: "done"},
@@ -157,6 +158,7 @@ func parseMetrics(text string) (map[string]float64, error) {
 }
 
 func TestParseMetricsRejectsBadText(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, text string }{
 		{"no type", "a 1\n"},
 		{"bad value", "# TYPE a gauge\na one\n"},

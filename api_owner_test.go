@@ -12,6 +12,7 @@ import (
 // of it (as for no run at all) and does not see it listed; an admin key
 // sees and may act on everything; alice herself does.
 func TestRunsOwnedByTheirKey(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Hang: true})
 	at := newAPITest(t, f, []authKey{
 		testKey("alice", "alice-token-0123", scopeRunsWrite),
@@ -80,6 +81,7 @@ func TestRunsOwnedByTheirKey(t *testing.T) {
 // TestRunsOneOwnerWithoutAuth checks that with auth off every run has the
 // one owner "" and everyone sees it.
 func TestRunsOneOwnerWithoutAuth(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "done"})
 	at := newAPITest(t, f, nil)
 	id := at.postRun(t, "", `{"prompt":"hi"}`)
@@ -95,6 +97,7 @@ func TestRunsOneOwnerWithoutAuth(t *testing.T) {
 // schedule:<name>) is shown to admin keys, owner included, and to no
 // other key, listed or by id.
 func TestScheduledRunsSeenByAdminsOnly(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "done"})
 	at := newAPITest(t, f, []authKey{
 		testKey("alice", "alice-token-0123", scopeRunsWrite),

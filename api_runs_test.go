@@ -122,6 +122,7 @@ func idsAndTypes(events []runEvent) (ids, types []string) {
 }
 
 func TestAPIRunEvents(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	f := newFakeModel(t, "openai",
 		fakeTurn{ToolCalls: []toolCall{call("find_tool", `{"query":"echo"}`)}},
@@ -226,6 +227,7 @@ func TestAPIRunEvents(t *testing.T) {
 }
 
 func TestAPICancelRun(t *testing.T) {
+	t.Parallel()
 	received := make(chan struct{})
 	f := newFakeModel(t, "openai", fakeTurn{Hang: true, Check: func(fakeRequest) error { close(received); return nil }})
 	at := newAPITest(t, f, nil)

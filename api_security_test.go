@@ -161,6 +161,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 }
 
 func TestCheckConnectHost(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		host    string
@@ -191,6 +192,7 @@ func TestCheckConnectHost(t *testing.T) {
 }
 
 func TestRefuseBlockedAddress(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		address string
 		refused bool
@@ -215,6 +217,7 @@ func TestRefuseBlockedAddress(t *testing.T) {
 // metadata address of an untrusted server is refused when it is made. The
 // guard follows serverConfig.Untrusted, whatever the display label says.
 func TestUntrustedDialRefusesMetadata(t *testing.T) {
+	t.Parallel()
 	for _, url := range []string{"http://169.254.169.254:9/mcp", "http://[fd00:ec2::254]:9/mcp", "http://[::ffff:169.254.169.254]:9/mcp"} {
 		cfg := serverConfig{Name: "meta", Transport: transportHTTP, URL: url, Timeout: 2 * time.Second,
 			StartupTimeout: 2 * time.Second, Enabled: true, Untrusted: true, Source: "any label"}
@@ -226,6 +229,7 @@ func TestUntrustedDialRefusesMetadata(t *testing.T) {
 }
 
 func TestConnectMCPRefusedThroughARun(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, promptedCall, promptedCall, promptedCall, promptedCall)
 	m, _ := runsOver(t, f, registryOptions{}, fakeServerConfig(t, "normal"))
 	tests := []struct {
@@ -247,6 +251,7 @@ func TestConnectMCPRefusedThroughARun(t *testing.T) {
 }
 
 func TestAPIRequestLimits(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI)
 	m, reg := runsOver(t, f, registryOptions{}, fakeServerConfig(t, "normal"))
 	srv := httptest.NewServer(newAPI(m, reg, nil, newMetrics(), slog.New(slog.DiscardHandler), make(chan struct{})))
@@ -294,6 +299,7 @@ func TestAPIRequestLimits(t *testing.T) {
 }
 
 func TestCommandServersNeedAdmin(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI)
 	m, reg := runsOver(t, f, registryOptions{})
 	keys, _, err := parseAuthKeysJSON([]byte(`[{"name":"writer","token":"writer-token-0123456789","scopes":["runs:write"]},{"name":"reader","token":"reader-token-0123456789","scopes":["runs:read"]}]`))
@@ -412,6 +418,7 @@ func FuzzRunStart(f *testing.F) {
 // answer is scrubbed of their configured env and header values before it
 // reaches errors, statuses and logs (at debug level).
 func TestServerOutputIsRedactedAtTheSource(t *testing.T) {
+	t.Parallel()
 	const secret = "tok-3f9a1c77e2"
 	echoing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad credentials: "+r.Header.Get("Authorization"), http.StatusBadRequest)

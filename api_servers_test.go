@@ -13,6 +13,7 @@ import (
 // stderr tail, with every secret redacted and the JSON kept valid.
 
 func TestAPINeverShowsSecrets(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr3t-value"
 	leak := func(name, env, value string) serverConfig {
 		return serverConfig{
@@ -66,6 +67,7 @@ func TestAPINeverShowsSecrets(t *testing.T) {
 }
 
 func TestRedactorKeepsJSONValid(t *testing.T) {
+	t.Parallel()
 	rd := newRedactor(`quote"d<&>value`, "12345678", "short")
 	tests := []struct {
 		name string
@@ -88,6 +90,7 @@ func TestRedactorKeepsJSONValid(t *testing.T) {
 }
 
 func TestServerStatusStderrTail(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		calls  []string // tools called before the server's crash tool

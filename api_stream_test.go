@@ -35,7 +35,7 @@ func newReplayTest(t *testing.T, size, replays int) *replayTest {
 	id, events := storeLargeRun(t, dir, size)
 	reg := newRegistry(nil, registryOptions{Logger: slog.New(slog.DiscardHandler)})
 	t.Cleanup(reg.close)
-	store, err := openRunStore(dir, slog.New(slog.DiscardHandler))
+	store, err := openRunStoreOnceFree(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +83,7 @@ func (rt *replayTest) metric(read func(*metrics) int64) int64 {
 // Retry-After, naming the limit, until the first client goes away; then
 // it streams the whole history.
 func TestReplayLimit(t *testing.T) {
+	t.Parallel()
 	rt := newReplayTest(t, 8<<20, 1)
 	stalled := rt.stalledReplay(t)
 	waitUntil(t, "the first replay is under way", func() bool {
@@ -115,6 +116,7 @@ func TestReplayLimit(t *testing.T) {
 // reads is dropped once a write has waited the stream's write timeout,
 // and its slot is freed.
 func TestReplayDropsStalledClient(t *testing.T) {
+	t.Parallel()
 	rt := newReplayTest(t, 8<<20, 4)
 	rt.api.streamWriteTimeout = 200 * time.Millisecond
 	stalled := rt.stalledReplay(t)

@@ -64,6 +64,7 @@ func listedIDs(t *testing.T, at *apiTest, path, field, auth string) []string {
 }
 
 func TestTenantsShareRuns(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "done"}, fakeTurn{Text: "helped"})
 	at := newTenantAPI(t, f)
 	id, conv := postInConversation(t, at, teamWrite, `{"prompt":"build"}`)
@@ -120,6 +121,7 @@ func TestTenantsShareRuns(t *testing.T) {
 }
 
 func TestAuthKeyTenant(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		json       string
@@ -150,6 +152,7 @@ func TestAuthKeyTenant(t *testing.T) {
 }
 
 func TestAuthKeyTenantTOML(t *testing.T) {
+	t.Parallel()
 	key := func(name, hexByte, tenant string) string {
 		return fmt.Sprintf("[[auth.keys]]\nname = %q\ntoken_sha256 = %q\nscopes = [\"runs:read\"]\ntenant = %q\n", name, strings.Repeat(hexByte, 32), tenant)
 	}
@@ -179,6 +182,7 @@ func joinAsOlderHarnessd(m *runManager, r *run, conv string) {
 }
 
 func TestConversationHidesOtherTenantsRuns(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "alice's answer"}, fakeTurn{Text: "nightly secret output"})
 	keys := []authKey{testKey("alice", "alice-token-0123", scopeRunsWrite), testKey("ops", "ops-token-0123456", scopeAdmin)}
 	at := newAPITest(t, f, keys)
@@ -238,6 +242,7 @@ func TestConversationHidesOtherTenantsRuns(t *testing.T) {
 }
 
 func TestScheduleJoinsOnlyItsTenantsConversation(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "alice's answer"}, fakeTurn{Text: "team report"})
 	keys := []authKey{testKey("alice", "alice-token-0123", scopeRunsWrite)}
 	at := newAPITest(t, f, keys)
@@ -287,6 +292,7 @@ func TestScheduleJoinsOnlyItsTenantsConversation(t *testing.T) {
 }
 
 func TestRunTenantSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "runs")
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "done"})
 	m := newStoredRuns(t, f, dir, nil)
@@ -297,7 +303,7 @@ func TestRunTenantSurvivesRestart(t *testing.T) {
 	waitRun(t, r)
 	stopRuns(t, m)
 	// A run an older harnessd kept: its record has no tenant.
-	s, err := openRunStore(dir, slog.New(slog.DiscardHandler))
+	s, err := openRunStoreOnceFree(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,6 +157,7 @@ func findThenEcho() []fakeTurn {
 }
 
 func TestAPIRoutes(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, "openai", findThenEcho()...)
 	at := newAPITest(t, f, nil, fakeServerConfig(t, "normal"))
 	r := at.startRun(t, `{"prompt":"echo hello"}`)
@@ -257,6 +258,7 @@ func TestAPIRoutes(t *testing.T) {
 }
 
 func TestAPIReadyzWhileConnecting(t *testing.T) {
+	t.Parallel()
 	slow := fakeServerConfig(t, "hang-initialize")
 	slow.Name = "slow"
 	slow.StartupTimeout = time.Minute
@@ -276,6 +278,7 @@ func TestAPIReadyzWhileConnecting(t *testing.T) {
 }
 
 func TestAPIErrorShapes(t *testing.T) {
+	t.Parallel()
 	const writeToken = "write-token-0123456789abcdef"
 	done := fakeTurn{Text: "done"}
 	f := newFakeModel(t, "openai", done, done)
@@ -365,6 +368,7 @@ func TestAPIErrorShapes(t *testing.T) {
 }
 
 func TestAPINoModelConfigured(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, "openai")
 	at := newAPITest(t, f, nil)
 	at.runs.opts.Model = modelSpec{}

@@ -53,6 +53,7 @@ func getTitled(t *testing.T, at *apiTest, path, field string) []titled {
 }
 
 func TestRunTitles(t *testing.T) {
+	t.Parallel()
 	const secret = "tok-title-secret-0123456789"
 	long := strings.Repeat("é", 60) // 120 bytes
 	tests := []struct {
@@ -104,6 +105,7 @@ func TestRunTitles(t *testing.T) {
 }
 
 func TestRunTitleRefused(t *testing.T) {
+	t.Parallel()
 	at := newAPITest(t, newFakeModel(t, providerOpenAI), nil)
 	for _, tt := range []struct {
 		name, body, want string
@@ -124,6 +126,7 @@ func TestRunTitleRefused(t *testing.T) {
 // then reads them from a second manager on the same directory: the titles
 // are listed, shown and searched as before.
 func TestTitlesAfterReopen(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "a"}, fakeTurn{Text: "b"}, fakeTurn{Text: "c"})
 	dir := filepath.Join(t.TempDir(), "runs")
 	first := newStoredRuns(t, f, dir, nil)

@@ -19,6 +19,7 @@ import (
 // whose answers are not MCP.
 
 func TestPerRunURLOfNonAdminIsGuarded(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI)
 	at := newAPITest(t, f, []authKey{testKey("writer", "writer-token-0123456789", scopeRunsWrite)})
 	tests := []struct {
@@ -42,6 +43,7 @@ func TestPerRunURLOfNonAdminIsGuarded(t *testing.T) {
 }
 
 func TestNonAdminServerBodiesAreNotEchoed(t *testing.T) {
+	t.Parallel()
 	const page = "internal-page-content"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, page, http.StatusInternalServerError)
@@ -68,6 +70,7 @@ func TestNonAdminServerBodiesAreNotEchoed(t *testing.T) {
 }
 
 func TestNonMCPAnswerFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		contentType string
@@ -146,6 +149,7 @@ func closedAddr(t *testing.T) string {
 // closed port, without the peer's bytes; an admin key's view of the same
 // run gives the detail.
 func TestUntrustedPeerErrorsAreGeneric(t *testing.T) {
+	t.Parallel()
 	const banner = "internal-banner-secret"
 	const page = "internal-page-content"
 	http500 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

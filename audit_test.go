@@ -68,6 +68,7 @@ func editTrail(t *testing.T, dir, name string, edit func([][]byte) [][]byte) {
 }
 
 func TestAuditTrailVerify(t *testing.T) {
+	t.Parallel()
 	const day1, day2 = "audit-2026-12-04.jsonl", "audit-2026-12-05.jsonl"
 	tests := []struct {
 		name     string
@@ -113,6 +114,7 @@ func TestAuditTrailVerify(t *testing.T) {
 }
 
 func TestAuditTrailContinuesAfterReopen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeTrail(t, dir, 4)
 	l, err := openAuditLog(dir, auditSettings{}, nil)
@@ -127,6 +129,7 @@ func TestAuditTrailContinuesAfterReopen(t *testing.T) {
 }
 
 func TestAuditTrailRetention(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name     string
@@ -156,6 +159,7 @@ func TestAuditTrailRetention(t *testing.T) {
 }
 
 func TestAuditVerifyCommand(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	writeTrail(t, filepath.Join(home, "audit"), 6)
 	run := func() (string, error) {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestBackoffDelay(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		base, limit time.Duration

@@ -12,6 +12,7 @@ import (
 // answers.
 
 func TestResponseCacheRules(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1000, 0)
 	rc := newResponseCache()
 	rc.now = func() time.Time { return now }
@@ -83,6 +84,7 @@ func sdkStats(t *testing.T, c *client) map[string]int {
 }
 
 func TestResponseCacheWithSDKServer(t *testing.T) {
+	t.Parallel()
 	url := startEchoServerHTTP(t, "http", "-full", "-ttl", "1m")
 	cache := newResponseCache()
 	toolsChanged := make(chan struct{}, 1)
@@ -155,6 +157,7 @@ func TestResponseCacheWithSDKServer(t *testing.T) {
 // whose server/discover answer is still fresh does not ask it again, and
 // still speaks the revision discovered.
 func TestDiscoveryCachedWithSDKServer(t *testing.T) {
+	t.Parallel()
 	cfg := httpPeerConfig("sdk", transportHTTP, startEchoServerHTTP(t, "http-stateless", "-full", "-ttl", "1m"))
 	opts := sdkInputOptions()
 	opts.Cache = newResponseCache()

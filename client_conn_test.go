@@ -146,6 +146,7 @@ func (p *pipeTransport) close() error {
 // TestEncodeRequest checks the request envelope written by hand against
 // the encoder's.
 func TestEncodeRequest(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		id     int64

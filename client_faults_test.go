@@ -625,6 +625,7 @@ func referenceFrames(input []byte, maxMessage int) []framedLine {
 }
 
 func TestFrameLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		input string

@@ -22,6 +22,7 @@ import (
 // client initializes a new session once and resends, and gives up if the
 // new session is refused too.
 func TestClientSessionExpiry(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		expireAll  bool // every session is refused, not only the first
@@ -131,6 +132,7 @@ func TestClientSessionExpiryConcurrentCall(t *testing.T) {
 // cursors never end: a repeated cursor stops at once, fresh cursors after
 // maxPages.
 func TestClientPaginationLimits(t *testing.T) {
+	t.Parallel()
 	list := map[string]func(c *client, ctx context.Context) (int, error){
 		"tools/list": func(c *client, ctx context.Context) (int, error) {
 			tools, err := c.listTools(ctx)
@@ -188,6 +190,7 @@ func TestClientPaginationLimits(t *testing.T) {
 // JSON-response server does): the call fails with errTimeout and the
 // server receives notifications/cancelled for it.
 func TestClientTimeoutSendsCancelled(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		openStream bool
@@ -238,6 +241,7 @@ func TestClientTimeoutSendsCancelled(t *testing.T) {
 // with a distinct error naming the server and saying to check its headers,
 // never showing the header's value, and does not try legacy SSE.
 func TestClientAuthErrors(t *testing.T) {
+	t.Parallel()
 	const secret = "tok-3f9a61c2"
 	tests := []struct {
 		status int

@@ -86,6 +86,7 @@ func textResult(text string) map[string]any {
 }
 
 func TestInputRequiredRounds(t *testing.T) {
+	t.Parallel()
 	// Round 1 asks an elicitation and the roots with a state full of
 	// characters that escaping could change; round 2 asks again without
 	// a state; round 3 completes.
@@ -146,6 +147,7 @@ func TestInputRequiredRounds(t *testing.T) {
 }
 
 func TestInputRequiredOtherResults(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		policy *inputPolicy
@@ -184,6 +186,7 @@ func TestInputRequiredOtherResults(t *testing.T) {
 }
 
 func TestInputRequiredResourceRead(t *testing.T) {
+	t.Parallel()
 	srv, c := startMRTRServer(t, acceptingPolicy(map[string]any{"ok": true}), func(_ string, params map[string]json.RawMessage) any {
 		if params["inputResponses"] == nil {
 			return inputRequired("r", map[string]any{"confirm": elicitQuestion("Read it?")})

@@ -272,6 +272,7 @@ const peerInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 
 // TestPeersStdio checks that each stdio peer starts and answers initialize.
 func TestPeersStdio(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		peer func(t *testing.T) peerCommand
@@ -342,6 +343,7 @@ func TestPeersStdio(t *testing.T) {
 // TestPeersHTTP checks that each HTTP peer listens on loopback and answers
 // initialize: on Streamable HTTP with a 200, on legacy SSE on its stream.
 func TestPeersHTTP(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		start func(t *testing.T) string

@@ -16,6 +16,7 @@ import (
 // Streamable HTTP, and the requests of the current revision.
 
 func TestNegotiateStdio(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		mode   string
@@ -120,6 +121,7 @@ func newEraServer(t *testing.T, discover, call func(n int) (status int, body str
 const discoverOK = `{"jsonrpc":"2.0","id":ID,"result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"current","version":"1"}}}}`
 
 func TestNegotiateHTTP(t *testing.T) {
+	t.Parallel()
 	refusal := func(code int, data string) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":ID,"error":{"code":%d,"message":"no","data":%s}}`, code, data)
 	}
@@ -217,6 +219,7 @@ func TestNegotiateHTTP(t *testing.T) {
 }
 
 func TestEncodeHeaderValue(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"us-west1", "us-west1"},
 		{"us west 1", "us west 1"},
@@ -235,6 +238,7 @@ func TestEncodeHeaderValue(t *testing.T) {
 }
 
 func TestParamHeaders(t *testing.T) {
+	t.Parallel()
 	schema := json.RawMessage(`{"type":"object","properties":{
 		"region":{"type":"string","x-mcp-header":"Region"},
 		"priority":{"type":"integer","x-mcp-header":"Priority"},
@@ -274,6 +278,7 @@ func TestParamHeaders(t *testing.T) {
 }
 
 func TestHeaderBindingsInvalid(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, schema, wantErr string }{
 		{"empty", `{"properties":{"v":{"type":"string","x-mcp-header":""}}}`, "non-empty"},
 		{"space", `{"properties":{"v":{"type":"string","x-mcp-header":"My Region"}}}`, "cannot"},
@@ -298,6 +303,7 @@ func TestHeaderBindingsInvalid(t *testing.T) {
 }
 
 func TestModernErrorsHTTP(t *testing.T) {
+	t.Parallel()
 	refusal := func(code int, data string) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":ID,"error":{"code":%d,"message":"no","data":%s}}`, code, data)
 	}
@@ -390,6 +396,7 @@ func TestModernErrorsHTTP(t *testing.T) {
 // arrives as the server sent it (only compacted), with its network $ref,
 // 2020-12 keywords and HTML-like characters untouched.
 func TestSchemaReachesModelVerbatim(t *testing.T) {
+	t.Parallel()
 	schema := `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",
 		"$defs":{"userId":{"$anchor":"uid","type":"string","pattern":"^[a-z<>&]+$"}},
 		"properties":{"id":{"$ref":"#/$defs/userId"},"profile":{"$ref":"https://example.com/profile.json"},
@@ -449,6 +456,7 @@ func TestSchemaReachesModelVerbatim(t *testing.T) {
 }
 
 func TestRequestMetaAttach(t *testing.T) {
+	t.Parallel()
 	m := (&conn{}).newRequestMeta(sessionlessProtocolVersion)
 	meta := string(m.encoded)
 	tests := []struct {

@@ -57,6 +57,7 @@ func sdkInputOptions() clientOptions {
 }
 
 func TestGoSDKFullServer(t *testing.T) {
+	t.Parallel()
 	for _, peer := range sdkFullPeers() {
 		t.Run(peer.name, func(t *testing.T) {
 			t.Parallel()

@@ -70,6 +70,7 @@ func honestSkill(uri string) string {
 }
 
 func TestParseFrontmatter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		text    string
@@ -108,6 +109,7 @@ func TestParseFrontmatter(t *testing.T) {
 // SKILL.md is refused with an error saying why, and no file is read
 // before loading (listing reads nothing).
 func TestSkillVerification(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		serve   func(uri string) string
@@ -166,6 +168,7 @@ func TestSkillVerification(t *testing.T) {
 
 // TestSkillEntryDecode refuses entries the extension calls invalid.
 func TestSkillEntryDecode(t *testing.T) {
+	t.Parallel()
 	good := skillFile{URI: testSkillURI, Digest: skillDigestOf("x"), Size: 1}
 	files := func(fs ...skillFile) json.RawMessage { b, _ := json.Marshal(fs); return b }
 	front := map[string]any{"name": "pdf-processing", "description": "d"}

@@ -45,6 +45,7 @@ const (
 )
 
 func TestToolCallSoak(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("makes thousands of calls to a real server")
 	}
@@ -288,6 +289,7 @@ func tailFile(path string, n int64) string {
 }
 
 func TestUnansweredByServer(t *testing.T) {
+	t.Parallel()
 	read := func(at string) string {
 		return at + ` read: {"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"soak-5"}}}`
 	}

@@ -56,6 +56,7 @@ func (s *listenServer) script(w http.ResponseWriter, r *http.Request, m mcpExcha
 }
 
 func TestSubscriptionReopened(t *testing.T) {
+	t.Parallel()
 	srv := newListenServer(t)
 	changes := make(chan struct{}, 8)
 	c := connectPeer(t, httpPeerConfig("listener", transportHTTP, srv.URL), clientOptions{

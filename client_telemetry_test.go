@@ -9,6 +9,7 @@ import (
 // This file tests the trace context a request carries in _meta.
 
 func TestRequestTraceContextInMeta(t *testing.T) {
+	t.Parallel()
 	sc := spanContext{TraceID: otelTraceID{1, 2, 3}, SpanID: otelSpanID{4, 5, 6}, Flags: 1, State: "vendor=a,other=b"}
 	traced := withRemoteParent(context.Background(), sc)
 	current := (&conn{}).newRequestMeta("2026-07-28")

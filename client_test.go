@@ -205,6 +205,7 @@ func checkEchoServer(t *testing.T, c *client, _ string) {
 }
 
 func TestClientRealPeers(t *testing.T) {
+	t.Parallel()
 	echoStdio := func(t *testing.T, _ string) serverConfig {
 		return stdioPeerConfig("echoserver", peerCommand{Command: buildEchoServer(t), Args: []string{"stdio"}})
 	}
@@ -311,6 +312,7 @@ func TestClientRealPeers(t *testing.T) {
 // inferred http servers: the initialize POST is refused and the client
 // falls back to the legacy transport. An explicit http never falls back.
 func TestClientInferredHTTPFallsBackToSSE(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		endpoint func(t *testing.T) string

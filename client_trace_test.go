@@ -98,6 +98,7 @@ func traceSession(t *testing.T, level slog.Level, payloads bool, globalSecret, m
 }
 
 func TestMCPTrace(t *testing.T) {
+	t.Parallel()
 	const globalSecret = "global-secret-0123456789"
 	message := "use " + transcriptSecret + " and " + globalSecret + " " + strings.Repeat("x", 3000)
 	for _, tt := range []struct {
@@ -156,6 +157,7 @@ func TestMCPTrace(t *testing.T) {
 }
 
 func TestLogPayloadsFlag(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		env     map[string]string

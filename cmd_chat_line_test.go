@@ -12,6 +12,7 @@ import (
 // writes back.
 
 func TestLineEditorKeys(t *testing.T) {
+	t.Parallel()
 	history := []string{"first", "second"}
 	tests := []struct {
 		name  string
@@ -74,6 +75,7 @@ func TestLineEditorKeys(t *testing.T) {
 // TestDecodeKeyWaitsForWholeKeys checks that a key cut between two reads
 // is taken only once whole.
 func TestDecodeKeyWaitsForWholeKeys(t *testing.T) {
+	t.Parallel()
 	for _, partial := range []string{"\x1b", "\x1b[", "\x1b[1", "\x1bO", "\xc3"} {
 		if _, n := decodeKey([]byte(partial)); n != 0 {
 			t.Errorf("decodeKey(%q) took %d bytes, want 0 until the rest comes", partial, n)

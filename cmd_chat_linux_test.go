@@ -138,6 +138,7 @@ func exitStatus(t *testing.T, exited <-chan int, screen *ptyScreen) int {
 }
 
 func TestRunChatOnTerminal(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}

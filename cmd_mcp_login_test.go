@@ -14,6 +14,7 @@ import (
 // can request the loopback URL) is answered 400 and the login keeps
 // waiting; the real redirect then completes it.
 func TestMCPLoginIgnoresForgedCallback(t *testing.T) {
+	t.Parallel()
 	as := newTestAS(t)
 	callback := fmt.Sprintf("http://127.0.0.1:%d/callback", freeLoopbackPort(t))
 	home := t.TempDir()

@@ -19,6 +19,7 @@ import (
 // daemon at the address, the edit still succeeds and the output says the
 // daemon was not told and what to run.
 func TestMCPEditTellsDaemon(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}

@@ -9,6 +9,7 @@ import (
 // TestMCPSkillsCommand lists the skills of a server that declares the
 // extension, as text and JSON, reading none of their files.
 func TestMCPSkillsCommand(t *testing.T) {
+	t.Parallel()
 	srv := skillsMCP(t, honestSkill)
 	code, out, errOut := runHarnessd(t, nil, "mcp", "skills", "docs", "--url", srv.URL)
 	if code != 0 || !strings.Contains(out, "docs  ready  1 skills") ||

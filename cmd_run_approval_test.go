@@ -22,6 +22,7 @@ import (
 // one is decided over the API.
 
 func TestRunFollowerDecidesApprovals(t *testing.T) {
+	t.Parallel()
 	const payload = `{"approval_id":"ap_1","tool":"mcp_everything_get_sum","server":"everything","server_tool":"get-sum","arguments":"{\"a\":1}"}`
 	tests := []struct {
 		name     string
@@ -114,6 +115,7 @@ func (l *lineLog) String() string {
 }
 
 func TestRunCommandWithoutTerminalWaitsForApproval(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}

@@ -36,6 +36,7 @@ func runCLI(t *testing.T, bin string, env []string, args ...string) (string, str
 }
 
 func TestRunCommandAgainstDaemon(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}
@@ -108,6 +109,7 @@ func TestRunCommandAgainstDaemon(t *testing.T) {
 // is shown once, whatever of an answer the deltas did not show comes from
 // model.response, and the run's end decides the outcome.
 func TestRunFollowerShow(t *testing.T) {
+	t.Parallel()
 	type event struct {
 		typ  string
 		data string

@@ -69,6 +69,7 @@ const hostileStderr = `printf 'stderr \033]0;pwned\007\033[2J\033[8mhidden\033[0
 // printed raw, the text is there escaped, and --json output still
 // decodes to what the server sent.
 func TestMCPCommandsEscapeServerText(t *testing.T) {
+	t.Parallel()
 	srv := hostileMCP(t)
 	env := map[string]string{"HARNESS_MCP_SERVERS": serversJSON(t, map[string]any{"name": "evil", "url": srv.URL})}
 	tests := []struct {
@@ -136,6 +137,7 @@ func holdsString(doc any, s string) bool {
 // tool call fails with hostileMCP's error and whose answer quotes the
 // hostile text: the answer and the failed call are shown escaped.
 func TestRunCommandEscapesServerText(t *testing.T) {
+	t.Parallel()
 	srv := hostileMCP(t)
 	f := newFakeModel(t, providerOpenAI,
 		fakeTurn{ToolCalls: []toolCall{call("mcp_evil_boom", `{}`)}},

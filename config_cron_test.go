@@ -29,6 +29,7 @@ func span(lo, hi, step int) []int {
 }
 
 func TestParseCronFields(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		expr                          string
 		minute, hour, dom, month, dow uint64
@@ -60,6 +61,7 @@ func TestParseCronFields(t *testing.T) {
 }
 
 func TestParseCronErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		expr string
 		want []string // substrings of the error
@@ -104,6 +106,7 @@ func mustZone(t *testing.T, name string) *time.Location {
 }
 
 func TestCronNext(t *testing.T) {
+	t.Parallel()
 	berlin := mustZone(t, "Europe/Berlin")
 	newYork := mustZone(t, "America/New_York")
 	at := func(loc *time.Location, s string) time.Time {
@@ -176,6 +179,7 @@ func TestCronNext(t *testing.T) {
 }
 
 func TestWallInstant(t *testing.T) {
+	t.Parallel()
 	berlin := mustZone(t, "Europe/Berlin")
 	tests := []struct {
 		name string

@@ -7,6 +7,7 @@ import (
 )
 
 func TestDuplicateKey(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		key  string
@@ -35,6 +36,7 @@ func TestDuplicateKey(t *testing.T) {
 // parser differential a proxy in front of harnessd could be fooled by:
 // 400 naming the key, and no run.
 func TestAPIRefusesDuplicateKeys(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI)
 	at := newAPITest(t, f, nil)
 	for _, body := range []string{

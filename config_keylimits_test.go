@@ -11,6 +11,7 @@ import (
 // of the last minute.
 
 func TestToolLimits(t *testing.T) {
+	t.Parallel()
 	narrow := toolLimits{Tools: []string{"mcp_github_*", "connect_mcp"}, Servers: []string{"github", "docs-*"}}
 	tests := []struct {
 		name         string
@@ -40,6 +41,7 @@ func TestToolLimits(t *testing.T) {
 }
 
 func TestKeyLimitsRead(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		keys    string
@@ -71,6 +73,7 @@ func TestKeyLimitsRead(t *testing.T) {
 }
 
 func TestKeyRates(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	type step struct {
 		at        time.Duration // after t0

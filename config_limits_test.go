@@ -9,6 +9,7 @@ import (
 )
 
 func TestRunLimitsSources(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		toml    string

@@ -17,6 +17,7 @@ import (
 // Completions' temperature, top_p and reasoning_effort; Messages'
 // temperature, top_p, and thinking with a budget under max_tokens.
 func TestModelTuningReachesTheRequest(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		config modelTuning
@@ -82,6 +83,7 @@ func TestModelTuningReachesTheRequest(t *testing.T) {
 // blocks of an answer that calls tools go back first in the assistant
 // message of the next call, signature and all, streamed or not.
 func TestAnthropicThinkingRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "whole", true: "streamed"}[stream], func(t *testing.T) {
 			signed := `{"type":"thinking","thinking":"the tool will tell","signature":"sig:the tool will tell"}`
@@ -118,6 +120,7 @@ func TestAnthropicThinkingRoundTrip(t *testing.T) {
 // TestModelTuningRefused: bad settings in a run request are refused with
 // a 400 naming the field, before the run starts.
 func TestModelTuningRefused(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, wire string
 		config     modelTuning

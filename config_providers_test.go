@@ -37,6 +37,7 @@ var compatibleProviders = []struct {
 // URL, wants its key there unless it is a local server, and hands its key
 // to the redactor.
 func TestModelProviderDefaults(t *testing.T) {
+	t.Parallel()
 	if n := len(compatibleProviders); n != len(modelProviders)-1 {
 		t.Fatalf("the test knows %d OpenAI-compatible providers, the table %d: add the new ones here", n, len(modelProviders)-1)
 	}

@@ -84,6 +84,7 @@ func names(entry map[string]any, key string) []string {
 // bad configuration is refused, naming the file and field, and the
 // servers of the last good one keep serving.
 func TestReloadEndToEnd(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}

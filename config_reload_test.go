@@ -21,6 +21,7 @@ import (
 // configurations, and a registry swapping its servers while runs use them.
 
 func TestDiffServers(t *testing.T) {
+	t.Parallel()
 	base := func(name string) serverConfig {
 		return serverConfig{Name: name, Transport: transportStdio, Command: "srv", Args: []string{"--flag"},
 			Env: map[string]string{"TOKEN": "one"}, Timeout: time.Minute, StartupTimeout: 30 * time.Second,
@@ -437,6 +438,12 @@ func BenchmarkRegistryReload(b *testing.B) {
 	}
 }
 
+// racingReloads is how many reloads TestRegistryReloadRacesClose makes
+// before it closes the registry, the reloads going on meanwhile: enough to
+// have servers starting and retiring as close begins, few enough that
+// close does not wait on hundreds of them.
+const racingReloads = 20
+
 // TestRegistryReloadRacesClose reloads over and over while scopes read the
 // set and the registry closes: close waits for what reloads started and
 // retired (no goroutine or process is left), and every reload after it is
@@ -449,7 +456,7 @@ func TestRegistryReloadRacesClose(t *testing.T) {
 		cfg.Env[faultTagEnv] = tag
 	}
 	reg := newRegistry([]serverConfig{a}, registryOptions{Logger: discardLogger(), Restart: true})
-	done := make(chan struct{})
+	done, racing := make(chan struct{}), make(chan struct{})
 	// Owned by the test; exits once a reload is refused after close.
 	go func() {
 		defer close(done)
@@ -461,12 +468,21 @@ func TestRegistryReloadRacesClose(t *testing.T) {
 			if _, _, err := reg.reload(next); err != nil {
 				return
 			}
+			if i == racingReloads {
+				close(racing)
+			}
 			scope := reg.newScope(discardLogger())
 			scope.toolSets()
 			scope.close()
 		}
 	}()
-	waitRegistryReady(t, reg)
+	select {
+	case <-racing:
+	case <-done:
+		t.Fatal("a reload was refused before close")
+	case <-time.After(waitLimit):
+		t.Fatalf("%d reloads did not happen within %v", racingReloads, waitLimit)
+	}
 	reg.close()
 	select {
 	case <-done:

@@ -9,6 +9,7 @@ import (
 // defaults, merging across files and every error naming its field.
 
 func TestScheduleConfig(t *testing.T) {
+	t.Parallel()
 	home, ws := configDirs(t, `
 [[schedules]]
 name = "nightly"
@@ -56,6 +57,7 @@ prompt = "check the queue often"
 }
 
 func TestScheduleConfigErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, table string
 		want        []string
@@ -119,6 +121,7 @@ secret = "short"`, []string{"[webhooks] url: no scheme", "[webhooks] secret: 5 c
 }
 
 func TestWebhookSettingsConfig(t *testing.T) {
+	t.Parallel()
 	home, ws := configDirs(t, `
 [webhooks]
 url = "https://hooks.example/home"

@@ -32,6 +32,7 @@ func ordinaryEnv(peer peerCommand, token string) map[string]string {
 // holds NODE_ENV=production and LOG_FORMAT=structured: the words come back
 // as written, the GITHUB_TOKEN value as [redacted].
 func TestMCPCallShowsOrdinaryValues(t *testing.T) {
+	t.Parallel()
 	server := e2eServerFor(t)
 	const token = "ghp-cli-secret-0123456789"
 	servers := serversJSON(t, map[string]any{"name": "every", "command": server.peer.Command, "args": server.peer.Args,
@@ -49,6 +50,7 @@ func TestMCPCallShowsOrdinaryValues(t *testing.T) {
 // model's answer and the echo read as written in GET /v1/runs/{id},
 // /messages and the run's lines on disk, with only the token redacted.
 func TestRunShowsOrdinaryValues(t *testing.T) {
+	t.Parallel()
 	server := e2eServerFor(t)
 	const (
 		token  = "ghp-run-secret-0123456789"

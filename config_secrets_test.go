@@ -12,6 +12,7 @@ import (
 // header credentials are hidden; every other value is shown as written.
 
 func TestIsSecretName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		want bool
@@ -48,6 +49,7 @@ func TestIsSecretName(t *testing.T) {
 }
 
 func TestURLPasswords(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string
@@ -70,6 +72,7 @@ func TestURLPasswords(t *testing.T) {
 // what a server's answer quoting their values shows: secrets as
 // [redacted], every ordinary value as written.
 func TestServerSecrets(t *testing.T) {
+	t.Parallel()
 	getenv := fakeEnv(map[string]string{
 		"GITHUB_TOKEN":    "ghp-from-environment-0123",
 		"DEPLOY_HOST":     "deploy.example.internal",
@@ -141,6 +144,7 @@ func TestServerSecrets(t *testing.T) {
 // not in the server's env, and a value of the wrong type, are errors
 // naming the server and the field.
 func TestSecretEnvErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		toml    string // a TOML config file; empty for json
@@ -182,6 +186,7 @@ func TestSecretEnvErrors(t *testing.T) {
 // place outside a server that holds one, and an ordinary value beside
 // each: the daemon's redactor hides the secrets and nothing else.
 func TestConfigSecretValues(t *testing.T) {
+	t.Parallel()
 	const (
 		apiToken      = "api-token-0123456789abcdef"
 		webhookSecret = "webhook-secret-7788"
@@ -227,6 +232,7 @@ env = { NODE_ENV = "production" }
 // configuration: ordinary env values as written, secret ones masked,
 // other secrets redacted from the command line.
 func TestServerViewMasksOnlySecrets(t *testing.T) {
+	t.Parallel()
 	servers, err := parseServerJSON("test", []byte(`[{"name":"s","command":"srv","args":["--token","${GITHUB_TOKEN}","--db","postgres://app:pg-pass-112233@db/x"],
 		"env":{"NODE_ENV":"production","API_KEY":"key-value-0099","TARGET":"blue-cluster-7","DATABASE_URL":"postgres://app:pg-pass-112233@db/x"},"secret_env":["TARGET"]}]`),
 		fakeEnv(map[string]string{"GITHUB_TOKEN": "ghp-view-secret-0123"}))

@@ -13,6 +13,7 @@ import (
 // applies the one rule: the config sources (through buildServer),
 // connect_mcp (its server) and the pattern in connect_mcp's schema.
 func TestServerNameRule(t *testing.T) {
+	t.Parallel()
 	var schema struct {
 		Properties struct {
 			ServerName struct {
@@ -74,6 +75,7 @@ func TestServerNameRule(t *testing.T) {
 // TestSameToolPrefix checks the one collision rule: names collide when
 // their sanitized forms, and so their tool prefixes, are equal.
 func TestSameToolPrefix(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		a, b    string
 		collide bool
@@ -100,6 +102,7 @@ func TestSameToolPrefix(t *testing.T) {
 }
 
 func TestServerValidation(t *testing.T) {
+	t.Parallel()
 	env := fakeEnv(map[string]string{"SET": "v", "EMPTY": ""})
 	const p = "HARNESS_MCP_SERVERS[0]: "
 	tests := []struct {
@@ -201,6 +204,7 @@ func TestServerValidation(t *testing.T) {
 }
 
 func TestExpandVars(t *testing.T) {
+	t.Parallel()
 	env := fakeEnv(map[string]string{"A": "x", "EMPTY": "", "HOME": "/h"})
 	tests := []struct{ in, want, wantErr string }{
 		{in: "plain", want: "plain"},
@@ -236,6 +240,7 @@ func TestExpandVars(t *testing.T) {
 }
 
 func TestExpansionFields(t *testing.T) {
+	t.Parallel()
 	in := `[{"name":"a","command":"${C}","args":["${X}"],"cwd":"${D}","env":{"E":"${X}"}},` +
 		`{"name":"b","url":"${U}","headers":{"H":"${X}"}}]`
 	env := fakeEnv(map[string]string{"C": "cmd", "X": "xv", "D": "/d", "U": "http://u"})
@@ -272,6 +277,7 @@ func TestExpansionFields(t *testing.T) {
 }
 
 func TestSanitizeName(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"filesystem", "filesystem"},
 		{"My-Server", "my_server"},
@@ -289,6 +295,7 @@ func TestSanitizeName(t *testing.T) {
 }
 
 func TestStdioEnv(t *testing.T) {
+	t.Parallel()
 	harnessEnv := fakeEnv(map[string]string{
 		"PATH": "/bin", "HOME": "/home/u", "LANG": "C.UTF-8", "OPENAI_API_KEY": "sk-secret",
 		"HARNESS_API_KEYS": "[]", "AWS_SECRET_ACCESS_KEY": "x",

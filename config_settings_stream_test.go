@@ -10,6 +10,7 @@ import (
 // workspace's value over the home's.
 
 func TestModelSettingsStream(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, home, ws string
 		wantNoStream   bool

@@ -11,6 +11,7 @@ import (
 )
 
 func TestAuthKeys(t *testing.T) {
+	t.Parallel()
 	hashOf := func(s string) string {
 		h := sha256.Sum256([]byte(s))
 		return hex.EncodeToString(h[:])
@@ -82,6 +83,7 @@ func TestAuthKeys(t *testing.T) {
 const unknownProviderGemini = `unknown provider "gemini": want one of openai, anthropic, google, ollama, vllm, openrouter, groq, mistral, deepseek, xai`
 
 func TestModelSettings(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, home, ws, env string
 		want                modelSettings

@@ -12,6 +12,7 @@ import (
 // variables, which override it.
 
 func TestTelemetrySettings(t *testing.T) {
+	t.Parallel()
 	const file = `
 [telemetry]
 endpoint = "http://file-collector:4318"

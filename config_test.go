@@ -109,6 +109,7 @@ func checkServer(s serverConfig) error {
 }
 
 func TestPrecedence(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		home, ws   string // TOML files; "" means absent
@@ -230,6 +231,7 @@ func TestPrecedence(t *testing.T) {
 }
 
 func TestWorkspaceReplacesWhole(t *testing.T) {
+	t.Parallel()
 	home, ws := configDirs(t, tomlServer("a", "home")+"args = [\"-v\"]\ntimeout = \"5s\"\nenv = { K = \"v\" }\n", tomlServer("a", "ws"))
 	cfg, err := loadConfig(loadOptions{Home: home, Workspace: ws, Getenv: fakeEnv(nil)})
 	if err != nil {
@@ -245,6 +247,7 @@ func TestWorkspaceReplacesWhole(t *testing.T) {
 }
 
 func TestTOMLFileOrderAndFields(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	writeFile(t, home, "config.toml", `
 [mcp_servers.zeta]
@@ -284,6 +287,7 @@ API_KEY = "${SECRET}"
 }
 
 func TestServerJSONEnvelope(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, in, wantErr string }{
 		{name: "empty", in: "  "},
 		{name: "empty array", in: "[]"},
@@ -305,6 +309,7 @@ func TestServerJSONEnvelope(t *testing.T) {
 }
 
 func TestUnknownTOMLKeys(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, toml, wantErr string }{
 		{name: "server key", toml: tomlServer("a", "x") + "comand = \"y\"\n",
 			wantErr: `F: unknown key "mcp_servers.a.comand"; valid keys are transport, command, args, url, env, secret_env, cwd, headers, timeout, startup_timeout, enabled, include_tools, exclude_tools, max_message_bytes, oauth, required, roots, sampling, log_level, protocol_version, approval, approval_tools, pin_tools`},
@@ -335,6 +340,7 @@ func TestUnknownTOMLKeys(t *testing.T) {
 }
 
 func TestLoadConfigReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	home, ws := configDirs(t, tomlServer("a", "x")+"timeout = \"x\"\n[model]\nmax_steps = 0\n", "[mcp_servers.b]\nurl = \"ftp://h\"\n")
 	getenv := fakeEnv(map[string]string{"HARNESS_MCP_SERVERS": `[{"name":"c"}]`, "HARNESS_MODEL": "gpt", "HARNESS_API_KEYS": `[{"name":"k"}]`})
 	_, err := loadConfig(loadOptions{Home: home, Workspace: ws, Getenv: getenv})
@@ -352,6 +358,7 @@ HARNESS_API_KEYS[0]: key "k": scopes: empty; list one or more of runs:read, runs
 }
 
 func TestLoadProfile(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	writeFile(t, home, "profiles/db-analyst.toml", tomlServer("sqlite", "uvx")+"args = [\"--db\", \"${DB:-/data/a.db}\"]\n")
 	writeFile(t, home, "profiles/bad.toml", "[model]\nname = \"openai/x\"\n"+tomlServer("s", "x")+"transport = \"http\"\n")
@@ -399,6 +406,7 @@ func TestLoadProfile(t *testing.T) {
 }
 
 func TestParseRunServers(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, in, want, wantErr string }{
 		{name: "absent", in: ""},
 		{name: "null", in: "null"},
@@ -426,6 +434,7 @@ func TestParseRunServers(t *testing.T) {
 }
 
 func TestAdhocServer(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, server, url string
 		command           []string
@@ -454,6 +463,7 @@ func TestAdhocServer(t *testing.T) {
 }
 
 func TestConnectAllowHosts(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, home, ws string
 		want           []string
@@ -483,6 +493,7 @@ func TestConnectAllowHosts(t *testing.T) {
 }
 
 func TestDefaultHome(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -503,6 +514,7 @@ func TestDefaultHome(t *testing.T) {
 }
 
 func TestWorkspaceIsHome(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, ".harness/config.toml", tomlServer("a", "x"))
 	cfg, err := loadConfig(loadOptions{Home: filepath.Join(dir, ".harness"), Workspace: dir, Getenv: fakeEnv(nil)})

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -76,6 +75,16 @@ type fakeMCP struct {
 // newFakeMCP starts a fake server configured by cfg, closed at cleanup.
 func newFakeMCP(t testing.TB, cfg fakeMCPConfig) *fakeMCP {
 	t.Helper()
+	s := fakeMCPHandler(cfg)
+	s.Server = httptest.NewServer(s)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// fakeMCPHandler returns a fake server configured by cfg without starting
+// it (its Server is nil), for a test whose own server hands it requests
+// through ServeHTTP.
+func fakeMCPHandler(cfg fakeMCPConfig) *fakeMCP {
 	if cfg.Name == "" {
 		cfg.Name = "scripted"
 	}
@@ -85,10 +94,7 @@ func newFakeMCP(t testing.TB, cfg fakeMCPConfig) *fakeMCP {
 	if len(cfg.Tools) == 0 {
 		cfg.Tools = []string{"echo"}
 	}
-	s := &fakeMCP{cfg: cfg, sessions: map[string]bool{}, changed: make(chan struct{}, 1)}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
-	return s
+	return &fakeMCP{cfg: cfg, sessions: map[string]bool{}, changed: make(chan struct{}, 1)}
 }
 
 // newScriptedMCP starts a fake server whose answers script scripts (see
@@ -108,7 +114,9 @@ func newFakeHTTPServer(t testing.TB, handler http.HandlerFunc) *fakeMCP {
 	}})
 }
 
-func (s *fakeMCP) serve(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP records the request and answers it: by the script if it
+// answers, else by the default answers.
+func (s *fakeMCP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var m mcpExchange
@@ -166,7 +174,7 @@ func (s *fakeMCP) serve(w http.ResponseWriter, r *http.Request) {
 		json.Unmarshal(m.Params, &p)
 		writeRPCResult(w, m.ID, text(p.Arguments.Message))
 	default:
-		writeJSONBody(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":"no such method %s"}}`, m.ID, codeMethodNotFound, m.Method))
+		writeRPCError(w, m.ID, codeMethodNotFound, "no such method "+m.Method)
 	}
 }
 
@@ -251,6 +259,12 @@ func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+// writeRPCError writes a JSON answer with the error code and message for id.
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": message}})
 }
 
 // writeSSE writes a 200 event-stream answer made of the given raw text.

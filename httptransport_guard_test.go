@@ -10,6 +10,7 @@ import (
 // (per-run url of a non-admin key, connect_mcp) never reach, in every
 // form a dial could take, and of neighbours that stay reachable.
 func TestBlockedAddresses(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		addr    string
 		blocked bool

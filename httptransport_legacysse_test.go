@@ -46,6 +46,7 @@ func legacyServer(t *testing.T, endpoint func(srvURL string) string, hangUp bool
 }
 
 func TestSSETransport(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		endpoint func(srvURL string) string
@@ -93,6 +94,7 @@ func TestSSETransport(t *testing.T) {
 }
 
 func TestSSETransportStreamEnds(t *testing.T) {
+	t.Parallel()
 	srv := legacyServer(t, func(string) string { return "/messages" }, true)
 	tr, err := newSSETransport(t.Context(), testConfig(srv.URL+"/sse"), nil, discardLogger())
 	if err != nil {
@@ -116,6 +118,7 @@ func TestSSETransportStreamEnds(t *testing.T) {
 }
 
 func TestSSETransportConnectFails(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		handler http.HandlerFunc

@@ -10,6 +10,7 @@ import (
 // server's own secrets.
 
 func TestHTTPTransportsFollowTheDaemonsRedactor(t *testing.T) {
+	t.Parallel()
 	srv := legacyServer(t, func(string) string { return "/messages" }, false)
 	cfg := testConfig(srv.URL + "/sse")
 	cfg.Headers = map[string]string{"X-Key": "own-secret-0123456789"}

@@ -44,6 +44,7 @@ func formatEvents(events []sseEvent) string {
 }
 
 func TestSSEParser(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		stream     string

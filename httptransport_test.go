@@ -109,6 +109,7 @@ func remaining(t *testing.T, tr recvTransport) []string {
 }
 
 func TestStreamableAnswers(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		send   string
@@ -189,6 +190,7 @@ func TestStreamableAnswers(t *testing.T) {
 // configured headers on every request, a GET stream refused with 405 and
 // the DELETE on close.
 func TestStreamableSession(t *testing.T) {
+	t.Parallel()
 	gotGet := make(chan struct{})
 	var once sync.Once
 	srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -252,6 +254,7 @@ func TestStreamableSession(t *testing.T) {
 }
 
 func TestStreamableStatusErrors(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 2000)
 	tests := []struct {
 		name        string
@@ -323,6 +326,7 @@ func TestStreamableStatusErrors(t *testing.T) {
 // TestStreamableGetStream checks that the GET stream delivers a server
 // request and resumes with Last-Event-ID after the server drops it.
 func TestStreamableGetStream(t *testing.T) {
+	t.Parallel()
 	var (
 		mu     sync.Mutex
 		gets   int
@@ -378,6 +382,7 @@ func TestStreamableGetStream(t *testing.T) {
 // TestStreamableAnswerStreamBreaks checks resumption of a POST's answer
 // stream and the error answer made up when it cannot be resumed.
 func TestStreamableAnswerStreamBreaks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		post     string
@@ -428,6 +433,7 @@ func TestStreamableAnswerStreamBreaks(t *testing.T) {
 }
 
 func TestStreamableClose(t *testing.T) {
+	t.Parallel()
 	srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			writeSSE(w, ": the answer never comes\n\n")
@@ -490,6 +496,7 @@ func TestStreamableNoGoroutineLeak(t *testing.T) {
 }
 
 func TestRedirects(t *testing.T) {
+	t.Parallel()
 	other := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSONBody(w, listAnswer) })
 	tests := []struct {
 		name    string
@@ -532,6 +539,7 @@ func TestRedirects(t *testing.T) {
 }
 
 func TestJSONRPCShape(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		msg       string
 		hasMethod bool
@@ -558,6 +566,7 @@ func TestJSONRPCShape(t *testing.T) {
 // read to its end after the caller cancels send's ctx on the answer, so
 // its connection can be reused.
 func TestStreamableAnswerOutlivesCancel(t *testing.T) {
+	t.Parallel()
 	cancelled := make(chan struct{})
 	srv := newFakeHTTPServer(t, func(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, "data: "+listAnswer+"\n\n")

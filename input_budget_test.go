@@ -14,6 +14,7 @@ import (
 // does: past max_outside_sampling_requests per hour they are refused,
 // naming the setting; what was served is counted in /metrics.
 func TestOutsideSamplingBudget(t *testing.T) {
+	t.Parallel()
 	const budget, sent = 3, 6
 	f := newFakeModel(t, providerOpenAI, slices.Repeat([]fakeTurn{{Text: "sampled", Usage: modelUsage{InputTokens: 10, OutputTokens: 5}}}, budget)...)
 	outside := newOutsideSamplingBudget(budget, 100_000)
@@ -61,6 +62,7 @@ func TestOutsideSamplingBudget(t *testing.T) {
 // TestOutsideSamplingWindow checks the budget's hour, its tokens and its
 // zero, which refuses.
 func TestOutsideSamplingWindow(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	b := newOutsideSamplingBudget(2, 100)
 	b.now = func() time.Time { return now }
@@ -97,6 +99,7 @@ func TestOutsideSamplingWindow(t *testing.T) {
 // TestOutsideSamplingSettings reads the budget from each source, later
 // ones winning, and names a bad value's source.
 func TestOutsideSamplingSettings(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	writeFile(t, home, "config.toml", "max_outside_sampling_requests = 0\nmax_outside_sampling_tokens = 500\n")
 	cfg, err := loadConfig(loadOptions{Home: home, Getenv: fakeEnv(map[string]string{"HARNESS_MAX_OUTSIDE_SAMPLING_TOKENS": "700"})})

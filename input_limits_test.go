@@ -23,13 +23,14 @@ func questions(n int) map[string]any {
 // input-required results: the call fails saying which bound it passed,
 // and no question of the refused round is asked.
 func TestInputRequiredBounds(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		perRound  int
 		wantAsked int
 		want      string
 	}{
-		{"a flood in one round", 20000, 0, "over the limit of 16 per round"},
+		{"a flood in one round", 2000, 0, "over the limit of 16 per round"},
 		{"rounds of 16 past the call's bound", 16, 64, "over the limit of 64 per call"},
 		{"within bounds until the rounds run out", 4, 32, "after 8 answered rounds"},
 	}
@@ -60,6 +61,7 @@ func TestInputRequiredBounds(t *testing.T) {
 // TestInputRequiredRunBound counts questions over calls of one run: past
 // maxInputsPerRun the next call fails.
 func TestInputRequiredRunBound(t *testing.T) {
+	t.Parallel()
 	run := &inputPolicy{DeclineReason: "not interactive", NoSampling: "no model in this test"}
 	_, c := startMRTRServer(t, nil, func(_ string, params map[string]json.RawMessage) any {
 		if params["inputResponses"] == nil {
@@ -81,6 +83,7 @@ func TestInputRequiredRunBound(t *testing.T) {
 
 // TestLogThrottle lets one line a second through and reports the rest.
 func TestLogThrottle(t *testing.T) {
+	t.Parallel()
 	var th logThrottle
 	ok, held := th.allow()
 	if !ok || held != 0 {

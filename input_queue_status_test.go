@@ -12,6 +12,7 @@ import (
 // one), and once all are gone the run is running again, never left
 // waiting_input with nothing open.
 func TestWaitingInputFollowsTheQueue(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Hang: true})
 	m := newTestRuns(t, f)
 	r, err := m.start(runRequest{Prompt: "wait", Interactive: true}, false)

@@ -43,6 +43,7 @@ func checkTrace(t *testing.T, log, server, secret string, payloads bool) {
 }
 
 func TestEndToEndTranscript(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}

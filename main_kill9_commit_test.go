@@ -25,6 +25,7 @@ import (
 // kill reads as it did, view and events; nothing else but runs whose
 // answer the kill cut off is listed.
 func TestKill9DuringCommits(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}

@@ -19,6 +19,7 @@ import (
 // ignore SIGTERM and EOF) run, then restarted on the same home.
 
 func TestKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}

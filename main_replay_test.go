@@ -40,6 +40,9 @@ const (
 // max_stream_write_seconds. The daemon's peak resident memory (VmHWM,
 // reset once it is idle) stays within 100 MiB of its idle size either way.
 func TestReplayMemory(t *testing.T) {
+	// Parallel: the peak measured is the daemon's own, which the other
+	// tests of this process do not touch.
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/clear_refs"); err != nil {
 		t.Skipf("needs /proc/<pid>/clear_refs to measure peak memory: %v", err)
 	}
@@ -95,7 +98,7 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 // it has.
 func storeLargeRun(t *testing.T, dir string, size int) (string, int) {
 	t.Helper()
-	s, err := openRunStore(dir, slog.New(slog.DiscardHandler))
+	s, err := openRunStoreOnceFree(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

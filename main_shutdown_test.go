@@ -54,6 +54,7 @@ func followEvents(url, id string, attached chan<- struct{}) streamResult {
 // never answers, every event follower sees its run end and every stream
 // ends cleanly, within the shutdown budget.
 func TestShutdownEndsEveryStream(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}

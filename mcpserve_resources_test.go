@@ -13,6 +13,7 @@ import (
 // key's runs' URIs, sends notifications/resources/updated for them as the
 // run goes, and ends once the run has ended.
 func TestMCPServeListenResources(t *testing.T) {
+	t.Parallel()
 	at := newMCPTest(t, findThenEcho()...)
 	c := newTaskClient(t, at, mcpAliceToken, sessionlessProtocolVersion)
 	c.caps = map[string]any{}

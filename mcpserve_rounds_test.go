@@ -13,6 +13,7 @@ import (
 // requestState holds the same run to its end.
 
 func TestMCPServeInputRequiredRounds(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, answer, text string
 	}{

@@ -55,6 +55,7 @@ await client.close();
 // TestMCPServeTypeScriptSDK runs tsSDKClientScript against /mcp, over
 // Streamable HTTP and over stdio through harnessd mcp serve.
 func TestMCPServeTypeScriptSDK(t *testing.T) {
+	t.Parallel()
 	// The reference servers requireNode checks for depend on the SDK.
 	modules := requireNode(t)
 	for _, tt := range []struct {

@@ -144,6 +144,7 @@ func taskText(task mcpTask) string {
 // through tasks/update; tasks/cancel cancels the run; a session hears the
 // status changes as notifications/tasks on its GET stream.
 func TestMCPServeTasks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		script   []fakeTurn
@@ -249,6 +250,7 @@ func openListen(t *testing.T, at *apiTest, session string) *http.Response {
 // TestMCPServeTaskNegotiation: the server advertises the extension, and a
 // client that did not declare it gets run's ordinary result, not a task.
 func TestMCPServeTaskNegotiation(t *testing.T) {
+	t.Parallel()
 	at := newMCPTest(t, fakeTurn{Text: "plain"})
 	raw := &mcpRawClient{at: at, token: mcpAliceToken}
 	resp := raw.post(t, `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
@@ -271,6 +273,7 @@ func TestMCPServeTaskNegotiation(t *testing.T) {
 // TestMCPServeTaskErrors: another key's task is not found, as is an
 // unknown one; malformed params say what to send.
 func TestMCPServeTaskErrors(t *testing.T) {
+	t.Parallel()
 	at, f := newMCPTestModel(t, fakeTurn{Hang: true})
 	alice := newTaskClient(t, at, mcpAliceToken, sessionlessProtocolVersion)
 	created := alice.start(t, `{"prompt":"hang"}`)
@@ -313,6 +316,7 @@ func TestMCPServeTaskErrors(t *testing.T) {
 // the interrupted one as the run records it (failed, so a completed task
 // with the run tool's isError result).
 func TestMCPServeTaskRestart(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}
@@ -361,6 +365,7 @@ func TestMCPServeTaskRestart(t *testing.T) {
 // tasks/update) and ends once they have ended; without the extension, or
 // without taskIds, it is refused.
 func TestMCPServeTaskListen(t *testing.T) {
+	t.Parallel()
 	at := newMCPTest(t, findThenEcho()...)
 	c := newTaskClient(t, at, mcpAliceToken, sessionlessProtocolVersion)
 	created := c.start(t, `{"prompt":"echo hello","approval":"always"}`)
@@ -425,6 +430,7 @@ func TestMCPServeTaskListen(t *testing.T) {
 // error naming its key, the approval staying open; keys that are not open
 // are ignored.
 func TestMCPServeTaskBadAnswer(t *testing.T) {
+	t.Parallel()
 	at := newMCPTest(t, findThenEcho()...)
 	c := newTaskClient(t, at, mcpAliceToken, sessionlessProtocolVersion)
 	created := c.start(t, `{"prompt":"echo hello","approval":"always"}`)

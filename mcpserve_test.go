@@ -57,6 +57,7 @@ func mcpClientConfig(at *apiTest, name, token, version string) serverConfig {
 // run is the REST API's (alice sees it, bob gets 404), and its resources
 // read back.
 func TestMCPServeHarnessClient(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
 			at := newMCPTest(t, findThenEcho()...)
@@ -157,6 +158,7 @@ func TestMCPServeHarnessClient(t *testing.T) {
 // run tool through a configured HTTP server entry (at either revision);
 // the inner run is the inner daemon's, seen by its key.
 func TestMCPServeHarnessConsumesHarness(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2025-11-25", "2026-07-28", ""} {
 		t.Run("pin="+version, func(t *testing.T) {
 			inner := newMCPTest(t, findThenEcho()...)
@@ -261,6 +263,7 @@ func readSSE(t *testing.T, body io.Reader, handle func(wireMessage) bool) {
 // elicitation/create; the client's approval (or denial) decides the tool
 // call, and the call's stream carries progress first.
 func TestMCPServeElicitation(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, answer, want string
 	}{
@@ -309,6 +312,7 @@ func TestMCPServeElicitation(t *testing.T) {
 // where the key goes, a session of another key, requests without a
 // session or revision, DELETE ending a session, and the GET stream.
 func TestMCPServeTransport(t *testing.T) {
+	t.Parallel()
 	at := newMCPTest(t)
 	alice := &mcpRawClient{at: at, token: mcpAliceToken}
 	alice.initialize(t, `{}`)
@@ -360,6 +364,7 @@ func TestMCPServeTransport(t *testing.T) {
 // TestMCPServeSubscribe: a session subscribed to a run hears
 // notifications/resources/updated on its GET stream when the run changes.
 func TestMCPServeSubscribe(t *testing.T) {
+	t.Parallel()
 	at := newMCPTest(t, findThenEcho()...)
 	c := &mcpRawClient{at: at, token: mcpAliceToken}
 	c.initialize(t, `{}`)
@@ -399,6 +404,7 @@ func TestMCPServeSubscribe(t *testing.T) {
 // cancels the run, and wait_run returns a run's current state once its
 // timeout passes.
 func TestMCPServeCancel(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
 			at := newMCPTest(t, fakeTurn{Hang: true})

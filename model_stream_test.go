@@ -27,6 +27,7 @@ func streamedCall(t *testing.T, p modelProvider, req modelRequest) (resp *modelR
 var streamTestRequest = modelRequest{Messages: []chatMessage{{Role: roleUser, Content: "hi"}}}
 
 func TestModelStreamPiecesAddUp(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		turn      fakeTurn
@@ -91,6 +92,7 @@ func TestModelStreamPiecesAddUp(t *testing.T) {
 // TestModelStreamOff checks that [model] stream = false sends whole
 // requests, and that an answer that is not a stream is read whole.
 func TestModelStreamOff(t *testing.T) {
+	t.Parallel()
 	for _, wire := range []string{providerOpenAI, providerAnthropic} {
 		t.Run(wire, func(t *testing.T) {
 			f := newFakeModel(t, wire, fakeTurn{Text: "whole"}, fakeTurn{Text: "ignored stream"})
@@ -114,6 +116,7 @@ func TestModelStreamOff(t *testing.T) {
 }
 
 func TestModelStreamRefusedFallsBack(t *testing.T) {
+	t.Parallel()
 	for _, wire := range []string{providerOpenAI, providerAnthropic} {
 		t.Run(wire, func(t *testing.T) {
 			f := newFakeModel(t, wire,
@@ -151,6 +154,7 @@ func TestModelStreamRefusedFallsBack(t *testing.T) {
 }
 
 func TestModelStreamBrokenIsRetried(t *testing.T) {
+	t.Parallel()
 	for _, wire := range []string{providerOpenAI, providerAnthropic} {
 		t.Run(wire, func(t *testing.T) {
 			f := newFakeModel(t, wire,
@@ -182,6 +186,7 @@ func TestModelStreamBrokenIsRetried(t *testing.T) {
 // TestModelStreamEvents checks the decoders on streams the fakes do not
 // write: several text blocks, errors in the stream, a missing end.
 func TestModelStreamEvents(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		dec      streamDecoder

@@ -22,6 +22,7 @@ import (
 var modelTestLogger = slog.New(slog.DiscardHandler)
 
 func TestParseModelName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		in      string
@@ -57,6 +58,7 @@ func TestParseModelName(t *testing.T) {
 }
 
 func TestNewModelProvider(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		spec    modelSpec
@@ -142,6 +144,7 @@ var goldenConversation = modelRequest{
 }
 
 func TestModelRequestEncoding(t *testing.T) {
+	t.Parallel()
 	local := "http://127.0.0.1:9/v1"
 	tests := []struct {
 		name string
@@ -242,6 +245,7 @@ func TestModelRequestEncoding(t *testing.T) {
 }
 
 func TestModelRequestUnknownRole(t *testing.T) {
+	t.Parallel()
 	for _, wire := range []string{providerOpenAI, providerAnthropic} {
 		t.Run(wire, func(t *testing.T) {
 			f := newFakeModel(t, wire)
@@ -274,6 +278,7 @@ func assertModelBody(t *testing.T, got []byte, want string) {
 // TestModelToolRoundTrip plays a two-step conversation with parallel tool
 // calls through each wire format and checks what each side received.
 func TestModelToolRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, wire := range []string{providerOpenAI, providerAnthropic} {
 		t.Run(wire, func(t *testing.T) {
 			tools := []toolDef{{Name: "mcp_fs_read", Description: "Read a file"}, {Name: "find_tool"}}
@@ -344,6 +349,7 @@ func TestModelToolRoundTrip(t *testing.T) {
 }
 
 func TestDecodeOpenAIResponse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		body    string
@@ -391,6 +397,7 @@ func TestDecodeOpenAIResponse(t *testing.T) {
 }
 
 func TestDecodeOpenAIResponseMissingID(t *testing.T) {
+	t.Parallel()
 	got, err := decodeOpenAIResponse([]byte(`{"choices":[{"message":{"tool_calls":[{"function":{"name":"f"}},{"function":{"name":"g"}}]}}]}`))
 	if err != nil {
 		t.Fatalf("decodeOpenAIResponse(no ids) = %v", err)
@@ -401,6 +408,7 @@ func TestDecodeOpenAIResponseMissingID(t *testing.T) {
 }
 
 func TestDecodeAnthropicResponse(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		body    string
@@ -449,6 +457,7 @@ func checkDecodedResponse(t *testing.T, got *modelResponse, err error, want mode
 // TestModelStatusHandling scripts failing answers and checks the retries
 // made and the error returned.
 func TestModelStatusHandling(t *testing.T) {
+	t.Parallel()
 	ok := fakeTurn{Text: "fine"}
 	tests := []struct {
 		name      string
@@ -514,6 +523,7 @@ func TestModelStatusHandling(t *testing.T) {
 // TestModelRetryAfterOverridesBackoff makes the backoff an hour: only the
 // server's Retry-After of 0 lets the call finish.
 func TestModelRetryAfterOverridesBackoff(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		retryAfter string
@@ -537,6 +547,7 @@ func TestModelRetryAfterOverridesBackoff(t *testing.T) {
 }
 
 func TestRetryDelay(t *testing.T) {
+	t.Parallel()
 	policy := retryPolicy{attempts: 4, backoffBase: time.Second, backoffCap: 3 * time.Second, retryAfterCap: time.Minute}
 	tests := []struct {
 		name          string
@@ -564,6 +575,7 @@ func TestRetryDelay(t *testing.T) {
 }
 
 func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	tests := []struct {
 		name   string
@@ -613,6 +625,7 @@ func (h cancelOnWarn) Handle(_ context.Context, r slog.Record) error {
 func (h cancelOnWarn) WithAttrs([]slog.Attr) slog.Handler { return h }
 
 func TestModelCancellation(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		turn func(cancel context.CancelFunc) fakeTurn
@@ -643,6 +656,7 @@ func TestModelCancellation(t *testing.T) {
 }
 
 func TestModelUnreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -679,6 +693,7 @@ func TestModelUnreachable(t *testing.T) {
 }
 
 func TestModelHeaders(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		wire string
@@ -718,6 +733,7 @@ func TestModelHeaders(t *testing.T) {
 // TestModelKeyNeverLeaks has servers echo the key back in every way and
 // checks no error and no log line holds it.
 func TestModelKeyNeverLeaks(t *testing.T) {
+	t.Parallel()
 	echo := func(status int) fakeTurn {
 		return fakeTurn{Reply: func(req fakeRequest) fakeTurn {
 			key := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ") + req.Header.Get("X-Api-Key")

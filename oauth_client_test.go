@@ -151,6 +151,7 @@ func post(t *testing.T, c *oauthClient, a *testAS) (*http.Response, error) {
 }
 
 func TestOAuthLoginRefreshAndReuse(t *testing.T) {
+	t.Parallel()
 	a := newTestAS(t)
 	dir := t.TempDir()
 	var logs bytes.Buffer
@@ -189,6 +190,7 @@ func TestOAuthLoginRefreshAndReuse(t *testing.T) {
 }
 
 func TestOAuthConcurrentRefresh(t *testing.T) {
+	t.Parallel()
 	a := newTestAS(t)
 	dir := t.TempDir()
 	var logs bytes.Buffer
@@ -224,6 +226,7 @@ func TestOAuthConcurrentRefresh(t *testing.T) {
 }
 
 func TestOAuthRevokedRefreshNeedsLogin(t *testing.T) {
+	t.Parallel()
 	a := newTestAS(t)
 	dir := t.TempDir()
 	var logs bytes.Buffer
@@ -261,6 +264,7 @@ func TestOAuthRevokedRefreshNeedsLogin(t *testing.T) {
 }
 
 func TestTokenStoreFiles(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	dir := filepath.Join(home, "oauth")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -305,6 +309,7 @@ func TestTokenStoreFiles(t *testing.T) {
 // pasted on stdin (the authorization server approves at once), then
 // "mcp logout".
 func TestMCPLoginPastedAndLogout(t *testing.T) {
+	t.Parallel()
 	a := newTestAS(t)
 	home := t.TempDir()
 	redirect := "http://127.0.0.1:1/callback" // nothing listens there: the URL is pasted
@@ -351,6 +356,7 @@ func TestMCPLoginPastedAndLogout(t *testing.T) {
 // TestAPILogin logs in to a server through POST
 // /v1/mcp/servers/{name}/login: start, approve, complete.
 func TestAPILogin(t *testing.T) {
+	t.Parallel()
 	a := newTestAS(t)
 	store := newTokenStore(t.TempDir())
 	cfg := serverConfig{Name: "docs", URL: a.srv.URL + "/mcp", Transport: transportHTTP, Enabled: true}
@@ -400,6 +406,7 @@ func TestAPILogin(t *testing.T) {
 // server gets its own, so a run never sees another run's tokens for a
 // server of the same name, and an untrusted server gets none.
 func TestOAuthClientsPerServer(t *testing.T) {
+	t.Parallel()
 	clients := newOAuthClients(newTokenStore(t.TempDir()), discardLogger())
 	server := func(origin serverOrigin, untrusted bool) serverConfig {
 		return serverConfig{Name: "docs", Origin: origin, Source: "config", URL: "http://127.0.0.1:1/mcp", Transport: transportHTTP, Untrusted: untrusted}

@@ -16,6 +16,7 @@ import (
 // identity assertion grant, the tokens, the DPoP key and its proof header
 // all join it, and a run's redactor derived from it hides them.
 func TestNewerGrantsJoinTheLiveRedactor(t *testing.T) {
+	t.Parallel()
 	s := newDPoPTestServer(t)
 	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()

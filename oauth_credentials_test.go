@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,15 @@ import (
 // token still get a's 401 challenge.
 func serveEchoMCP(a *testAS) {
 	inner := a.srv.Config.Handler
+	mcp := fakeMCPHandler(fakeMCPConfig{Name: "echo", Capabilities: map[string]any{"tools": map[string]any{}},
+		Script: func(w http.ResponseWriter, r *http.Request, m mcpExchange) bool {
+			if m.Method != "tools/call" {
+				return false
+			}
+			token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			writeRPCResult(w, m.ID, text("Echo: denied for "+token))
+			return true
+		}})
 	a.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 		a.mu.Lock()
@@ -28,38 +36,7 @@ func serveEchoMCP(a *testAS) {
 			inner.ServeHTTP(w, r)
 			return
 		}
-		if r.Method != http.MethodPost {
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			return
-		}
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		body, _ := io.ReadAll(r.Body)
-		json.Unmarshal(body, &msg)
-		var result any
-		reply := map[string]any{"jsonrpc": "2.0", "id": msg.ID}
-		switch msg.Method {
-		case "initialize":
-			result = map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}}, "serverInfo": map[string]any{"name": "echo", "version": "1"}}
-		case "tools/list":
-			result = map[string]any{"tools": []any{map[string]any{"name": "echo", "inputSchema": map[string]any{"type": "object"}}}}
-		case "tools/call":
-			result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "Echo: denied for " + token}}}
-		case "":
-		default:
-			if len(msg.ID) == 0 {
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-			reply["error"] = map[string]any{"code": -32601, "message": "method not found"}
-		}
-		if result != nil {
-			reply["result"] = result
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(reply)
+		mcp.ServeHTTP(w, r)
 	})
 }
 
@@ -69,6 +46,7 @@ func serveEchoMCP(a *testAS) {
 // must appear nowhere: not in the run's output, events, messages or
 // files, not in the logs (with message payloads on), not in API answers.
 func TestOAuthTokensNeverShown(t *testing.T) {
+	t.Parallel()
 	a := newTestAS(t)
 	serveEchoMCP(a)
 	home := t.TempDir()
@@ -83,7 +61,7 @@ func TestOAuthTokensNeverShown(t *testing.T) {
 	if err := reg.waitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	runStore, err := openRunStore(filepath.Join(home, "runs"), logger)
+	runStore, err := openRunStoreOnceFree(filepath.Join(home, "runs"), logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +129,7 @@ func TestOAuthTokensNeverShown(t *testing.T) {
 // then calls the tool that echoes its bearer token with "mcp call": the
 // token read from the store is redacted from what it prints.
 func TestMCPCallHidesStoredToken(t *testing.T) {
+	t.Parallel()
 	a := newTestAS(t)
 	serveEchoMCP(a)
 	home := t.TempDir()

@@ -87,6 +87,7 @@ func checkDPoPProof(proof, method, htu, accessToken string) (map[string]any, str
 }
 
 func TestDPoPProofFields(t *testing.T) {
+	t.Parallel()
 	key, err := newDPoPKey()
 	if err != nil {
 		t.Fatal(err)
@@ -283,6 +284,7 @@ func writeAssertion(t *testing.T, path, v string) {
 }
 
 func TestDPoPNonceRetry(t *testing.T) {
+	t.Parallel()
 	s := newDPoPTestServer(t)
 	s.asNonce, s.rsNonce = "as-nonce-1", "rs-nonce-1"
 	dir := t.TempDir()
@@ -326,6 +328,7 @@ func TestDPoPNonceRetry(t *testing.T) {
 }
 
 func TestDPoPModes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		mode      string
 		advertise bool
@@ -357,6 +360,7 @@ func TestDPoPModes(t *testing.T) {
 }
 
 func TestJWTBearerAssertionRotationAndKeyStore(t *testing.T) {
+	t.Parallel()
 	s := newDPoPTestServer(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "token.jwt")
@@ -407,6 +411,7 @@ func TestJWTBearerAssertionRotationAndKeyStore(t *testing.T) {
 }
 
 func TestOAuthConfigDPoPAndJWTBearer(t *testing.T) {
+	t.Parallel()
 	getenv := func(string) (string, bool) { return "", false }
 	u := "https://mcp.example/mcp"
 	tests := []struct {

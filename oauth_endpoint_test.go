@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckOAuthEndpoint(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		url string
 		ok  bool
@@ -41,6 +42,7 @@ func TestCheckOAuthEndpoint(t *testing.T) {
 // whose endpoints are plain http to another host: the login must fail
 // naming the field and the url, before anything is sent there.
 func TestLoginRefusesCleartextEndpoints(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ field, url string }{
 		{"token_endpoint", "http://10.9.9.9:18912/token"},
 		{"authorization_endpoint", "http://10.9.9.9:18912/authorize"},

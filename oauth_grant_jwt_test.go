@@ -15,6 +15,7 @@ import (
 // server's authorization server (jwt-bearer): the IdP sees the exchange's
 // parameters, the authorization server the grant.
 func TestEnterpriseManagedAuthorization(t *testing.T) {
+	t.Parallel()
 	s := newDPoPTestServer(t)
 	s.advertise = false
 	var mu sync.Mutex

@@ -97,6 +97,7 @@ func loginOAuthDemo(t *testing.T, endpoint string, browser *http.Client, logger 
 // refresh tokens), reports needs authorization without asking the
 // authorization server again.
 func TestOAuthRealServer(t *testing.T) {
+	t.Parallel()
 	endpoint := startOAuthDemo(t)
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

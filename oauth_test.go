@@ -22,6 +22,7 @@ import (
 )
 
 func TestParseWWWAuthenticate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		values []string
@@ -49,6 +50,7 @@ func TestParseWWWAuthenticate(t *testing.T) {
 }
 
 func TestMetadataURLs(t *testing.T) {
+	t.Parallel()
 	prm, _ := resourceMetadataURLs("https://mcp.example/api/mcp", "https://mcp.example/meta")
 	wantPRM := []string{"https://mcp.example/meta", "https://mcp.example/.well-known/oauth-protected-resource/api/mcp", "https://mcp.example/.well-known/oauth-protected-resource"}
 	if !slices.Equal(prm, wantPRM) {
@@ -97,6 +99,7 @@ func newFakeAS(t *testing.T) *fakeAS {
 }
 
 func TestDiscover(t *testing.T) {
+	t.Parallel()
 	type setup func(f *fakeAS, base string) (serverURL string, ch bearerChallenge)
 	asDoc := func(issuer string) map[string]any {
 		return map[string]any{"issuer": issuer, "authorization_endpoint": issuer + "/authorize", "token_endpoint": issuer + "/token"}
@@ -171,6 +174,7 @@ func TestDiscover(t *testing.T) {
 }
 
 func TestAuthorizationResponseIss(t *testing.T) {
+	t.Parallel()
 	const issuer = "https://as.example"
 	tests := []struct {
 		name       string
@@ -203,6 +207,7 @@ func TestAuthorizationResponseIss(t *testing.T) {
 }
 
 func TestAuthorizationURL(t *testing.T) {
+	t.Parallel()
 	as := authServerMetadata{Issuer: "https://as.example", AuthorizationEndpoint: "https://as.example/authorize?tenant=1"}
 	r := newAuthorizationRequest(as, oauthClientID{ClientID: "cid"}, defaultRedirectURI, []string{"read", "write"}, "https://mcp.example/mcp")
 	u, err := r.URL()
@@ -222,6 +227,7 @@ func TestAuthorizationURL(t *testing.T) {
 }
 
 func TestSelectScopes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		configured []string
@@ -247,6 +253,7 @@ func TestSelectScopes(t *testing.T) {
 }
 
 func TestChooseAuthMethod(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		supported []string
 		secret    bool
@@ -265,6 +272,7 @@ func TestChooseAuthMethod(t *testing.T) {
 }
 
 func TestClientAssertion(t *testing.T) {
+	t.Parallel()
 	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	ecDER, _ := x509.MarshalPKCS8PrivateKey(ecKey)
 	rsaKey, _ := rsa.GenerateKey(rand.Reader, 2048)
@@ -315,6 +323,7 @@ func TestClientAssertion(t *testing.T) {
 }
 
 func TestTokenRequestError(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(400)
 		w.Write([]byte(`{"error":"invalid_grant","error_description":"revoked"}`))
@@ -332,6 +341,7 @@ func TestTokenRequestError(t *testing.T) {
 }
 
 func TestOAuthConfig(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"SECRET": "s3cr3t-value"}
 	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	tests := []struct {

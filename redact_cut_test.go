@@ -15,6 +15,7 @@ const cutPrefixLen = 8
 // global server's header value) straddles max_output_bytes: neither the
 // run's output nor the model.response event may keep a prefix of it.
 func TestRunCutsAfterRedacting(t *testing.T) {
+	t.Parallel()
 	const limit = 64
 	const secret = "QZXWheader-value-0123456789"
 	text := strings.Repeat("x", limit-11) + " " + secret + " tail"
@@ -45,6 +46,7 @@ func TestRunCutsAfterRedacting(t *testing.T) {
 // (malformed, neither request nor answer) with a server's env value
 // straddling the cut: the log keeps no prefix of it.
 func TestConnLogsCutAfterRedacting(t *testing.T) {
+	t.Parallel()
 	const secret = "QZXWenv-secret-value-0123"
 	cases := []struct {
 		name string
@@ -77,6 +79,7 @@ func TestConnLogsCutAfterRedacting(t *testing.T) {
 // TestCutRedactsFirst checks the one cutting function at every position
 // a secret may straddle the limit.
 func TestCutRedactsFirst(t *testing.T) {
+	t.Parallel()
 	const secret = "cut-secret-0123456789"
 	rd := newRedactor(secret)
 	for n := 1; n < 40; n++ {

@@ -51,6 +51,7 @@ func referenceRedact(secrets []string, s string) string {
 }
 
 func TestRedactMatchesDefinition(t *testing.T) {
+	t.Parallel()
 	secrets := []string{"aaaaaaaa", "aaaaaaaaaa", "aaaa-bbbbbbbb", "bbbbbbbb", "abababab", "babababa", "ab ab ab ab", "x.y.z.w.v"}
 	rd := newRedactor(secrets...)
 	fixed := []string{
@@ -121,7 +122,7 @@ func BenchmarkRedactManySecretLengths(b *testing.B) {
 	logger := slog.New(slog.DiscardHandler)
 	reg := newRegistry(nil, registryOptions{Logger: logger})
 	b.Cleanup(reg.close)
-	store, err := openRunStore(filepath.Join(b.TempDir(), "runs"), logger)
+	store, err := openRunStoreOnceFree(filepath.Join(b.TempDir(), "runs"), logger)
 	if err != nil {
 		b.Fatal(err)
 	}

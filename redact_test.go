@@ -22,6 +22,7 @@ import (
 // secret values, and every path a secret could leave harnessd by.
 
 func TestRedactor(t *testing.T) {
+	t.Parallel()
 	basic := base64.StdEncoding.EncodeToString([]byte("alice-user:pw-secret-77"))
 	rd := newRedactor("Bearer tok-12345678", "Basic "+basic, "x", "ollama", "abcdefgh1234", "abcdefgh1234-longer")
 	tests := []struct{ in, want string }{
@@ -58,6 +59,7 @@ func TestRedactor(t *testing.T) {
 }
 
 func TestRedactingHandler(t *testing.T) {
+	t.Parallel()
 	const secret = "log-secret-4b2d9e"
 	var buf bytes.Buffer
 	logger := redactLoggerLive(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), newLiveRedactor(newRedactor(secret)))
@@ -71,6 +73,7 @@ func TestRedactingHandler(t *testing.T) {
 }
 
 func TestRunServerValueCaps(t *testing.T) {
+	t.Parallel()
 	at := newAPITest(t, newFakeModel(t, providerOpenAI), nil)
 	many := map[string]string{}
 	for i := range maxRunServerValues + 1 {
@@ -106,6 +109,7 @@ func TestRunServerValueCaps(t *testing.T) {
 // in the logs (debug level), events, run records, /v1/mcp/servers or
 // /metrics.
 func TestSecretLeakPaths(t *testing.T) {
+	t.Parallel()
 	const (
 		envSecret    = "env-secret-a81f3c9d"
 		bearerSecret = "bearer-secret-77c2e1"

@@ -64,6 +64,7 @@ func randomRun(rng *rand.Rand, n int) []json.RawMessage {
 // of several sizes, and its system prompt, are what the whole transcript
 // gives, and that what it keeps stays within the limit and a turn.
 func TestConversationHistoryMatchesWhole(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		limit int

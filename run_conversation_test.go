@@ -99,6 +99,7 @@ const (
 )
 
 func TestConversationThreeRuns(t *testing.T) {
+	t.Parallel()
 	const code = "the vault code is 4711"
 	f := newFakeModel(t, providerOpenAI,
 		// Run 1 fetches the code with a tool.
@@ -165,6 +166,7 @@ func TestConversationThreeRuns(t *testing.T) {
 }
 
 func TestConversationBusy(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI,
 		fakeTurn{Hang: true},
 		// The cancelled run left its prompt without an answer.
@@ -200,6 +202,7 @@ func TestConversationBusy(t *testing.T) {
 // hangs; the next run's transcript must be one both real APIs accept (the
 // fakes refuse unanswered tool calls as they do).
 func TestConversationAfterCancelledToolCall(t *testing.T) {
+	t.Parallel()
 	for _, wire := range []string{providerOpenAI, providerAnthropic} {
 		t.Run(wire, func(t *testing.T) {
 			f := newFakeModel(t, wire,
@@ -226,6 +229,7 @@ func TestConversationAfterCancelledToolCall(t *testing.T) {
 }
 
 func TestValidTranscript(t *testing.T) {
+	t.Parallel()
 	callA, callB := call("a", `{}`), call("b", `{}`)
 	answer := chatMessage{Role: roleAssistant, ToolCalls: []toolCall{callA, callB}}
 	result := func(tc toolCall) chatMessage { return chatMessage{Role: roleTool, ToolCallID: tc.ID, Content: "ok"} }
@@ -264,6 +268,7 @@ func TestValidTranscript(t *testing.T) {
 }
 
 func TestTrimConversation(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 1000)
 	callA := call("a", `{}`)
 	turn := func(prompt, result, answer string) []chatMessage {
@@ -309,6 +314,7 @@ func TestTrimConversation(t *testing.T) {
 }
 
 func TestConversationTrimmedAtLimit(t *testing.T) {
+	t.Parallel()
 	big := fakeServerConfig(t, "normal")
 	big.Env[faultTagEnv] = "1" // offers the tool "big"
 	bigCall := call("mcp_fake_big", `{"size":4000}`)
@@ -357,6 +363,7 @@ func TestConversationTrimmedAtLimit(t *testing.T) {
 }
 
 func TestConversationContextLengthError(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Status: http.StatusBadRequest,
 		Text: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens."})
 	at := newAPITest(t, f, nil)
@@ -371,6 +378,7 @@ func TestConversationContextLengthError(t *testing.T) {
 // on its directory: the conversation, its owner and its messages are
 // back, and a run continues it.
 func TestConversationSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI,
 		fakeTurn{Text: "first answer"},
 		fakeTurn{Check: conversationIs([]string{u, as, u}, "one", "two"), Text: "second answer"},
@@ -414,6 +422,7 @@ func TestConversationSurvivesRestart(t *testing.T) {
 // TestConversationRetentionKeepsWhole checks that retention drops a
 // conversation's runs together, by its last run.
 func TestConversationRetentionKeepsWhole(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "a"}, fakeTurn{Text: "b"}, fakeTurn{Text: "c"}, fakeTurn{Text: "d"})
 	m := newStoredRuns(t, f, t.TempDir(), &retention{MaxRuns: 3})
 	a := startRun(t, m, runRequest{Prompt: "a"})
@@ -439,6 +448,7 @@ func TestConversationRetentionKeepsWhole(t *testing.T) {
 // and continues the conversation: the interrupted call is closed with a
 // result saying so, and the tool result of the first run is still there.
 func TestConversationKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}
@@ -495,6 +505,7 @@ func TestConversationKill9(t *testing.T) {
 // TestRunEndClosesOpenToolCalls ends runs whose last answer's tool calls
 // have no result: the end records one for each, saying how the run ended.
 func TestRunEndClosesOpenToolCalls(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status, errMsg, want string
 	}{

@@ -95,6 +95,7 @@ func wholeConversation(t *testing.T, earlier []*run, prompt string, limit int) (
 // assembling its earlier runs whole gives, and emitted the same
 // conversation.trimmed event.
 func TestConversationTurnsMatchWhole(t *testing.T) {
+	t.Parallel()
 	const limit = 6000
 	turns := []struct{ result, answer int }{
 		{100, 50}, {3000, 20}, {0, 1500}, {2500, 10}, {50, 4000}, {4000, 30},
@@ -180,7 +181,7 @@ func trunc(s string) string {
 // default).
 func conversationRuns(tb testing.TB, reg *registry, f *fakeModel, dir string, limit int) *runManager {
 	tb.Helper()
-	store, err := openRunStore(dir, nil)
+	store, err := openRunStoreOnceFree(dir, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -27,6 +27,7 @@ func historyFrames(body []byte) []string {
 // run, a follower of the ended run (read back from disk), one resuming
 // with Last-Event-ID, and the event log agree byte for byte.
 func TestEventsEncodedOnce(t *testing.T) {
+	t.Parallel()
 	const secret = "tok-9f8e7d6c5b4a"
 	gate := make(chan struct{})
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Chunks: []string{"the key is ", secret[:6], secret[6:], " — keep it"},

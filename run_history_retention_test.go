@@ -9,6 +9,7 @@ import (
 // grouping: it says false only when expired returns nothing, grouped or
 // not, and true when a bound is passed.
 func TestRetentionMayExpire(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	recent, old := now.Add(-time.Minute), now.Add(-48*time.Hour)
 	k := retention{MaxRuns: 3, MaxAge: 24 * time.Hour, MaxBytes: 100}

@@ -24,7 +24,7 @@ func newStoredRuns(t testing.TB, f *fakeModel, dir string, keep *retention) *run
 // newStoredRunsOver is newStoredRuns over a registry of globals.
 func newStoredRunsOver(t testing.TB, globals []serverConfig, f *fakeModel, dir string, keep *retention) *runManager {
 	t.Helper()
-	store, err := openRunStore(dir, slog.New(slog.DiscardHandler))
+	store, err := openRunStoreOnceFree(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +60,7 @@ func viewJSON(t *testing.T, r *run) (string, string) {
 }
 
 func TestRunsOnDisk(t *testing.T) {
+	t.Parallel()
 	bigPrompt := strings.Repeat("p", 3*bodyInMemory)
 	bigAnswer := strings.Repeat("a", 3*bodyInMemory)
 	f := newFakeModel(t, "openai",
@@ -140,6 +141,7 @@ func TestRunsOnDisk(t *testing.T) {
 }
 
 func TestRunsRetentionRemovesFiles(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, "openai", fakeTurn{Text: "one"}, fakeTurn{Text: "two"}, fakeTurn{Text: "three"})
 	dir := filepath.Join(t.TempDir(), "runs")
 	m := newStoredRuns(t, f, dir, &retention{MaxRuns: 2})
@@ -170,6 +172,7 @@ func TestRunsRetentionRemovesFiles(t *testing.T) {
 }
 
 func TestRunsOnDiskRedacted(t *testing.T) {
+	t.Parallel()
 	const secret = "planted-secret-0123456789"
 	f := newFakeModel(t, "openai", fakeTurn{Text: "the token is " + secret})
 	dir := filepath.Join(t.TempDir(), "runs")

@@ -11,6 +11,7 @@ import (
 // its end are gone, and that those who come later read the same bytes
 // from disk.
 func TestFollowerAtEndKeepsHistoryInMemory(t *testing.T) {
+	t.Parallel()
 	gate := make(chan struct{})
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "done", Check: func(fakeRequest) error {
 		<-gate // the follower is attached

@@ -170,6 +170,7 @@ func liveAPITest(t *testing.T, wire string, script ...fakeTurn) *apiTest {
 }
 
 func TestLiveDeltasAddUpToTheResponse(t *testing.T) {
+	t.Parallel()
 	for _, wire := range wires {
 		t.Run(wire, func(t *testing.T) {
 			attached := make(chan struct{})
@@ -228,6 +229,7 @@ func TestLiveDeltasAddUpToTheResponse(t *testing.T) {
 // the step so far, then the rest live; one resuming with Last-Event-ID gets
 // only what comes after it connected.
 func TestLiveFollowerAttachedMidStream(t *testing.T) {
+	t.Parallel()
 	const text = "abcdefghijklmnopqrstuvwxyz0123456789"
 	release := make(chan struct{})
 	at := liveAPITest(t, providerOpenAI, fakeTurn{Text: text, OnChunk: func(i int) {
@@ -280,6 +282,7 @@ func TestLiveFollowerAttachedMidStream(t *testing.T) {
 }
 
 func TestLiveModelRetryVoidsTheText(t *testing.T) {
+	t.Parallel()
 	for _, wire := range wires {
 		t.Run(wire, func(t *testing.T) {
 			attached := make(chan struct{})
@@ -316,6 +319,7 @@ func TestLiveModelRetryVoidsTheText(t *testing.T) {
 // TestLiveFollowOrder reads a run's events as followers in three places
 // do: one attached from the start, a new one, one resuming.
 func TestLiveFollowOrder(t *testing.T) {
+	t.Parallel()
 	r := &run{status: runRunning, changed: make(chan struct{})}
 	early := followCursor{}
 	r.follow(&early)
@@ -357,6 +361,7 @@ func TestLiveFollowOrder(t *testing.T) {
 // live events dropped meanwhile, keeps every history event, and goes on
 // in order.
 func TestLiveLogIsBounded(t *testing.T) {
+	t.Parallel()
 	r := &run{status: runRunning, changed: make(chan struct{})}
 	slow := followCursor{}
 	r.follow(&slow)
@@ -395,6 +400,7 @@ func TestLiveLogIsBounded(t *testing.T) {
 // TestLiveDeltaKeepsSecretsWhole checks that a secret the model writes
 // across pieces is never split between two deltas.
 func TestLiveDeltaKeepsSecretsWhole(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr3t-t0ken-value"
 	r := &run{status: runRunning, changed: make(chan struct{}), secrets: newLiveRedactor(newRedactor(secret))}
 	d := &deltaWriter{r: r, step: 1}
@@ -419,6 +425,7 @@ func TestLiveDeltaKeepsSecretsWhole(t *testing.T) {
 // anyway; read afterwards, the stream has the deltas it kept, in order,
 // says how many it skipped, and ends with the history.
 func TestLiveSlowFollowerDoesNotBlockTheRun(t *testing.T) {
+	t.Parallel()
 	const pieces, size = 6000, 200 // 1.2 MB: more than maxLiveBytes
 	var text strings.Builder
 	for i := range pieces {

@@ -131,7 +131,7 @@ func benchRunsThroughAPI(b *testing.B, clients int, mode storeMode) {
 	case mode.floor:
 		floor = newStoreFloorCommits(b, storeDir, mode)
 	case mode.on:
-		s, err := openRunStore(storeDir, benchLogger)
+		s, err := openRunStoreOnceFree(storeDir, benchLogger)
 		if err != nil {
 			b.Fatal(err)
 		}

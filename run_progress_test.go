@@ -12,6 +12,7 @@ import (
 // by a follower of the API.
 
 func TestProgressLimiter(t *testing.T) {
+	t.Parallel()
 	type note struct {
 		at       time.Duration
 		progress float64
@@ -75,6 +76,7 @@ func TestProgressLimiter(t *testing.T) {
 // interval, the last step among them, all before tool.call.completed,
 // none in the history.
 func TestLiveToolCallProgress(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		server func(t *testing.T) serverConfig

@@ -107,6 +107,7 @@ func scheduleNamed(t *testing.T, s *scheduler, name string) scheduleView {
 }
 
 func TestScheduleFiresUnderFakeClock(t *testing.T) {
+	t.Parallel()
 	g := newGateModel()
 	g.release("tick tock")
 	m := newGateRuns(t, g, runLimits{})
@@ -141,6 +142,7 @@ func TestScheduleFiresUnderFakeClock(t *testing.T) {
 }
 
 func TestScheduleOverlap(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		overlap     string
 		wantSkipped int
@@ -188,6 +190,7 @@ func TestScheduleOverlap(t *testing.T) {
 }
 
 func TestScheduleCatchUp(t *testing.T) {
+	t.Parallel()
 	for _, catchUp := range []bool{true, false} {
 		g := newGateModel()
 		g.release("catch up")
@@ -208,6 +211,7 @@ func TestScheduleCatchUp(t *testing.T) {
 }
 
 func TestScheduleReload(t *testing.T) {
+	t.Parallel()
 	g := newGateModel()
 	m := newGateRuns(t, g, runLimits{})
 	clock := &fakeSchedClock{t: utcAt(12, 0, 30)}
@@ -229,6 +233,7 @@ func TestScheduleReload(t *testing.T) {
 }
 
 func TestScheduleAPI(t *testing.T) {
+	t.Parallel()
 	g := newGateModel()
 	g.release("report")
 	m := newGateRuns(t, g, runLimits{})
@@ -280,6 +285,7 @@ func TestScheduleAPI(t *testing.T) {
 }
 
 func TestPrintSchedules(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		raw  rawSchedule
 		want string
@@ -324,6 +330,7 @@ func TestPrintSchedules(t *testing.T) {
 }
 
 func TestReloadAppliesSchedulesAndWebhooks(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	write := func(config string) {
 		t.Helper()
@@ -378,6 +385,7 @@ func TestReloadAppliesSchedulesAndWebhooks(t *testing.T) {
 }
 
 func TestScheduleAcrossSpringForward(t *testing.T) {
+	t.Parallel()
 	g := newGateModel()
 	g.release("p")
 	m := newGateRuns(t, g, runLimits{})

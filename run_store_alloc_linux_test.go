@@ -32,6 +32,7 @@ func spaceAheadOrSkip(t *testing.T, dir string) {
 // segment's lines end where its zeros begin, and the next start-up finds
 // nothing to cut.
 func TestRunsLogWritesIntoSpaceGivenAhead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	spaceAheadOrSkip(t, dir)
 	g, err := openRunsLog(dir)
@@ -86,6 +87,7 @@ func TestRunsLogWritesIntoSpaceGivenAhead(t *testing.T) {
 // harnessd left, which grew as it was written, is given its space at
 // start-up, and the next line goes after its own.
 func TestRunsLogGivesSpaceToAnOlderSegment(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	spaceAheadOrSkip(t, dir)
 	path := filepath.Join(dir, logFilePrefix+"00000001")
@@ -127,6 +129,7 @@ func checkSegment(t *testing.T, path, lines string) {
 // data, never less, and nothing of the space given ahead after it where
 // the filesystem tells the two apart.
 func TestWrittenEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	spaceAheadOrSkip(t, dir)
 	f, err := os.Create(filepath.Join(dir, "segment"))

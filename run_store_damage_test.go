@@ -74,6 +74,7 @@ func writtenPart(t *testing.T, path string) []byte {
 }
 
 func TestRunStoreDamage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// damage damages the store's segment path and returns the id of
@@ -130,7 +131,7 @@ func TestRunStoreDamage(t *testing.T) {
 
 			// Start-up.
 			var logged bytes.Buffer
-			s, err := openRunStore(dir, slog.New(slog.NewTextHandler(&logged, nil)))
+			s, err := openRunStoreOnceFree(dir, slog.New(slog.NewTextHandler(&logged, nil)))
 			if err != nil {
 				t.Fatal(err)
 			}

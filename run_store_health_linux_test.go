@@ -61,6 +61,7 @@ func fillFilesystem(t *testing.T, dir string) string {
 // until the filler is removed. After a restart what was reported is what
 // the disk holds.
 func TestStoreFullDiskTmpfs(t *testing.T) {
+	t.Parallel()
 	mnt := smallFilesystem(t, "12m")
 	reached := make(chan string)
 	gateB, releaseB := newGate()
@@ -70,7 +71,7 @@ func TestStoreFullDiskTmpfs(t *testing.T) {
 		fakeTurn{Text: bigAnswer},
 		fakeTurn{Text: "answer C"})
 	dir := filepath.Join(mnt, "runs")
-	store, err := openRunStore(dir, slog.New(slog.DiscardHandler))
+	store, err := openRunStoreOnceFree(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,6 +133,7 @@ func checkAccepting(t *testing.T, at *apiTest, prompt string) string {
 // completes, new runs are accepted; after a restart A is failed (not
 // completed, as it was reported before this fix) and B is whole.
 func TestStoreFullDiskInjected(t *testing.T) {
+	t.Parallel()
 	reached := make(chan string)
 	gateA, releaseA := newGate()
 	gateB1, releaseB1 := newGate()
@@ -144,7 +145,7 @@ func TestStoreFullDiskInjected(t *testing.T) {
 		fakeTurn{Text: "answer C"},
 	)
 	dir := filepath.Join(t.TempDir(), "runs")
-	store, err := openRunStore(dir, slog.New(slog.DiscardHandler))
+	store, err := openRunStoreOnceFree(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +228,7 @@ func TestStoreFullDiskInjected(t *testing.T) {
 // segment's space given ahead would let writes go on, and a probe or
 // write ends the failure once there is room again.
 func TestRunsLogNoRoom(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		// fail is the operation that fails; full makes the segment full

@@ -19,6 +19,7 @@ import (
 // runs ask to be accepted: their records are made durable together, by
 // one more sync led by one of them, each told its outcome.
 func TestRunsLogSyncsWhatQueues(t *testing.T) {
+	t.Parallel()
 	s := newTestRunStore(t)
 	release := make(chan struct{})
 	var mu sync.Mutex
@@ -75,6 +76,7 @@ func TestRunsLogSyncsWhatQueues(t *testing.T) {
 // the first run's end waits for the other run's before its fsync, and
 // one fsync makes both durable. A run alone waits for nothing.
 func TestRunsLogGathersOpenRuns(t *testing.T) {
+	t.Parallel()
 	s := newTestRunStore(t)
 	a, err := s.create(testRunView("run_a", time.Now()), nil)
 	if err != nil {
@@ -159,6 +161,7 @@ func checkRuns(t *testing.T, s *runStore, ids []string) {
 // segments with little live left are emptied and removed, and that the
 // runs kept read the same, before and after a restart.
 func TestRunsLogCompaction(t *testing.T) {
+	t.Parallel()
 	s := newTestRunStore(t)
 	s.log.segBytes = 4 << 10
 	ids := storeEndedRuns(t, s, "a", 40)
@@ -196,6 +199,7 @@ func TestRunsLogCompaction(t *testing.T) {
 // to: the line is written again, and the run does not come back at the
 // next start.
 func TestRunsLogRemovedLineOutlivesSegment(t *testing.T) {
+	t.Parallel()
 	s := newTestRunStore(t)
 	s.log.segBytes = 4 << 10
 	ids := storeEndedRuns(t, s, "a", 8)
@@ -229,6 +233,7 @@ func TestRunsLogRemovedLineOutlivesSegment(t *testing.T) {
 // of them is left in any segment, moved copies included, while the other
 // runs are whole before and after a restart.
 func TestRunsLogPurge(t *testing.T) {
+	t.Parallel()
 	s := newTestRunStore(t)
 	s.log.segBytes = 4 << 10
 	ids := storeEndedRuns(t, s, "a", 24)
@@ -257,6 +262,7 @@ func TestRunsLogPurge(t *testing.T) {
 // a removed run may come back only whole (its removed line was cut off),
 // to be removed again.
 func TestRunsLogCrashDuringCompaction(t *testing.T) {
+	t.Parallel()
 	s := newTestRunStore(t)
 	s.log.segBytes = 4 << 10
 	ids := storeEndedRuns(t, s, "a", 30)
@@ -299,7 +305,7 @@ func TestRunsLogCrashDuringCompaction(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		s2, err := openRunStore(dir, s.logger)
+		s2, err := openRunStoreOnceFree(dir, s.logger)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,6 +351,7 @@ func readRunsDir(t *testing.T, dir string) map[string][]byte {
 }
 
 func TestWithID(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ lines, want string }{
 		{"", ""},
 		{"{}\n", "run_a {}\n"},
@@ -359,6 +366,7 @@ func TestWithID(t *testing.T) {
 }
 
 func TestMovedSize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		rest string
 		n    int
@@ -385,7 +393,7 @@ func TestMovedSize(t *testing.T) {
 // back ended, and a second start finds the same runs without writing a
 // byte (what the first start wrote, ending interrupted runs, is whole).
 func FuzzRunsLogScan(f *testing.F) {
-	s, err := openRunStore(filepath.Join(f.TempDir(), "runs"), discardLogger())
+	s, err := openRunStoreOnceFree(filepath.Join(f.TempDir(), "runs"), discardLogger())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -419,7 +427,7 @@ func FuzzRunsLogScan(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, logFilePrefix+"00000001"), segment, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s, err := openRunStore(dir, discardLogger())
+		s, err := openRunStoreOnceFree(dir, discardLogger())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,7 +445,7 @@ func FuzzRunsLogScan(f *testing.F) {
 			s.readEvents(r.view.ID)
 		}
 		s.close()
-		s, err = openRunStore(dir, discardLogger())
+		s, err = openRunStoreOnceFree(dir, discardLogger())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -454,6 +462,7 @@ func FuzzRunsLogScan(f *testing.F) {
 // that segment, so that compaction moves the run and removes the segment:
 // the read still reads the segment it took, whole.
 func TestRunsLogReadsDuringCompaction(t *testing.T) {
+	t.Parallel()
 	s := newTestRunStore(t)
 	s.log.segBytes = 4 << 10
 	storeEndedRuns(t, s, "a", 12)
@@ -504,6 +513,7 @@ func TestRunsLogReadsDuringCompaction(t *testing.T) {
 // compaction: eachLine gives each line once, in order, and lastLine the
 // last, however the lines lie.
 func TestRunsLogEachLine(t *testing.T) {
+	t.Parallel()
 	line := func(n int, c byte) string { return `{"x":"` + strings.Repeat(string(c), n) + `"}` }
 	tests := []struct {
 		name   string

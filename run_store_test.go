@@ -29,10 +29,25 @@ func (s *runStore) readEvents(id string) ([]runEvent, error) {
 	return out, err
 }
 
+// openRunStoreOnceFree opens the store in dir as openRunStore does, trying
+// again while dir's lock looks held, for up to waitLimit. A store this
+// test closed can look held for a moment: a child that a parallel test
+// forks meanwhile shares every descriptor of this process until it execs,
+// the closed lock's among them. A lock never released still fails.
+func openRunStoreOnceFree(dir string, logger *slog.Logger) (*runStore, error) {
+	var s *runStore
+	var err error
+	eventually(waitLimit, func() bool {
+		s, err = openRunStore(dir, logger)
+		return err == nil || !strings.Contains(err.Error(), "in use by another harnessd")
+	})
+	return s, err
+}
+
 // newTestRunStore opens a store in a fresh directory.
 func newTestRunStore(t *testing.T) *runStore {
 	t.Helper()
-	s, err := openRunStore(filepath.Join(t.TempDir(), "runs"), slog.New(slog.DiscardHandler))
+	s, err := openRunStoreOnceFree(filepath.Join(t.TempDir(), "runs"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("openRunStore: %v", err)
 	}
@@ -44,7 +59,7 @@ func newTestRunStore(t *testing.T) *runStore {
 func reopenRunStore(t *testing.T, s *runStore) *runStore {
 	t.Helper()
 	s.close()
-	s2, err := openRunStore(s.dir, s.logger)
+	s2, err := openRunStoreOnceFree(s.dir, s.logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +166,7 @@ func runLinesOnDisk(t testing.TB, dir, id string) []byte {
 }
 
 func TestRunStoreFilesArePrivate(t *testing.T) {
+	t.Parallel()
 	s := newTestRunStore(t)
 	l, err := s.create(testRunView("run_a", time.Now()), nil)
 	if err != nil {
@@ -169,6 +185,7 @@ func TestRunStoreFilesArePrivate(t *testing.T) {
 }
 
 func TestRunStoreTornLastLine(t *testing.T) {
+	t.Parallel()
 	for _, preallocated := range []bool{true, false} {
 		t.Run(fmt.Sprintf("preallocated=%v", preallocated), func(t *testing.T) { testRunStoreTornLastLine(t, preallocated) })
 	}
@@ -238,6 +255,7 @@ func testRunStoreTornLastLine(t *testing.T, preallocated bool) {
 // to disk whole; when the cut is in its first record, the crash came
 // before the run was accepted, and it is not there.
 func TestRunStoreCrashAtEveryByte(t *testing.T) {
+	t.Parallel()
 	base := newTestRunStore(t)
 	start := time.Now().Add(-time.Minute)
 	earlier := testRunView("run_earlier", start)
@@ -281,7 +299,7 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, logFilePrefix+"00000001"), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s, err := openRunStore(dir, slog.New(slog.DiscardHandler))
+		s, err := openRunStoreOnceFree(dir, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +334,7 @@ func TestRunStoreCrashAtEveryByte(t *testing.T) {
 		s.close()
 		// What start-up wrote is itself whole: a second start-up agrees
 		// without writing anything.
-		s, err = openRunStore(dir, slog.New(slog.DiscardHandler))
+		s, err = openRunStoreOnceFree(dir, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,6 +379,7 @@ func mustJSON(t testing.TB, v any) []byte {
 // as interrupted with its prompt. A run removed is not loaded, and a
 // temporary file an interrupted write left is removed.
 func TestRunStoreAcceptedRunSurvives(t *testing.T) {
+	t.Parallel()
 	s := newTestRunStore(t)
 	v := testRunView("run_rec", time.Now())
 	l, err := s.create(v, nil)
@@ -396,6 +415,7 @@ func TestRunStoreAcceptedRunSurvives(t *testing.T) {
 }
 
 func TestRunStoreRecoveryMarking(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		events     int // how many of lifecycle's events reached the file
@@ -454,6 +474,7 @@ func TestRunStoreRecoveryMarking(t *testing.T) {
 }
 
 func TestRetentionExpired(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	run := func(id string, ended bool, age time.Duration, bytes int64) keptRun {
 		return keptRun{id: id, ended: ended, endedAt: now.Add(-age), bytes: bytes}
@@ -489,6 +510,7 @@ func TestRetentionExpired(t *testing.T) {
 }
 
 func TestRunStoreLoadOrderAndRemove(t *testing.T) {
+	t.Parallel()
 	s := newTestRunStore(t)
 	start := time.Now().Add(-time.Hour)
 	for i := 3; i >= 1; i-- {
@@ -530,6 +552,7 @@ func TestRunStoreLoadOrderAndRemove(t *testing.T) {
 }
 
 func TestKeptRunsSettings(t *testing.T) {
+	t.Parallel()
 	def := defaultRetention()
 	tests := []struct {
 		name    string
@@ -583,7 +606,7 @@ func BenchmarkRunStoreLifecycle(b *testing.B) {
 }
 
 func benchRunStoreLifecycle(b *testing.B, concurrent int) {
-	s, err := openRunStore(filepath.Join(b.TempDir(), "runs"), slog.New(slog.DiscardHandler))
+	s, err := openRunStoreOnceFree(filepath.Join(b.TempDir(), "runs"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}

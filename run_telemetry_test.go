@@ -43,6 +43,7 @@ func traceRunWithTwoCalls(t *testing.T, tr *tracer) []fakeRequest {
 }
 
 func TestRunSpansNest(t *testing.T) {
+	t.Parallel()
 	c := newFakeCollector(t, false, 0)
 	tr := newTestTracer(t, c.URL, spanBatchSize, time.Minute)
 	requests := traceRunWithTwoCalls(t, tr)
@@ -138,6 +139,7 @@ func wantAttrs(t *testing.T, s otlpSpan, want map[string]string) {
 }
 
 func TestRunNotSlowedByHangingCollector(t *testing.T) {
+	t.Parallel()
 	c := newFakeCollector(t, true, 0)
 	// Batches of one: the first span ended holds the exporter in an export
 	// that never ends, for as long as the run lasts.

@@ -106,6 +106,7 @@ func offers(names ...string) func(fakeRequest) error {
 }
 
 func TestRunFindToolThenCall(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, "openai",
 		fakeTurn{Check: offers("find_tool"), ToolCalls: []toolCall{call("find_tool", `{"query":"echo"}`)}},
 		fakeTurn{Check: offers("find_tool", "mcp_fake_echo"), ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"hello"}`)}},
@@ -137,6 +138,7 @@ func TestRunFindToolThenCall(t *testing.T) {
 }
 
 func TestRunToolErrorsGoBackToTheModel(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, "openai",
 		// Three calls: one the server fails, one to no tool, one whose
 		// arguments are not JSON.
@@ -167,6 +169,7 @@ func TestRunToolErrorsGoBackToTheModel(t *testing.T) {
 }
 
 func TestRunMaxSteps(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, "openai",
 		fakeTurn{ToolCalls: []toolCall{call("find_tool", `{"query":"echo"}`)}},
 		fakeTurn{ToolCalls: []toolCall{call("find_tool", `{"query":"echo"}`)}},
@@ -183,6 +186,7 @@ func TestRunMaxSteps(t *testing.T) {
 }
 
 func TestRunCancelStopsToolCall(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{})
 	f := newFakeModel(t, "openai",
 		fakeTurn{ToolCalls: []toolCall{call("mcp_fake_hang", `{}`)}},
@@ -216,6 +220,7 @@ func TestRunCancelStopsToolCall(t *testing.T) {
 }
 
 func TestRunRequestValidation(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, "openai")
 	m := newTestRuns(t, f, fakeServerConfig(t, "normal"))
 	tests := []struct {
@@ -242,6 +247,7 @@ func TestRunRequestValidation(t *testing.T) {
 }
 
 func TestRunsWithSameNamedPerRunServersAreIsolated(t *testing.T) {
+	t.Parallel()
 	exe := fakeServerConfig(t, "normal").Command
 	// Requests of the two runs interleave in any order: each turn answers
 	// from its own request.
@@ -275,6 +281,7 @@ func TestRunsWithSameNamedPerRunServersAreIsolated(t *testing.T) {
 }
 
 func TestStartAfterShutdownIsRefused(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, "openai")
 	m := newTestRuns(t, f)
 	if err := m.shutdown(t.Context()); err != nil {

@@ -42,6 +42,7 @@ func eventsOf(r *run, typ string) []map[string]any {
 }
 
 func TestToolEventsCarryArgumentsAndResult(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("L", 3000)
 	tests := []struct {
 		name, message string
@@ -140,6 +141,7 @@ func roles(msgs []transcriptMessage) []string {
 }
 
 func TestTranscript(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 3000)
 	for _, stored := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stored=%v", stored), func(t *testing.T) {
@@ -154,7 +156,7 @@ func TestTranscript(t *testing.T) {
 			opts := runOptionsOver(t, reg, f, "", nil)
 			dir := filepath.Join(t.TempDir(), "runs")
 			if stored {
-				store, err := openRunStore(dir, discardLogger())
+				store, err := openRunStoreOnceFree(dir, discardLogger())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -205,7 +207,7 @@ func TestTranscript(t *testing.T) {
 			// stopped, serves the same transcript.
 			stopRuns(t, m)
 			opts2 := runOptionsOver(t, reg, f, "", nil)
-			store, err := openRunStore(dir, discardLogger())
+			store, err := openRunStoreOnceFree(dir, discardLogger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,6 +222,7 @@ func TestTranscript(t *testing.T) {
 }
 
 func TestTranscriptCutAtLimit(t *testing.T) {
+	t.Parallel()
 	for _, stored := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stored=%v", stored), func(t *testing.T) {
 			f := newFakeModel(t, "openai",
@@ -230,7 +233,7 @@ func TestTranscriptCutAtLimit(t *testing.T) {
 			opts := runOptionsOver(t, reg, f, "", nil)
 			opts.Limits.MaxTranscriptBytes = 3000
 			if stored {
-				store, err := openRunStore(t.TempDir(), discardLogger())
+				store, err := openRunStoreOnceFree(t.TempDir(), discardLogger())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -261,6 +264,7 @@ func TestTranscriptCutAtLimit(t *testing.T) {
 }
 
 func TestTranscriptWhileRunning(t *testing.T) {
+	t.Parallel()
 	entered := make(chan struct{})
 	f := newFakeModel(t, "openai",
 		fakeTurn{ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"so far"}`)}},
@@ -268,7 +272,7 @@ func TestTranscriptWhileRunning(t *testing.T) {
 	)
 	reg := newPeerRegistry(t, fakeServerConfig(t, "normal"))
 	opts := runOptionsOver(t, reg, f, "", nil)
-	store, err := openRunStore(t.TempDir(), discardLogger())
+	store, err := openRunStoreOnceFree(t.TempDir(), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +303,7 @@ func TestTranscriptWhileRunning(t *testing.T) {
 func BenchmarkTranscriptStep(b *testing.B) {
 	reg := newRegistry(nil, registryOptions{Logger: benchLogger})
 	b.Cleanup(reg.close)
-	store, err := openRunStore(b.TempDir(), benchLogger)
+	store, err := openRunStoreOnceFree(b.TempDir(), benchLogger)
 	if err != nil {
 		b.Fatal(err)
 	}

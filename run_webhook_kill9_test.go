@@ -17,6 +17,7 @@ import (
 // home: the three runs' ends are delivered, signed.
 
 func TestWebhookSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the harnessd binary")
 	}

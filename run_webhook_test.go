@@ -115,7 +115,7 @@ func newWebhookRuns(t *testing.T, f *fakeModel, dir string, timing webhookTiming
 	if dir == "" {
 		dir = filepath.Join(t.TempDir(), "runs")
 	}
-	store, err := openRunStore(dir, discardLogger())
+	store, err := openRunStoreOnceFree(dir, discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,6 +143,7 @@ func waitWebhook(t *testing.T, r *run) webhookStatus {
 }
 
 func TestWebhookDeliversEachOutcome(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		turn   fakeTurn
@@ -193,6 +194,7 @@ func TestWebhookDeliversEachOutcome(t *testing.T) {
 }
 
 func TestWebhookRetries(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		statuses     []int
@@ -243,6 +245,7 @@ func TestWebhookRetries(t *testing.T) {
 }
 
 func TestWebhookResumesAfterRestart(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "done"})
 	// The first attempt hangs until harnessd stops; the next succeeds.
 	rcv := newWebhookReceiver(t, 0)
@@ -280,6 +283,7 @@ func TestWebhookResumesAfterRestart(t *testing.T) {
 }
 
 func TestWebhookURLChecks(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI)
 	m := newWebhookRuns(t, f, "", webhookTiming{})
 	m.setWebhooks(webhookSettings{URL: "https://hooks.example/default", Secret: testWebhookSecret})
@@ -330,6 +334,7 @@ func TestWebhookURLChecks(t *testing.T) {
 }
 
 func TestWebhookRedirects(t *testing.T) {
+	t.Parallel()
 	other := newWebhookReceiver(t)
 	rcv := newWebhookReceiver(t)
 	mux := http.NewServeMux()
@@ -371,6 +376,7 @@ func TestWebhookRedirects(t *testing.T) {
 }
 
 func TestWebhookURLRedacted(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"https://hooks.example/run-end", "https://hooks.example/run-end"},
 		{"https://hooks.example/run-end?token=abc", "https://hooks.example/run-end?[redacted]"},
@@ -414,6 +420,7 @@ func TestWebhookURLRedacted(t *testing.T) {
 }
 
 func TestWebhookPendingRunsAreKept(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "one"}, fakeTurn{Text: "two"})
 	// Both deliveries hang until the manager shuts down.
 	rcv := newWebhookReceiver(t, 0, 0)
@@ -434,6 +441,7 @@ func TestWebhookPendingRunsAreKept(t *testing.T) {
 }
 
 func TestWebhookURLThroughAPI(t *testing.T) {
+	t.Parallel()
 	f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "done"})
 	rcv := newWebhookReceiver(t)
 	m := newWebhookRuns(t, f, "", webhookTiming{})
@@ -462,6 +470,7 @@ func TestWebhookURLThroughAPI(t *testing.T) {
 }
 
 func TestWebhookTellsWaitingThenEnd(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		statuses []int // the receiver's answers
@@ -519,6 +528,7 @@ func TestWebhookTellsWaitingThenEnd(t *testing.T) {
 }
 
 func TestWebhookResumeDeliversTheEndAfterAWaitingOne(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		rec  webhookRecord // on disk at the restart

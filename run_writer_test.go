@@ -13,9 +13,10 @@ import (
 // so that writing a large event blocks: emitting more events, reading the
 // run's view and following its events must go on regardless.
 func TestDiskNeverBlocksTheRun(t *testing.T) {
+	t.Parallel()
 	reg := newRegistry(nil, registryOptions{Logger: discardLogger()})
 	t.Cleanup(reg.close)
-	store, err := openRunStore(filepath.Join(t.TempDir(), "runs"), discardLogger())
+	store, err := openRunStoreOnceFree(filepath.Join(t.TempDir(), "runs"), discardLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,9 +45,28 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(code)
 	}
+	overlapWaitingTests()
+	startHarnessdBuild()
 	code := m.Run()
 	removeHarnessdBuild()
 	os.Exit(code)
+}
+
+// suiteParallel is how many parallel tests run at once when -parallel is
+// not given. Most tests wait on subprocesses, sockets and a browser rather
+// than on the CPU, so on a machine with few cores more of them than
+// GOMAXPROCS (the testing package's default) overlap their waits.
+const suiteParallel = 4
+
+// overlapWaitingTests raises -test.parallel to suiteParallel unless the
+// command line set it or GOMAXPROCS is already at least that.
+func overlapWaitingTests() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && runtime.GOMAXPROCS(0) < suiteParallel {
+		flag.Set("test.parallel", strconv.Itoa(suiteParallel))
+	}
 }
 
 // raceExitNoSleep is the GORACE option that stops the race detector's

@@ -95,6 +95,7 @@ func deadPID(t *testing.T) int {
 }
 
 func TestProcGroupsStopLeftovers(t *testing.T) {
+	t.Parallel()
 	skipUnlessLinux(t)
 	cmd := startGroup(t, "brood")
 	pgid := cmd.Process.Pid
@@ -132,6 +133,7 @@ func TestProcGroupsStopLeftovers(t *testing.T) {
 }
 
 func TestProcGroupsLeaveOthersAlone(t *testing.T) {
+	t.Parallel()
 	skipUnlessLinux(t)
 	tests := []struct {
 		name   string
@@ -169,6 +171,7 @@ func TestProcGroupsLeaveOthersAlone(t *testing.T) {
 }
 
 func TestStdioRecordsItsGroup(t *testing.T) {
+	t.Parallel()
 	skipUnlessLinux(t)
 	g := newTestProcGroups(t)
 	cfg := fakeServerConfig(t, "brood")

@@ -37,6 +37,7 @@ func resultText(t *testing.T, r *callResult) string {
 }
 
 func TestStdioVersionFallback(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		mode    string
 		want    string
@@ -73,6 +74,7 @@ func TestStdioVersionFallback(t *testing.T) {
 }
 
 func TestStdioCallAndList(t *testing.T) {
+	t.Parallel()
 	c := connectFake(t, fakeServerConfig(t, "normal"), clientOptions{})
 	tools, err := c.listTools(t.Context())
 	if err != nil || len(tools) != 4 || tools[0].Name != "echo" {
@@ -101,6 +103,7 @@ func TestStdioCallAndList(t *testing.T) {
 }
 
 func TestStdioConcurrentCallsGetTheirOwnResults(t *testing.T) {
+	t.Parallel()
 	c := connectFake(t, fakeServerConfig(t, "normal"), clientOptions{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
@@ -127,6 +130,7 @@ func TestStdioConcurrentCallsGetTheirOwnResults(t *testing.T) {
 }
 
 func TestStdioPagination(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		mode string
 		want []string
@@ -154,6 +158,7 @@ func TestStdioPagination(t *testing.T) {
 }
 
 func TestStdioCrashFailsPendingCall(t *testing.T) {
+	t.Parallel()
 	c := connectFake(t, fakeServerConfig(t, "normal"), clientOptions{})
 	hung := make(chan error, 1)
 	go func() {
@@ -175,6 +180,7 @@ func TestStdioCrashFailsPendingCall(t *testing.T) {
 }
 
 func TestStdioTimeoutSendsCancelled(t *testing.T) {
+	t.Parallel()
 	cfg := fakeServerConfig(t, "normal")
 	cfg.Timeout = 200 * time.Millisecond
 	c := connectFake(t, cfg, clientOptions{})
@@ -189,6 +195,7 @@ func TestStdioTimeoutSendsCancelled(t *testing.T) {
 }
 
 func TestStdioProgressExtendsDeadline(t *testing.T) {
+	t.Parallel()
 	cfg := fakeServerConfig(t, "normal")
 	cfg.Timeout = 400 * time.Millisecond
 	c := connectFake(t, cfg, clientOptions{})
@@ -201,6 +208,7 @@ func TestStdioProgressExtendsDeadline(t *testing.T) {
 }
 
 func TestStdioCallerCancellation(t *testing.T) {
+	t.Parallel()
 	c := connectFake(t, fakeServerConfig(t, "normal"), clientOptions{})
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
@@ -215,6 +223,7 @@ func TestStdioCallerCancellation(t *testing.T) {
 }
 
 func TestStdioOversizedLine(t *testing.T) {
+	t.Parallel()
 	cfg := fakeServerConfig(t, "normal")
 	cfg.MaxMessageBytes = 100 << 10
 	c := connectFake(t, cfg, clientOptions{})
@@ -229,6 +238,7 @@ func TestStdioOversizedLine(t *testing.T) {
 }
 
 func TestStdioNoiseAndStderrFlood(t *testing.T) {
+	t.Parallel()
 	c := connectFake(t, fakeServerConfig(t, "normal"), clientOptions{})
 	for _, tool := range []string{"noise", "stderr-flood"} {
 		if _, err := c.callTool(t.Context(), tool, nil); err != nil {
@@ -242,6 +252,7 @@ func TestStdioNoiseAndStderrFlood(t *testing.T) {
 }
 
 func TestStdioServerRequests(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := fakeServerConfig(t, "normal")
 	cfg.Roots = []string{dir}
@@ -259,6 +270,7 @@ func TestStdioServerRequests(t *testing.T) {
 }
 
 func TestStdioListChangedNotification(t *testing.T) {
+	t.Parallel()
 	changed := make(chan struct{}, 1)
 	c := connectFake(t, fakeServerConfig(t, "normal"), clientOptions{OnToolsChanged: func() {
 		select {
@@ -277,6 +289,7 @@ func TestStdioListChangedNotification(t *testing.T) {
 }
 
 func TestStdioStartupFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		cfg     func(serverConfig) serverConfig
@@ -317,6 +330,7 @@ func TestStdioStartupFailures(t *testing.T) {
 }
 
 func TestStdioCloseStopsStubbornServerAndGrandchildren(t *testing.T) {
+	t.Parallel()
 	tests := []string{"ignore-term", "grandchild"}
 	for _, mode := range tests {
 		t.Run(mode, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 // that refuses.
 
 func TestTraceparent(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in string
 		ok       bool
@@ -71,6 +72,7 @@ func TestTraceparent(t *testing.T) {
 }
 
 func TestSpanContextFromHeader(t *testing.T) {
+	t.Parallel()
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	tests := []struct {
 		name   string
@@ -94,6 +96,7 @@ func TestSpanContextFromHeader(t *testing.T) {
 }
 
 func TestSampler(t *testing.T) {
+	t.Parallel()
 	sampledParent := spanContext{TraceID: otelTraceID{1}, SpanID: otelSpanID{1}, Flags: 1}
 	unsampledParent := spanContext{TraceID: otelTraceID{1}, SpanID: otelSpanID{1}}
 	low := otelTraceID{15: 0x10}                                               // below every ratio above 0
@@ -224,6 +227,7 @@ func newTestTracer(t testing.TB, url string, batch int, timeout time.Duration) *
 }
 
 func TestExporterQueueFullDrops(t *testing.T) {
+	t.Parallel()
 	c := newFakeCollector(t, true, 0)
 	tr := newTestTracer(t, c.URL, 1, time.Minute)
 	end := func(n int) {
@@ -254,6 +258,7 @@ func TestExporterQueueFullDrops(t *testing.T) {
 }
 
 func TestExporterShutdownFlushes(t *testing.T) {
+	t.Parallel()
 	c := newFakeCollector(t, false, 0)
 	tr := newTestTracer(t, c.URL, spanBatchSize, time.Minute)
 	const n = spanBatchSize + 5 // one full batch, and the rest at shutdown
@@ -281,6 +286,7 @@ func TestExporterShutdownFlushes(t *testing.T) {
 }
 
 func TestExporterShutdownDeadline(t *testing.T) {
+	t.Parallel()
 	c := newFakeCollector(t, true, 0)
 	tr := newTestTracer(t, c.URL, 2, time.Minute)
 	for range 3 {
@@ -299,6 +305,7 @@ func TestExporterShutdownDeadline(t *testing.T) {
 }
 
 func TestExporterRefused(t *testing.T) {
+	t.Parallel()
 	c := newFakeCollector(t, false, http.StatusServiceUnavailable)
 	tr := newTestTracer(t, c.URL, 1, time.Minute)
 	_, sp := tr.start(t.Context(), "op", spanInternal)

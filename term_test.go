@@ -35,6 +35,7 @@ func checkNoRawControls(t *testing.T, what, out string) {
 }
 
 func TestEscapeControls(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, in, want string
 	}{
@@ -69,6 +70,7 @@ func TestEscapeControls(t *testing.T) {
 // TestTerminalWriterKeepsJSON writes JSON through a terminalWriter: the
 // raw characters are gone, and the JSON decodes to the same text.
 func TestTerminalWriterKeepsJSON(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	w := newTerminalWriter(&out)
 	if newTerminalWriter(w) != w {
@@ -92,6 +94,7 @@ func TestTerminalWriterKeepsJSON(t *testing.T) {
 // the JSON format escapes the C0 controls only, and the terminalWriter on
 // stderr escapes the rest while the line stays JSON.
 func TestSlogQuotesControls(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"text", "json"} {
 		t.Run(format, func(t *testing.T) {
 			var raw, escaped bytes.Buffer

@@ -6,6 +6,7 @@ import (
 )
 
 func TestResultToText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		result callResult
@@ -40,6 +41,7 @@ func TestResultToText(t *testing.T) {
 }
 
 func TestResourceContentsToText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		contents []resourceBody
@@ -62,6 +64,7 @@ func TestResourceContentsToText(t *testing.T) {
 }
 
 func TestBase64Size(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		data string
 		want int

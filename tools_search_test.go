@@ -9,6 +9,7 @@ import (
 )
 
 func TestSearchTokens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, text string
 		splitCase  bool
@@ -32,6 +33,7 @@ func TestSearchTokens(t *testing.T) {
 }
 
 func TestFindToolSearch(t *testing.T) {
+	t.Parallel()
 	global := loadRealTools(t)
 	dynamicServer, err := newServerTools("weather", []toolInfo{{Name: "get_forecast", Description: "Get the weather forecast for a city"}}, nil, nil, true)
 	if err != nil {
@@ -98,6 +100,7 @@ func TestFindToolSearch(t *testing.T) {
 }
 
 func TestFindToolSearchIsDeterministic(t *testing.T) {
+	t.Parallel()
 	global := loadRealTools(t)
 	view := append([]*serverTools{deferredBuiltins}, global...)
 	first := search(view, "file", maxFindResults)
@@ -109,6 +112,7 @@ func TestFindToolSearchIsDeterministic(t *testing.T) {
 }
 
 func TestFindToolSelect(t *testing.T) {
+	t.Parallel()
 	global := loadRealTools(t)
 	tests := []struct {
 		name, query   string
@@ -150,6 +154,7 @@ func TestFindToolSelect(t *testing.T) {
 }
 
 func TestFindToolSelectCap(t *testing.T) {
+	t.Parallel()
 	names := make([]string, 30)
 	for i := range names {
 		names[i] = "t" + strings.Repeat("x", i)
@@ -174,6 +179,7 @@ func TestFindToolSelectCap(t *testing.T) {
 }
 
 func TestFindToolArgs(t *testing.T) {
+	t.Parallel()
 	c := newCatalog(staticGlobal(loadRealTools(t)...))
 	tests := []struct {
 		name, args    string
@@ -215,6 +221,7 @@ func TestFindToolArgs(t *testing.T) {
 }
 
 func TestFindToolDescription(t *testing.T) {
+	t.Parallel()
 	c := newCatalog(staticGlobal(loadRealTools(t)...))
 	desc := c.offered()[0].Description
 	for _, want := range []string{"36 MCP tools from 3 servers", "filesystem (14)", "everything (13)", "memory (9)", "connect_mcp", "select:"} {
@@ -225,6 +232,7 @@ func TestFindToolDescription(t *testing.T) {
 }
 
 func TestFirstRequestStaysSmall(t *testing.T) {
+	t.Parallel()
 	const limit = 2048
 	sizes := map[int]int{}
 	for _, tools := range []int{200, 2000, 10000} {

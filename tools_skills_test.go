@@ -13,6 +13,7 @@ import (
 // skill said. Nothing is read before load_skill. A tampered SKILL.md
 // reaches the model only as an error.
 func TestRunLoadSkill(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		serve    func(uri string) string
@@ -89,6 +90,7 @@ func TestRunLoadSkill(t *testing.T) {
 }
 
 func TestSkillsPromptBounds(t *testing.T) {
+	t.Parallel()
 	var skills []scopeSkill
 	for i := range 80 {
 		skills = append(skills, scopeSkill{server: "docs", entry: skillEntry{Frontmatter: map[string]any{
@@ -110,6 +112,7 @@ func TestSkillsPromptBounds(t *testing.T) {
 // description carry terminal escapes: the model sees them escaped, as an
 // operator does, and the escaped name is the one load_skill matches.
 func TestSkillsPromptEscapesControls(t *testing.T) {
+	t.Parallel()
 	entry := skillEntry{Frontmatter: map[string]any{"name": "esc" + hostileText, "description": "skill " + hostileText}}
 	got := skillsPrompt([]scopeSkill{{server: "evil", entry: entry}})
 	checkNoRawControls(t, "the skills section", got)

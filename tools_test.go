@@ -72,6 +72,7 @@ func offeredNames(c *catalog) []string {
 }
 
 func TestMCPToolName(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, server, tool, want string
 	}{
@@ -102,6 +103,7 @@ func TestMCPToolName(t *testing.T) {
 }
 
 func TestMCPToolNameLongStaysDistinct(t *testing.T) {
+	t.Parallel()
 	prefix := strings.Repeat("very_long_tool_name_", 4)
 	a, b := mcpToolName("server", prefix+"alpha"), mcpToolName("server", prefix+"beta")
 	if a == b || len(a) != maxToolNameLen || len(b) != maxToolNameLen {
@@ -113,6 +115,7 @@ func TestMCPToolNameLongStaysDistinct(t *testing.T) {
 }
 
 func TestNewServerToolsTags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		dynamic bool
@@ -132,6 +135,7 @@ func TestNewServerToolsTags(t *testing.T) {
 }
 
 func TestNewServerToolsFilter(t *testing.T) {
+	t.Parallel()
 	tools := []toolInfo{{Name: "read_file"}, {Name: "read_dir"}, {Name: "write_file"}, {Name: "delete_file"}, {Name: ""}}
 	tests := []struct {
 		name             string
@@ -163,6 +167,7 @@ func TestNewServerToolsFilter(t *testing.T) {
 }
 
 func TestNewServerToolsErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name             string
 		tools            []toolInfo
@@ -195,6 +200,7 @@ func TestNewServerToolsErrors(t *testing.T) {
 }
 
 func TestNewServerToolsDefaults(t *testing.T) {
+	t.Parallel()
 	tools := []toolInfo{
 		{Name: "no_schema", Title: "Title only"},
 		{Name: "null_schema", Description: "d", InputSchema: json.RawMessage("null")},
@@ -226,6 +232,7 @@ func TestNewServerToolsDefaults(t *testing.T) {
 }
 
 func TestCatalogLookup(t *testing.T) {
+	t.Parallel()
 	c := newCatalog(staticGlobal(loadRealTools(t)...))
 	tests := []struct {
 		name, server, serverTool string
@@ -256,6 +263,7 @@ func TestCatalogLookup(t *testing.T) {
 }
 
 func TestCatalogOfferedFollowsLiveUpdates(t *testing.T) {
+	t.Parallel()
 	var current atomic.Pointer[[]*serverTools]
 	set := func(sets ...*serverTools) { current.Store(&sets) }
 	set(mustServerTools(t, "fs", false, "read", "write"))
