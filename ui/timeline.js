@@ -67,6 +67,9 @@ export class RunChart {
     this.firstText = new Map(); // step → when its first text arrived (live)
     this.pending = false;
     this.timer = null;
+    // Drawn again for a new window width; a scrollbar that comes or goes
+    // after a draw only scales the picture (app.css: .tl-chart), which
+    // keeps every label inside it.
     const onResize = () => this.draw();
     addEventListener('resize', onResize);
     signal.addEventListener('abort', () => { removeEventListener('resize', onResize); this.stopTimer(); });
@@ -217,10 +220,12 @@ export class RunChart {
     });
     this.el.replaceChildren(svg);
     // Keep each label inside the picture: move it left when it would
-    // run out on the right.
+    // run out on the right. A chart not laid out yet measures no text:
+    // its labels are taken at an 11px font's widest average.
     for (const t of svg.querySelectorAll('text.tl-label')) {
       let len = 0;
       try { len = t.getComputedTextLength(); } catch { len = 0; }
+      if (!len) len = t.textContent.length * 7;
       const x0 = Number(t.getAttribute('x'));
       if (x0 + len > W - 2) t.setAttribute('x', Math.max(1, W - 2 - len));
     }
