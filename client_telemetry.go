@@ -9,7 +9,7 @@ import (
 
 // This file holds the span of each MCP request harnessd sends (a client
 // span with the MCP semantic conventions' attributes: method, protocol
-// version, tool, request id, outcome) and the trace context the request
+// version, session id, tool, request id, outcome) and the trace context the request
 // carries in its params' _meta (traceparent, tracestate), so that the
 // server's spans join the caller's trace. The client_trace.go next to it
 // is something else: the debug log of every message.
@@ -19,6 +19,14 @@ const (
 	metaTraceparent = "traceparent"
 	metaTracestate  = "tracestate"
 )
+
+// A sessionTransport is a transport whose session the server names
+// (Streamable HTTP's Mcp-Session-Id): its id is the spans' mcp.session.id.
+type sessionTransport interface {
+	// session returns the session's id ("" before the server named one,
+	// or when it names none) and protocol version.
+	session() (sessionID, version string)
+}
 
 // startMCPSpan starts the span of req, the child of ctx's span (a
 // tool call's, a run's) or, for the session's own requests (the
@@ -39,6 +47,11 @@ func (c *conn) startMCPSpan(ctx context.Context, req request) (context.Context, 
 	}
 	if v, _ := c.version.Load().(string); v != "" {
 		attrs = append(attrs, stringAttr("mcp.protocol.version", v))
+	}
+	if st, ok := c.t.(sessionTransport); ok {
+		if id, _ := st.session(); id != "" {
+			attrs = append(attrs, stringAttr("mcp.session.id", id))
+		}
 	}
 	switch req.method {
 	case "tools/call":
