@@ -40,11 +40,11 @@ func (c *conn) startMCPSpan(ctx context.Context, req request) (context.Context, 
 	if c.cfg.Transport == transportStdio {
 		transport = "pipe"
 	}
-	attrs := []attribute{
+	var buf [8]attribute // the most a request's span starts with
+	attrs := append(buf[:0],
 		stringAttr("mcp.method.name", req.method),
 		stringAttr("harnessd.mcp.server", c.cfg.Name),
-		stringAttr("network.transport", transport),
-	}
+		stringAttr("network.transport", transport))
 	if v, _ := c.version.Load().(string); v != "" {
 		attrs = append(attrs, stringAttr("mcp.protocol.version", v))
 	}
@@ -101,24 +101,23 @@ func (m *requestMeta) withTraceContext(ctx context.Context) *requestMeta {
 	if !ok {
 		return m
 	}
-	traced := &requestMeta{fields: make(map[string]json.RawMessage, 6)}
-	encoded := []byte{'{'}
+	traced := &requestMeta{}
+	var encoded []byte
 	if m != nil {
 		traced.version = m.version
-		for k, v := range m.fields {
-			traced.fields[k] = v
-		}
 		if len(m.encoded) > 2 {
-			encoded = append(m.encoded[:len(m.encoded)-1:len(m.encoded)-1], ',')
+			encoded = make([]byte, 0, len(m.encoded)+len(metaTraceparent)+traceparentLen+8)
+			encoded = append(append(encoded, m.encoded[:len(m.encoded)-1]...), ',')
 		}
 	}
+	if encoded == nil {
+		encoded = append(make([]byte, 0, len(metaTraceparent)+traceparentLen+8), '{')
+	}
 	// A traceparent is hex and dashes: quoted, it is its JSON.
-	tp := json.RawMessage(`"` + sc.traceparent() + `"`)
-	traced.fields[metaTraceparent] = tp
-	encoded = append(append(encoded, `"`+metaTraceparent+`":`...), tp...)
+	encoded = append(encoded, `"`+metaTraceparent+`":"`...)
+	encoded = append(sc.appendTraceparent(encoded), '"')
 	if sc.State != "" {
 		ts, _ := json.Marshal(sc.State)
-		traced.fields[metaTracestate] = ts
 		encoded = append(append(encoded, `,"`+metaTracestate+`":`...), ts...)
 	}
 	traced.encoded = append(encoded, '}')

@@ -76,33 +76,76 @@ func BenchmarkRecordedToolCall(b *testing.B) {
 			tc := toolCall{ID: "call_1", Name: mcpToolName(cfg.Name, "echo"), Arguments: benchEchoArgs}
 			for _, mode := range recordModes {
 				b.Run("mode="+mode.name, func(b *testing.B) {
-					env := *m.env
-					env.tracer = mode.collector(b)
-					if mode.audit {
-						al, err := openAuditLog(filepath.Join(b.TempDir(), "audit"), defaultAudit(), benchLogger)
-						if err != nil {
-							b.Fatal(err)
-						}
-						b.Cleanup(al.close)
-						env.audit = al
-					}
-					r := newRun(&env, runRequest{Owner: "bench"})
-					r.status = runRunning
-					ctx := r.startRunSpan(b.Context())
-					defer r.endRunSpan(runCompleted, "", "")
+					r, ctx := recordingRun(b, m, mode.collector(b), mode.audit)
 					b.ReportAllocs()
 					cpu := processCPU()
 					for b.Loop() {
-						res, _ := r.callRecorded(ctx, 1, tc)
-						if res.isError || res.text != "hello" {
-							b.Fatalf("callRecorded(echo hello) = %q (isError %v), want %q", res.text, res.isError, "hello")
-						}
+						recordedEcho(b, r, ctx, tc)
 					}
 					b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
-					b.ReportMetric(float64(env.tracer.counts().dropped), "dropped")
+					b.ReportMetric(float64(r.env.tracer.counts().dropped), "dropped")
 				})
 			}
+			// Calls with everything off and with tracing and audit on, in
+			// turn on the same session: the load of the machine hits both
+			// alike. The ratio is of the median calls, off over on (the
+			// calls per second on against off); the exports' work, on
+			// another goroutine, falls on either.
+			b.Run("mode=paired", func(b *testing.B) {
+				off, offCtx := recordingRun(b, m, nil, false)
+				on, onCtx := recordingRun(b, m, fastTracer(b), true)
+				var offTook, onTook []time.Duration
+				timed := func(r *run, ctx context.Context, took *[]time.Duration) {
+					start := time.Now()
+					recordedEcho(b, r, ctx, tc)
+					*took = append(*took, time.Since(start))
+				}
+				for i := 0; b.Loop(); i++ {
+					if i%2 == 0 {
+						timed(off, offCtx, &offTook)
+						timed(on, onCtx, &onTook)
+					} else {
+						timed(on, onCtx, &onTook)
+						timed(off, offCtx, &offTook)
+					}
+				}
+				slices.Sort(offTook)
+				slices.Sort(onTook)
+				offMedian, onMedian := offTook[len(offTook)/2], onTook[len(onTook)/2]
+				b.ReportMetric(float64(offMedian.Nanoseconds()), "off-ns/call")
+				b.ReportMetric(float64(onMedian.Nanoseconds()), "on-ns/call")
+				b.ReportMetric(float64(offMedian)/float64(onMedian), "on/off")
+			})
 		})
+	}
+}
+
+// recordingRun returns a run of m's that traces with tr (nil: off) and
+// audits when audit is set, and the context of its span.
+func recordingRun(b *testing.B, m *runManager, tr *tracer, audit bool) (*run, context.Context) {
+	env := *m.env
+	env.tracer = tr
+	if audit {
+		al, err := openAuditLog(filepath.Join(b.TempDir(), "audit"), defaultAudit(), benchLogger)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(al.close)
+		env.audit = al
+	}
+	r := newRun(&env, runRequest{Owner: "bench"})
+	r.status = runRunning
+	ctx := r.startRunSpan(b.Context())
+	b.Cleanup(func() { r.endRunSpan(runCompleted, "", "") })
+	return r, ctx
+}
+
+// recordedEcho calls tc (echo hello) as r's calls are made, and fails b
+// unless the answer is hello.
+func recordedEcho(b *testing.B, r *run, ctx context.Context, tc toolCall) {
+	res, _ := r.callRecorded(ctx, 1, tc)
+	if res.isError || res.text != "hello" {
+		b.Fatalf("callRecorded(echo hello) = %q (isError %v), want %q", res.text, res.isError, "hello")
 	}
 }
 
