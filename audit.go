@@ -90,8 +90,12 @@ type auditLog struct {
 
 	mu sync.Mutex
 	// guards everything below
-	f       *os.File
-	day     string // of f, "2006-01-02"
+	f *os.File
+	// dayStart and dayEnd bound f's day, so that a record does not
+	// format its date to find its file.
+	dayStart, dayEnd time.Time
+	// line is where a record is encoded, reused.
+	line    bytes.Buffer
 	seq     int64
 	prev    string
 	dirty   bool
@@ -197,16 +201,21 @@ func (l *auditLog) appendLocked(rec auditRecord) {
 		return
 	}
 	rec.Seq, rec.Time, rec.Prev = l.seq+1, now, l.prev
-	line, err := json.Marshal(rec)
-	if err != nil {
+	// Encoded into a buffer kept from record to record, newline included:
+	// json.Marshal's line was copied again to add the newline (with the
+	// date's check below, 1140 bytes and 10 allocations a record before,
+	// 708 and 8 after, BenchmarkAuditCall).
+	l.line.Reset()
+	if err := json.NewEncoder(&l.line).Encode(&rec); err != nil {
 		l.failLocked(err)
 		return
 	}
-	if _, err := l.f.Write(append(line, '\n')); err != nil {
+	line := l.line.Bytes()
+	if _, err := l.f.Write(line); err != nil {
 		l.failLocked(err)
 		return
 	}
-	l.seq, l.prev, l.dirty, l.err = rec.Seq, lineHash(line), true, nil
+	l.seq, l.prev, l.dirty, l.err = rec.Seq, lineHash(line[:len(line)-1]), true, nil
 }
 
 // failLocked logs a write failure once per run of failures.
@@ -220,10 +229,10 @@ func (l *auditLog) failLocked(err error) {
 // openDayLocked makes f the file of now's day, syncing and closing the
 // previous day's and applying retention. Called with mu held.
 func (l *auditLog) openDayLocked(now time.Time) error {
-	day := now.Format(time.DateOnly)
-	if l.f != nil && l.day == day {
+	if l.f != nil && !now.Before(l.dayStart) && now.Before(l.dayEnd) {
 		return nil
 	}
+	day := now.Format(time.DateOnly)
 	if l.f != nil {
 		l.f.Sync()
 		l.f.Close()
@@ -233,7 +242,9 @@ func (l *auditLog) openDayLocked(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	l.f, l.day = f, day
+	l.f = f
+	l.dayStart = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	l.dayEnd = l.dayStart.AddDate(0, 0, 1)
 	syncDir(l.dir)
 	l.prune()
 	return nil
@@ -262,7 +273,10 @@ func (l *auditLog) syncLoop() {
 		case <-l.stop:
 			l.mu.Lock()
 			l.flushRefusedLocked()
-			l.syncLocked()
+			f, head, ok := l.toSyncLocked()
+			l.mu.Unlock()
+			l.sync(f, head, ok)
+			l.mu.Lock()
 			if l.f != nil {
 				l.f.Close()
 			}
@@ -275,8 +289,9 @@ func (l *auditLog) syncLoop() {
 			l.flushRefusedLocked()
 			lastRefused = l.now()
 		}
-		l.syncLocked()
+		f, head, ok := l.toSyncLocked()
 		l.mu.Unlock()
+		l.sync(f, head, ok)
 	}
 }
 
@@ -289,22 +304,40 @@ func (l *auditLog) flushRefusedLocked() {
 	l.refused = map[string]int{}
 }
 
-// syncLocked fsyncs the current file and rewrites the head when lines
-// were written since the last sync. Called with mu held.
-func (l *auditLog) syncLocked() {
+// toSyncLocked returns the file to fsync and the head that names its
+// last line, and false when no line was written since the last sync.
+// Called with mu held.
+func (l *auditLog) toSyncLocked() (*os.File, auditHead, bool) {
 	if !l.dirty || l.f == nil {
-		return
-	}
-	if err := l.f.Sync(); err != nil {
-		l.failLocked(err)
-		return
-	}
-	head, _ := json.Marshal(auditHead{Seq: l.seq, SHA256: l.prev})
-	tmp := filepath.Join(l.dir, "head.tmp")
-	if err := os.WriteFile(tmp, head, 0o600); err == nil {
-		os.Rename(tmp, filepath.Join(l.dir, "head"))
+		return nil, auditHead{}, false
 	}
 	l.dirty = false
+	return l.f, auditHead{Seq: l.seq, SHA256: l.prev}, true
+}
+
+// sync fsyncs f, when ok, and then rewrites the head. It runs without
+// mu, so that a record is not held behind an fsync: under mu, a record
+// took 23.3 µs on average and 4.1 ms at the 99.9th percentile, without
+// it 16.6 µs and 2.7 ms (BenchmarkAuditCall, 8 rounds on a loaded 2-core
+// machine; p=0.07 and 0.13: the write itself still waits on the disk at
+// times). A file a new day closed meanwhile was synced before it was
+// closed.
+func (l *auditLog) sync(f *os.File, head auditHead, ok bool) {
+	if !ok {
+		return
+	}
+	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
+		l.mu.Lock()
+		l.dirty = true // try again at the next tick
+		l.failLocked(err)
+		l.mu.Unlock()
+		return
+	}
+	data, _ := json.Marshal(head)
+	tmp := filepath.Join(l.dir, "head.tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err == nil {
+		os.Rename(tmp, filepath.Join(l.dir, "head"))
+	}
 }
 
 // close writes what is pending, syncs and stops the syncer.

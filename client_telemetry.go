@@ -9,7 +9,7 @@ import (
 
 // This file holds the span of each MCP request harnessd sends (a client
 // span with the MCP semantic conventions' attributes: method, protocol
-// version, tool, request id, outcome) and the trace context the request
+// version, session id, tool, request id, outcome) and the trace context the request
 // carries in its params' _meta (traceparent, tracestate), so that the
 // server's spans join the caller's trace. The client_trace.go next to it
 // is something else: the debug log of every message.
@@ -19,6 +19,14 @@ const (
 	metaTraceparent = "traceparent"
 	metaTracestate  = "tracestate"
 )
+
+// A sessionTransport is a transport whose session the server names
+// (Streamable HTTP's Mcp-Session-Id): its id is the spans' mcp.session.id.
+type sessionTransport interface {
+	// session returns the session's id ("" before the server named one,
+	// or when it names none) and protocol version.
+	session() (sessionID, version string)
+}
 
 // startMCPSpan starts the span of req, the child of ctx's span (a
 // tool call's, a run's) or, for the session's own requests (the
@@ -32,13 +40,18 @@ func (c *conn) startMCPSpan(ctx context.Context, req request) (context.Context, 
 	if c.cfg.Transport == transportStdio {
 		transport = "pipe"
 	}
-	attrs := []attribute{
+	var buf [8]attribute // the most a request's span starts with
+	attrs := append(buf[:0],
 		stringAttr("mcp.method.name", req.method),
 		stringAttr("harnessd.mcp.server", c.cfg.Name),
-		stringAttr("network.transport", transport),
-	}
+		stringAttr("network.transport", transport))
 	if v, _ := c.version.Load().(string); v != "" {
 		attrs = append(attrs, stringAttr("mcp.protocol.version", v))
+	}
+	if st, ok := c.t.(sessionTransport); ok {
+		if id, _ := st.session(); id != "" {
+			attrs = append(attrs, stringAttr("mcp.session.id", id))
+		}
 	}
 	switch req.method {
 	case "tools/call":
@@ -88,24 +101,23 @@ func (m *requestMeta) withTraceContext(ctx context.Context) *requestMeta {
 	if !ok {
 		return m
 	}
-	traced := &requestMeta{fields: make(map[string]json.RawMessage, 6)}
-	encoded := []byte{'{'}
+	traced := &requestMeta{}
+	var encoded []byte
 	if m != nil {
 		traced.version = m.version
-		for k, v := range m.fields {
-			traced.fields[k] = v
-		}
 		if len(m.encoded) > 2 {
-			encoded = append(m.encoded[:len(m.encoded)-1:len(m.encoded)-1], ',')
+			encoded = make([]byte, 0, len(m.encoded)+len(metaTraceparent)+traceparentLen+8)
+			encoded = append(append(encoded, m.encoded[:len(m.encoded)-1]...), ',')
 		}
 	}
+	if encoded == nil {
+		encoded = append(make([]byte, 0, len(metaTraceparent)+traceparentLen+8), '{')
+	}
 	// A traceparent is hex and dashes: quoted, it is its JSON.
-	tp := json.RawMessage(`"` + sc.traceparent() + `"`)
-	traced.fields[metaTraceparent] = tp
-	encoded = append(append(encoded, `"`+metaTraceparent+`":`...), tp...)
+	encoded = append(encoded, `"`+metaTraceparent+`":"`...)
+	encoded = append(sc.appendTraceparent(encoded), '"')
 	if sc.State != "" {
 		ts, _ := json.Marshal(sc.State)
-		traced.fields[metaTracestate] = ts
 		encoded = append(append(encoded, `,"`+metaTracestate+`":`...), ts...)
 	}
 	traced.encoded = append(encoded, '}')

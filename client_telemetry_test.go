@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 )
 
-// This file tests the trace context a request carries in _meta.
+// This file tests the trace context a request carries in _meta and the
+// attributes of an MCP request's span.
 
 func TestRequestTraceContextInMeta(t *testing.T) {
 	t.Parallel()
@@ -74,4 +76,64 @@ func fmtJSONScalar(v any) string {
 		return string(b)
 	}
 	return ""
+}
+
+// TestMCPSpanSessionID checks that an MCP request's span carries the
+// session's id as mcp.session.id (OpenTelemetry's MCP conventions: when
+// the request is part of a session) where the server names one, and no
+// such attribute where it names none.
+func TestMCPSpanSessionID(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  func(t *testing.T) serverConfig
+		// stateful: the server names a session (Mcp-Session-Id).
+		stateful bool
+	}{
+		{"streamable http", func(t *testing.T) serverConfig {
+			return httpPeerConfig("echo", transportHTTP, startEchoServerHTTP(t, "http"))
+		}, true},
+		{"stateless http", func(t *testing.T) serverConfig {
+			return httpPeerConfig("echo", transportHTTP, startEchoServerHTTP(t, "http-stateless"))
+		}, false},
+		{"stdio", func(t *testing.T) serverConfig { return fakeServerConfig(t, "normal") }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			col := newFakeCollector(t, false, 0)
+			tr := newTestTracer(t, col.URL, spanBatchSize, time.Minute)
+			c := connectPeer(t, tt.cfg(t), clientOptions{Tracer: tr})
+			if _, err := c.callTool(t.Context(), "echo", json.RawMessage(`{"message":"hi"}`)); err != nil {
+				t.Fatal(err)
+			}
+			want := ""
+			if st, ok := c.t.(sessionTransport); ok {
+				want, _ = st.session()
+			}
+			if tt.stateful && want == "" {
+				t.Fatal("the server named no session")
+			}
+			if err := tr.shutdown(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			var found bool
+			for _, s := range col.received() {
+				if s.Name != "tools/call echo" {
+					continue
+				}
+				found = true
+				got, ok := "", false
+				for _, a := range s.Attributes {
+					if a.Key == "mcp.session.id" && a.Value.StringValue != nil {
+						got, ok = *a.Value.StringValue, true
+					}
+				}
+				if ok != tt.stateful || got != want {
+					t.Errorf("span %q: mcp.session.id = %q (present %v), want %q (present %v)", s.Name, got, ok, want, tt.stateful)
+				}
+			}
+			if !found {
+				t.Fatalf("spans = %v, want a tools/call echo span", spanNames(col.received()))
+			}
+		})
+	}
 }

@@ -591,19 +591,7 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 			started := toolCallStartedEvent(step, tc.ID, tc.Name)
 			r.putCut(started, "arguments", string(tc.Arguments))
 			r.emit(evToolCallStarted, started)
-			start := time.Now()
-			progress := r.newProgressLimiter(tc.ID)
-			callCtx, sp := r.startToolSpan(ctx, step, tc)
-			res := r.callTool(withCallProgress(callCtx, progress.note), tc)
-			r.endToolSpan(sp, res)
-			progress.stop()
-			elapsed := time.Since(start)
-			outcome := "ok"
-			if res.isError {
-				outcome = "error"
-			}
-			r.env.metrics.toolCall(res.server, outcome, elapsed)
-			r.auditCall(tc, res, start, elapsed)
+			res, elapsed := r.callRecorded(ctx, step, tc)
 			data := toolCallCompletedEvent(step, tc.ID, tc.Name, elapsed, res.isError)
 			r.putCut(data, "result", res.text)
 			r.emit(evToolCallCompleted, data)
@@ -615,6 +603,28 @@ func (r *run) runToolCalls(ctx context.Context, step int, calls []toolCall) []ch
 	}
 	wg.Wait()
 	return results
+}
+
+// callRecorded makes the tool call tc of step as the run's record has it:
+// in its execute_tool span (the parent of the MCP request's), its progress
+// passed on, counted in the metrics and recorded in the audit trail. It
+// returns the result and how long the call took. The events around it are
+// runToolCalls'.
+func (r *run) callRecorded(ctx context.Context, step int, tc toolCall) (toolResult, time.Duration) {
+	start := time.Now()
+	progress := r.newProgressLimiter(tc.ID)
+	callCtx, sp := r.startToolSpan(ctx, step, tc)
+	res := r.callTool(withCallProgress(callCtx, progress.note), tc)
+	r.endToolSpan(sp, res)
+	progress.stop()
+	elapsed := time.Since(start)
+	outcome := "ok"
+	if res.isError {
+		outcome = "error"
+	}
+	r.env.metrics.toolCall(res.server, outcome, elapsed)
+	r.auditCall(tc, res, start, elapsed)
+	return res, elapsed
 }
 
 // putCut sets data[key] to text with the run's secrets redacted, cut at

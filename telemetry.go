@@ -46,16 +46,23 @@ func (sc spanContext) valid() bool {
 // sampled reports whether the trace's spans are recorded.
 func (sc spanContext) sampled() bool { return sc.Flags&1 == 1 }
 
+// traceparentLen is the length of a version 00 traceparent.
+const traceparentLen = 55
+
 // traceparent returns sc as a version 00 traceparent header value.
 func (sc spanContext) traceparent() string {
-	var b [55]byte
-	copy(b[:], "00-")
-	hex.Encode(b[3:35], sc.TraceID[:])
-	b[35] = '-'
-	hex.Encode(b[36:52], sc.SpanID[:])
-	b[52] = '-'
-	hex.Encode(b[53:55], []byte{sc.Flags})
-	return string(b[:])
+	var b [traceparentLen]byte
+	return string(sc.appendTraceparent(b[:0]))
+}
+
+// appendTraceparent appends sc as a version 00 traceparent to b.
+func (sc spanContext) appendTraceparent(b []byte) []byte {
+	b = append(b, "00-"...)
+	b = hex.AppendEncode(b, sc.TraceID[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sc.SpanID[:])
+	b = append(b, '-')
+	return hex.AppendEncode(b, []byte{sc.Flags})
 }
 
 // maxTraceStateBytes is the longest tracestate kept: the W3C
