@@ -13,7 +13,8 @@ import (
 )
 
 // This file holds the command line's entry: the subcommand dispatch,
-// the flags every command shares, and exit codes.
+// the flags every command shares (the daemon's address among them), and
+// exit codes.
 
 // An app is one invocation of the command: its output streams and the
 // environment it reads. Tests run it in-process with their own.
@@ -311,4 +312,13 @@ func newFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// defaultAddr returns the daemon's address unless --addr is given: that of
+// HARNESS_ADDR, or 127.0.0.1:8080. serve listens on it and run calls it.
+func defaultAddr(getenv func(string) (string, bool)) string {
+	if addr, _ := getenv("HARNESS_ADDR"); addr != "" {
+		return addr
+	}
+	return "127.0.0.1:8080"
 }
