@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// This file holds the settings besides MCP servers that config.go loads
+// This file holds the settings besides MCP servers that config_load.go loads
 // from the same sources: the model ([model], HARNESS_MODEL) and the API
 // keys ([[auth.keys]], HARNESS_API_KEYS).
 
