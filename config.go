@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 )
 
 // This file holds what the configuration is: the config every table's
-// parsing fills, what one TOML file contributes to it (a configLayer), and
-// where it lives ($HARNESS_HOME). Reading and layering the sources is in
+// parsing fills, what one TOML file contributes to it (a configLayer), a
+// setting's value with where it came from, and where it lives
+// ($HARNESS_HOME). Reading and layering the sources is in
 // config_load.go.
 
 // Names of built-in tools the configuration names: find_tool, which keys'
@@ -97,4 +99,24 @@ func defaultHome(getenv func(string) (string, bool)) (string, error) {
 		return filepath.Join(h, ".harness"), nil
 	}
 	return "", errors.New("find config home: neither HARNESS_HOME nor HOME is set; set HARNESS_HOME")
+}
+
+// A settingValue is one value as configured, as text (a count, a Go
+// duration, a byte count, an amount; "0" for no bound), with where it
+// came from (a file and its key, a variable, a flag); an empty value is
+// not set. Retention, the default budgets and the outside sampling limits
+// are configured with them.
+type settingValue struct{ value, source string }
+
+// override sets s to o when o is set: a later source wins.
+func (s *settingValue) override(o settingValue) {
+	if o.value != "" {
+		*s = o
+	}
+}
+
+// envSetting returns the setting of the environment variable name.
+func envSetting(getenv func(string) (string, bool), name string) settingValue {
+	v, _ := getenv(name)
+	return settingValue{value: strings.TrimSpace(v), source: name}
 }
