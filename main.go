@@ -20,12 +20,13 @@
 // before the first underscore: the head of each family has the plain name
 // (config.go, client.go, run.go) and the rest of it are head_concern.go
 // (config_server.go, client_conn.go, run_store.go). From the top down, each
-// using only those below it where it can: main, cmd (the commands and the
-// daemon), api, run, tools, input, model, registry, client, oauth, the
-// transports stdio and httptransport, and config; jsonrpc, protocol,
-// metrics, redact, backoff, term, version and log serve every layer. Test files
-// follow their file (client_conn_test.go); _linux and _other keep their
-// build meaning.
+// using only those below it where it can: main (the dispatch of the
+// command line), cmd (the commands and the daemon), api, run, tools,
+// input, model, registry, client, oauth, the transports stdio and
+// httptransport, and config; jsonrpc, protocol, id, file, metrics, redact,
+// backoff, term, version and log serve every layer. Test files follow
+// their file (client_conn_test.go); _linux and _other keep their build
+// meaning.
 package main
 
 import (
