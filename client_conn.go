@@ -12,10 +12,98 @@ import (
 	"time"
 )
 
-// This file holds the JSON-RPC multiplexer under an MCP session: request
+// This file holds the transport an MCP session runs on and the session's
+// options, and the JSON-RPC multiplexer under the session: request
 // ids and pending calls, deadlines and cancellation, the routing of what
 // the transport receives (notifications and server requests are
 // client_incoming.go's).
+
+// A transport carries JSON-RPC messages between the client and one server.
+// Implementations: stdioTransport (stdio.go), streamableTransport and
+// sseTransport (httptransport.go).
+type transport interface {
+	// send delivers one JSON-RPC message. It blocks at most until ctx is
+	// done; a request's answer arrives on recv, never as send's result.
+	// For HTTP, ctx also bounds the reading of the response stream, so the
+	// caller cancels it once the answer has arrived or the call is over.
+	send(ctx context.Context, msg []byte) error
+	// listen starts the delivery of every message the server sends, in
+	// order, to deliver, called from one goroutine at a time; once the
+	// transport has ended, ended is called once, after the last deliver,
+	// and endErr then says why. deliver runs on the goroutine that reads
+	// the server and must not block for long. listen is called once, before
+	// close.
+	listen(deliver func(msg []byte), ended func())
+	// endErr returns why the transport ended (nil while it runs, or after a
+	// clean close). For stdio it includes the exit status and stderr tail.
+	endErr() error
+	// close ends the transport. It is bounded in time and idempotent.
+	close() error
+}
+
+// protocolVersionAware is implemented by transports that must learn the
+// negotiated protocol version (Streamable HTTP sends it as a header).
+type protocolVersionAware interface {
+	setProtocolVersion(v string)
+}
+
+// An exchangeTransport sends each message as its own HTTP exchange
+// (Streamable HTTP): a request carries the headers withRequestHeader puts
+// on its context, and on a current revision ending the exchange cancels
+// the request.
+type exchangeTransport interface {
+	transport
+	sendsExchanges()
+}
+
+// clientOptions are what a session needs beyond the server's config.
+type clientOptions struct {
+	// Logger receives the session's logs; nil discards them.
+	Logger *slog.Logger
+	// Getenv reads harnessd's environment for the stdio child's minimal
+	// environment; nil means os.LookupEnv.
+	Getenv func(string) (string, bool)
+	// OnToolsChanged is called, from the transport's reader, when the
+	// server sends notifications/tools/list_changed. It must not block.
+	OnToolsChanged func()
+	// Capabilities are declared in initialize besides roots; nil for none.
+	Capabilities map[string]any
+	// Input answers elicitation, sampling and roots/list for requests
+	// that come while no run's call is in flight; nil declines and refuses.
+	Input *inputPolicy
+	// HandleRequest answers server requests other than ping and roots/list;
+	// it returns handled false for methods it does not know (-32601).
+	// Nil answers every such request with -32601.
+	HandleRequest func(method string, params json.RawMessage) (result any, rpcErr *rpcError, handled bool)
+	// ProcessGroups records the process groups of stdio servers, so that a
+	// later instance stops what a crash left; nil records nothing.
+	ProcessGroups *procGroups
+	// OAuth authorizes Streamable HTTP servers that ask for it; nil sends
+	// only the configured headers.
+	OAuth *oauthClients
+	// Secrets is the daemon's live redactor: every session cuts what it
+	// logs and quotes with it (plus its own server's values), and the
+	// credentials obtained at run time join it (liveRedactor.add). Nil in
+	// newRegistry becomes a root holding the global servers' values.
+	Secrets *liveRedactor
+	// Cache keeps the list and read results servers mark cacheable
+	// (client_cache.go), shared by every session; nil caches nothing.
+	Cache *responseCache
+	// LogPayloads adds each message to the debug trace (client_trace.go).
+	LogPayloads bool
+	// Tracer traces the session's requests (client_telemetry.go) that no
+	// traced operation makes; nil traces only those that one makes.
+	Tracer *tracer
+	// DiscoverTimeout bounds the server/discover probe of a stdio server;
+	// zero means defaultDiscoverTimeout.
+	DiscoverTimeout time.Duration
+	// StopGrace is each step of a stdio server's stop ladder; zero means
+	// stopGrace (tests shorten it).
+	StopGrace time.Duration
+	// ListenBackoffMin is the first delay before an ended subscription is
+	// opened again; zero means listenBackoffMin (tests shorten it).
+	ListenBackoffMin time.Duration
+}
 
 // A conn multiplexes JSON-RPC calls over one transport: each request gets
 // an id and waits for the response with that id, which receive routes to

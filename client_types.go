@@ -6,7 +6,7 @@ import (
 )
 
 // This file holds the MCP wire types the client reads: tools, content,
-// resources, results, and the handshake's answer.
+// resources, results, progress notifications, and the handshake's answer.
 
 // A toolInfo is one tool as a server lists it.
 type toolInfo struct {
@@ -105,4 +105,12 @@ type initializeResult struct {
 	Capabilities    serverCapabilities `json:"capabilities"`
 	ServerInfo      implementation     `json:"serverInfo"`
 	Instructions    string             `json:"instructions,omitempty"`
+}
+
+// progressParams are the params of notifications/progress.
+type progressParams struct {
+	ProgressToken json.RawMessage `json:"progressToken"`
+	Progress      float64         `json:"progress"`
+	Total         float64         `json:"total"`
+	Message       string          `json:"message"`
 }

@@ -369,3 +369,11 @@ func (a *app) printResult(f *mcpFlags, toolName string, res *callResult, rd *red
 	fmt.Fprintln(a.stdout, text)
 	return nil
 }
+
+// A toolView is one tool with its input schema.
+type toolView struct {
+	Name        string          `json:"name"`
+	ServerTool  string          `json:"server_tool"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}

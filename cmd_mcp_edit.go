@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -226,14 +225,6 @@ type serverView struct {
 	Enabled        bool              `json:"enabled"`
 	IncludeTools   []string          `json:"include_tools,omitempty"`
 	ExcludeTools   []string          `json:"exclude_tools,omitempty"`
-}
-
-// A toolView is one tool with its input schema.
-type toolView struct {
-	Name        string          `json:"name"`
-	ServerTool  string          `json:"server_tool"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
 }
 
 // maskedValue stands for a secret value in output.

@@ -95,15 +95,6 @@ func (a *app) parseServe(args []string) (serveOptions, error) {
 	return o, nil
 }
 
-// defaultAddr returns the daemon's address unless --addr is given: that of
-// HARNESS_ADDR, or 127.0.0.1:8080. serve listens on it and run calls it.
-func defaultAddr(getenv func(string) (string, bool)) string {
-	if addr, _ := getenv("HARNESS_ADDR"); addr != "" {
-		return addr
-	}
-	return "127.0.0.1:8080"
-}
-
 // checkAuth refuses API keys serve would refuse to start with: none on an
 // address that is not loopback, unless --insecure.
 func (o serveOptions) checkAuth(keys []authKey) error {

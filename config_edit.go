@@ -385,21 +385,6 @@ func fileServers(file string, data []byte) ([]serverConfig, error) {
 	return layer.servers, err
 }
 
-// anyVarSet is a getenv for checking the shape of a config that is
-// written now and expanded later, in the daemon's environment: every
-// variable is set, to a value that fits a URL's host, port or path and a
-// path's part, and a field that starts with a variable (${URL},
-// ${HOME}/data) is not checked further, since the variable decides its
-// shape (see serverBuilder.shapeOnly).
-func anyVarSet(name string) (string, bool) {
-	return "1", true
-}
-
-// isAnyVarSet reports whether getenv is anyVarSet.
-func isAnyVarSet(getenv func(string) (string, bool)) bool {
-	return getenv != nil && reflect.ValueOf(getenv).Pointer() == reflect.ValueOf(anyVarSet).Pointer()
-}
-
 // checkConfigData returns an error unless data would be a valid config
 // file at file (see fileServers): the one a write of it would fail with.
 func checkConfigData(file string, data []byte) error {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -714,4 +715,19 @@ func (b *serverBuilder) checkApproval() {
 	if a := b.raw.Approval; a != nil && !slices.Contains(approvalModes, *a) {
 		b.bad("approval", "%q is not an approval mode; use never (the default), writes or always", *a)
 	}
+}
+
+// anyVarSet is a getenv for checking the shape of a config that is
+// written now and expanded later, in the daemon's environment: every
+// variable is set, to a value that fits a URL's host, port or path and a
+// path's part, and a field that starts with a variable (${URL},
+// ${HOME}/data) is not checked further, since the variable decides its
+// shape (see serverBuilder.shapeOnly).
+func anyVarSet(name string) (string, bool) {
+	return "1", true
+}
+
+// isAnyVarSet reports whether getenv is anyVarSet.
+func isAnyVarSet(getenv func(string) (string, bool)) bool {
+	return getenv != nil && reflect.ValueOf(getenv).Pointer() == reflect.ValueOf(anyVarSet).Pointer()
 }

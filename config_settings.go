@@ -10,29 +10,9 @@ import (
 	"strings"
 )
 
-// This file holds the settings besides MCP servers that config.go loads
+// This file holds the settings besides MCP servers that config_load.go loads
 // from the same sources: the model ([model], HARNESS_MODEL) and the API
 // keys ([[auth.keys]], HARNESS_API_KEYS).
-
-// A settingValue is one value as configured, as text (a count, a Go
-// duration, a byte count, an amount; "0" for no bound), with where it
-// came from (a file and its key, a variable, a flag); an empty value is
-// not set. Retention, the default budgets and the outside sampling limits
-// are configured with them.
-type settingValue struct{ value, source string }
-
-// override sets s to o when o is set: a later source wins.
-func (s *settingValue) override(o settingValue) {
-	if o.value != "" {
-		*s = o
-	}
-}
-
-// envSetting returns the setting of the environment variable name.
-func envSetting(getenv func(string) (string, bool), name string) settingValue {
-	v, _ := getenv(name)
-	return settingValue{value: strings.TrimSpace(v), source: name}
-}
 
 // A modelSettings is the model part of the config. Empty strings and zero
 // numbers mean "not configured": the agent applies its own defaults.

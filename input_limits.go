@@ -2,13 +2,12 @@ package main
 
 import (
 	"fmt"
-	"sync"
-	"time"
 )
 
 // This file holds the bounds on what servers may ask of a run: the
-// questions of input-required results (per round, per call, per run), and
-// the throttle that keeps a flood of refusals from flooding the log.
+// questions of input-required results (per round, per call, per run). The
+// throttle that keeps a flood of refusals from flooding the log is
+// logThrottle, in log.go.
 
 const (
 	// maxInputsPerRound bounds the questions of one input-required result,
@@ -45,36 +44,4 @@ func (p *inputPolicy) takeQuestions(server string, n int) error {
 	}
 	p.questions += n
 	return nil
-}
-
-// A logThrottle lets a repeated log line through at most once per
-// interval and counts the ones it held back; the next line let through
-// reports that count. The zero value allows one line per second. Safe for
-// concurrent use.
-type logThrottle struct {
-	interval time.Duration
-
-	mu sync.Mutex
-	// guards next and held
-	next time.Time
-	held int
-}
-
-// allow reports whether a line may be logged now and, if so, how many
-// were held back since the last one.
-func (t *logThrottle) allow() (ok bool, held int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := time.Now()
-	if now.Before(t.next) {
-		t.held++
-		return false, 0
-	}
-	interval := t.interval
-	if interval == 0 {
-		interval = time.Second
-	}
-	t.next = now.Add(interval)
-	held, t.held = t.held, 0
-	return true, held
 }

@@ -203,14 +203,6 @@ func terminalValue(f *elicitField, line string) json.RawMessage {
 	return raw
 }
 
-// progressParams are the params of notifications/progress.
-type progressParams struct {
-	ProgressToken json.RawMessage `json:"progressToken"`
-	Progress      float64         `json:"progress"`
-	Total         float64         `json:"total"`
-	Message       string          `json:"message"`
-}
-
 // printProgress returns a Progress function that writes one line per
 // notification to w: "server: progress 2/5: message".
 func printProgress(w io.Writer) func(server string, note progressParams) {

@@ -95,8 +95,17 @@ type sampler struct {
 	// OnUsage adds a served request's usage to the run's; nil for none.
 	OnUsage func(modelUsage)
 	// RunBudget refuses the requests the run cannot afford and counts
-	// what the served ones spent (run_budget.go); nil bounds nothing.
-	RunBudget *runBudget
+	// what the served ones spent; nil bounds nothing.
+	RunBudget budgetReserver
+}
+
+// A budgetReserver holds a model call's worst case against a run's
+// budget until the call settles: it returns maxOutput, lowered to what
+// the budget affords, and the hold to release, or why the call cannot be
+// afforded. The run's budget (runBudget, run_budget.go) is one; a nil
+// *runBudget bounds nothing.
+type budgetReserver interface {
+	reserve(model string, input, maxOutput int) (int, *budgetHold, error)
 }
 
 // A samplingRequest is the params of sampling/createMessage.
@@ -347,8 +356,10 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 		return nil, refuse("%v", err)
 	}
 	provider := s.providerFor(&req, p.logger().With("server", server.Name))
-	if maxTokens, runHold, err = s.RunBudget.reserve(provider.name(), input, maxTokens); err != nil {
-		return nil, refuse("%v", err)
+	if s.RunBudget != nil {
+		if maxTokens, runHold, err = s.RunBudget.reserve(provider.name(), input, maxTokens); err != nil {
+			return nil, refuse("%v", err)
+		}
 	}
 	mreq.MaxTokens = maxTokens
 	p.emit(evSamplingRequested, samplingRequestedEvent(server.Name, provider.name(), len(req.Messages), len(mreq.Tools), mreq.MaxTokens))

@@ -418,27 +418,6 @@ func (s *runScope) takenBy(cfg serverConfig) (existing string, taken bool) {
 	return "", false
 }
 
-// warnToolClashes logs every tool of ts whose mcp_ name a tool of another
-// server in sets already has (server "a_b" tool "c" and server "a" tool
-// "b_c" are both mcp_a_b_c): the call goes to the server listed first, so
-// the other's tool is unreachable and the operator should know.
-func warnToolClashes(logger *slog.Logger, ts *serverTools, sets []*serverTools) {
-	if ts == nil {
-		return
-	}
-	for _, other := range sets {
-		if other == ts || other.server == ts.server {
-			continue
-		}
-		for _, e := range ts.entries {
-			if _, taken := other.byName[e.Name]; taken {
-				logger.Warn("tool name also used by another server; calls go to the one listed first: rename a server or exclude the tool",
-					"tool", e.Name, "other_server", other.server)
-			}
-		}
-	}
-}
-
 // toolSets returns the current tools of every global server (nil entries
 // left out).
 func (r *registry) toolSets() []*serverTools {

@@ -12,8 +12,9 @@ import (
 )
 
 // This file holds one managed server: its state machine (status, session,
-// tools) and the supervise loop that keeps a global server connected,
-// restarting it with backoff.
+// tools), the supervise loop that keeps a global server connected,
+// restarting it with backoff, and the warning when its tools' names clash
+// with another server's.
 
 // A stderrTailer is a transport that keeps the end of its server's
 // stderr (stdio), for the status of a server that is not ready.
@@ -46,10 +47,6 @@ const (
 // errServerUnavailable: the server is not connected (failed, restarting,
 // closed or disabled). The error wrapping it carries the last failure.
 var errServerUnavailable = errors.New("server is not available")
-
-// statusStderrTail is how much of a failed stdio server's stderr its
-// status shows.
-const statusStderrTail = 2 << 10
 
 // A serverStatus is a point-in-time view of one server for the API and
 // the mcp commands. It never holds env or header values.
@@ -619,5 +616,26 @@ func (d *debouncer) stop() {
 	d.stopped = true
 	if d.timer != nil {
 		d.timer.Stop()
+	}
+}
+
+// warnToolClashes logs every tool of ts whose mcp_ name a tool of another
+// server in sets already has (server "a_b" tool "c" and server "a" tool
+// "b_c" are both mcp_a_b_c): the call goes to the server listed first, so
+// the other's tool is unreachable and the operator should know.
+func warnToolClashes(logger *slog.Logger, ts *serverTools, sets []*serverTools) {
+	if ts == nil {
+		return
+	}
+	for _, other := range sets {
+		if other == ts || other.server == ts.server {
+			continue
+		}
+		for _, e := range ts.entries {
+			if _, taken := other.byName[e.Name]; taken {
+				logger.Warn("tool name also used by another server; calls go to the one listed first: rename a server or exclude the tool",
+					"tool", e.Name, "other_server", other.server)
+			}
+		}
 	}
 }

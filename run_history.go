@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -120,79 +119,6 @@ func (d *runDisk) archive(r *run, v runView) *runView {
 		v.Prompt, v.Output = "", ""
 	}
 	return &v
-}
-
-// finalView returns the view of an ended run kept on disk: final, with
-// the prompt and output read back when they were left on disk.
-func (r *run) finalView(final *runView) runView {
-	v := *final
-	v.Servers = slices.Clone(v.Servers)
-	v.ActivatedTools = slices.Clone(v.ActivatedTools)
-	if v.Prompt != "" || v.Output != "" || r.disk == nil {
-		return v
-	}
-	onDisk, err := r.disk.store.readRecord(r.id)
-	if err != nil {
-		r.logger.Warn("reading the run's record failed", "err", err)
-		return v
-	}
-	v.Prompt, v.Output = onDisk.Prompt, onDisk.Output
-	return v
-}
-
-// summary returns the run's state like view, but never reads the disk:
-// the prompt and output of an ended run may be missing. For listings.
-func (r *run) summary() runView {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.final != nil {
-		return *r.final
-	}
-	return r.viewLocked()
-}
-
-// promptHead returns the start of prompt that a run whose bodies are left
-// on disk keeps for searches: at most bodyInMemory bytes, cut at a
-// character's start.
-func promptHead(prompt string) string {
-	if len(prompt) <= bodyInMemory {
-		return prompt
-	}
-	return strings.ToValidUTF8(prompt[:bodyInMemory], "")
-}
-
-// searchText returns the title and the prompt that lists' q= matches,
-// without reading the disk: the whole prompt while in memory, else its
-// first bodyInMemory bytes (promptHead).
-func (r *run) searchText() (title, prompt string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch {
-	case r.final == nil:
-		return r.req.Title, r.req.Prompt
-	case r.final.Prompt != "":
-		return r.final.Title, r.final.Prompt
-	}
-	return r.final.Title, r.promptHead
-}
-
-// replay sends the events of a run kept on disk after cur, read from its
-// log a window at a time, and advances cur past each one sent: memory
-// for what is in flight, not for the run. It may block as long as send
-// does, and returns send's first error or the log's.
-func (r *run) replay(cur *followCursor, send func(runEvent) error) error {
-	var sendErr error
-	err := r.disk.store.eachEvent(r.id, cur.seq, func(ev runEvent) error {
-		if sendErr = send(ev); sendErr != nil {
-			return sendErr
-		}
-		cur.seq = ev.Seq
-		return nil
-	})
-	if err != nil && sendErr == nil {
-		r.logger.Warn("reading the run's events failed", "err", err)
-	}
-	return err
 }
 
 // historyRun returns an ended run loaded from the store.

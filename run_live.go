@@ -246,3 +246,22 @@ func secretPrefixLen(rd *redactor, s string) int {
 	}
 	return longest
 }
+
+// replay sends the events of a run kept on disk after cur, read from its
+// log a window at a time, and advances cur past each one sent: memory
+// for what is in flight, not for the run. It may block as long as send
+// does, and returns send's first error or the log's.
+func (r *run) replay(cur *followCursor, send func(runEvent) error) error {
+	var sendErr error
+	err := r.disk.store.eachEvent(r.id, cur.seq, func(ev runEvent) error {
+		if sendErr = send(ev); sendErr != nil {
+			return sendErr
+		}
+		cur.seq = ev.Seq
+		return nil
+	})
+	if err != nil && sendErr == nil {
+		r.logger.Warn("reading the run's events failed", "err", err)
+	}
+	return err
+}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -609,14 +607,6 @@ func (m *runManager) queuePosition(r *run) int {
 func (m *runManager) retryAfterLocked() time.Duration {
 	wait := m.runTime * time.Duration(len(m.queue)+1) / time.Duration(m.opts.Limits.MaxConcurrentRuns)
 	return min(max(wait.Round(time.Second), time.Second), time.Minute)
-}
-
-// newID returns a random, unguessable id after prefix: "run_" for runs,
-// "conv_" for conversations.
-func newID(prefix string) string {
-	var b [12]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }
 
 // get returns the run with id, or nil.

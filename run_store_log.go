@@ -515,3 +515,17 @@ func (g *runsLog) closeFiles() {
 
 // errStoreClosed is the error of a write after the store was closed.
 var errStoreClosed = errors.New("the runs store is closed")
+
+// replaceRun makes e the only lines of run id; those it had before are
+// stale. Called with mu held, or before the log is shared.
+func (g *runsLog) replaceRun(id string, e extent) {
+	var stale []*segment
+	if r := g.forget(id); r != nil {
+		stale = segsOf(r)
+	}
+	r := &loggedRun{stale: stale}
+	if e.n > 0 {
+		r.add(e)
+	}
+	g.runs[id] = r
+}

@@ -342,17 +342,3 @@ func (g *runsLog) moveLocked(id string, copied []byte) error {
 	g.replaceRun(id, extent{e.seg, e.off + int64(head), e.n - int64(head)})
 	return nil
 }
-
-// replaceRun makes e the only lines of run id; those it had before are
-// stale. Called with mu held, or before the log is shared.
-func (g *runsLog) replaceRun(id string, e extent) {
-	var stale []*segment
-	if r := g.forget(id); r != nil {
-		stale = segsOf(r)
-	}
-	r := &loggedRun{stale: stale}
-	if e.n > 0 {
-		r.add(e)
-	}
-	g.runs[id] = r
-}

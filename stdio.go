@@ -379,3 +379,7 @@ func (b *tailBuffer) Bytes() []byte {
 }
 
 var _ io.Writer = (*tailBuffer)(nil)
+
+// statusStderrTail is how much of a failed stdio server's stderr its
+// status shows.
+const statusStderrTail = 2 << 10
