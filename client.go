@@ -174,7 +174,7 @@ func (c *client) initializeWith(ctx context.Context, version string) (*initializ
 		"capabilities":    c.clientCapabilities(),
 		"clientInfo":      implementation{Name: "harnessd", Version: buildVersion},
 	}
-	raw, err := c.roundTrip(ctx, request{method: "initialize", params: params, handshake: true})
+	raw, err := c.roundTrip(ctx, rpcRequest{method: "initialize", params: params, handshake: true})
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (c *client) capabilities() serverCapabilities {
 // nil; a *json.RawMessage receives the result undecoded and unvalidated).
 // An expired HTTP session is initialized again once and the request resent.
 // Errors name the method; rpc errors are returned as *rpcError.
-func (c *client) request(ctx context.Context, req request, result any) error {
+func (c *client) request(ctx context.Context, req rpcRequest, result any) error {
 	c.stateMu.RLock()
 	epoch := c.sessionEpoch
 	c.stateMu.RUnlock()
@@ -294,7 +294,7 @@ func listAll[T any](ctx context.Context, c *client, method, key string) ([]T, er
 		if cursor != "" {
 			params = map[string]string{"cursor": cursor}
 		}
-		raw, err := c.requestCached(ctx, request{method: method, params: params}, cursor, c.sendRequest)
+		raw, err := c.requestCached(ctx, rpcRequest{method: method, params: params}, cursor, c.sendRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -353,7 +353,7 @@ func (c *client) readResource(ctx context.Context, uri string) (*readResourceRes
 	if c.capabilities().Resources == nil {
 		return nil, errNoResources
 	}
-	raw, err := c.requestCached(ctx, request{method: "resources/read", params: map[string]string{"uri": uri}, name: uri}, uri, c.requestWithInput)
+	raw, err := c.requestCached(ctx, rpcRequest{method: "resources/read", params: map[string]string{"uri": uri}, name: uri}, uri, c.requestWithInput)
 	var rpcErr *rpcError
 	if c.meta.Load() != nil && errors.As(err, &rpcErr) && rpcErr.Code == codeInvalidParams {
 		return nil, fmt.Errorf("resources/read: resource %q not found: %w", uri, err)
@@ -388,7 +388,7 @@ func (c *client) callTool(ctx context.Context, name string, args json.RawMessage
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	call := request{method: "tools/call", name: name, header: c.toolParamHeaders(name, args), withProgress: func(token int64) any {
+	call := rpcRequest{method: "tools/call", name: name, header: c.toolParamHeaders(name, args), withProgress: func(token int64) any {
 		return callParams{Name: name, Arguments: args, Meta: &callMeta{ProgressToken: token}}
 	}}
 	defer c.callers.enter(ctx)()

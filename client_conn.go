@@ -264,8 +264,8 @@ func withCallProgress(ctx context.Context, f func(progressParams)) context.Conte
 	return context.WithValue(ctx, callProgressKey{}, f)
 }
 
-// A request is one JSON-RPC call as roundTrip sends it.
-type request struct {
+// An rpcRequest is one JSON-RPC call as roundTrip sends it.
+type rpcRequest struct {
 	method string
 	params any
 	// withProgress, when set, returns the params carrying token as
@@ -295,7 +295,7 @@ type request struct {
 // handshake), and returns the raw result
 // (empty when the response had none). On expiry or cancellation it sends
 // notifications/cancelled, except for the handshake.
-func (c *conn) roundTrip(ctx context.Context, req request) (raw json.RawMessage, err error) {
+func (c *conn) roundTrip(ctx context.Context, req rpcRequest) (raw json.RawMessage, err error) {
 	select {
 	case <-c.ended:
 		return nil, c.endErr()
@@ -319,7 +319,7 @@ func (c *conn) roundTrip(ctx context.Context, req request) (raw json.RawMessage,
 // answer.
 type outgoingCall struct {
 	c   *conn
-	req request
+	req rpcRequest
 	id  int64
 	msg []byte
 	// parent is the caller's context (with the request's headers); ctx
@@ -335,7 +335,7 @@ type outgoingCall struct {
 
 // newCall encodes req under a new id, arms its deadline and records it
 // as pending. The caller calls end once the call is over.
-func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) {
+func (c *conn) newCall(ctx context.Context, req rpcRequest) (*outgoingCall, error) {
 	call := &outgoingCall{c: c, req: req, id: c.nextID.Add(1)}
 	call.pending.ch = make(chan rpcResponse, 1)
 	call.pending.timeout = c.callTimeout(req)
@@ -355,7 +355,7 @@ func (c *conn) newCall(ctx context.Context, req request) (*outgoingCall, error) 
 // callTimeout returns the timeout of req. The handshake is part of the
 // server's start: startup_timeout bounds it, so a server that starts
 // slowly but answers calls fast can have a short request timeout.
-func (c *conn) callTimeout(req request) time.Duration {
+func (c *conn) callTimeout(req rpcRequest) time.Duration {
 	if req.handshake {
 		return c.cfg.startupTimeout()
 	}
@@ -391,7 +391,7 @@ func (call *outgoingCall) encode(ctx context.Context) error {
 // encodeParams returns the wire form of req with id: its params (with the
 // progress token asked for) encoded by encoding/json, and meta's fields
 // added to them unless meta is nil.
-func encodeParams(req request, id int64, meta *requestMeta) ([]byte, error) {
+func encodeParams(req rpcRequest, id int64, meta *requestMeta) ([]byte, error) {
 	params := req.params
 	if req.withProgress != nil {
 		params = req.withProgress(id)
@@ -492,7 +492,7 @@ func (c *conn) await(call *outgoingCall) (json.RawMessage, error) {
 
 // timeoutError is the error of a request the server did not answer in
 // time, naming the setting that bounds it.
-func timeoutError(req request, timeout time.Duration) error {
+func timeoutError(req rpcRequest, timeout time.Duration) error {
 	if req.handshake {
 		return fmt.Errorf("no answer within startup_timeout %s (raise the server's startup_timeout if it needs longer): %w", timeout, errTimeout)
 	}

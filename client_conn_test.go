@@ -104,10 +104,10 @@ func TestHandshakeBoundedByStartupTimeout(t *testing.T) {
 		pt.msgs <- []byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{}}`)
 	}
 	go answer()
-	if _, err := c.roundTrip(t.Context(), request{method: "initialize", params: struct{}{}, handshake: true}); err != nil {
+	if _, err := c.roundTrip(t.Context(), rpcRequest{method: "initialize", params: struct{}{}, handshake: true}); err != nil {
 		t.Fatalf("handshake with a 1ns request timeout = %v, want its answer", err)
 	}
-	if _, err := c.roundTrip(t.Context(), request{method: "tools/list", params: struct{}{}}); !errors.Is(err, errTimeout) {
+	if _, err := c.roundTrip(t.Context(), rpcRequest{method: "tools/list", params: struct{}{}}); !errors.Is(err, errTimeout) {
 		t.Fatalf("tools/list with a 1ns request timeout = %v, want errTimeout", err)
 	}
 }

@@ -63,7 +63,7 @@ func asInputRequired(raw json.RawMessage) (inputRequiredResult, bool) {
 // to the previous round's questions and that round's requestState, never
 // anything of another request. It may block while a question waits for an
 // answer (a person, the run's model); ctx bounds it.
-func (c *client) requestWithInput(ctx context.Context, req request) (json.RawMessage, error) {
+func (c *client) requestWithInput(ctx context.Context, req rpcRequest) (json.RawMessage, error) {
 	retry := req
 	asked := 0 // questions answered in this call so far
 	for round := 0; ; round++ {
@@ -152,7 +152,7 @@ func (c *client) answerInputRequests(ctx context.Context, questions map[string]e
 // withInputResponses returns req with inputResponses and, when the server
 // sent one, requestState added to its params (those built for each id,
 // with withProgress, too). req itself is not changed.
-func withInputResponses(req request, answers map[string]json.RawMessage, state json.RawMessage) request {
+func withInputResponses(req rpcRequest, answers map[string]json.RawMessage, state json.RawMessage) rpcRequest {
 	add := func(params any) any {
 		fields := map[string]json.RawMessage{}
 		if params != nil {

@@ -19,7 +19,7 @@ func (c *client) applyLogLevel(ctx context.Context) {
 		c.logger.Warn("log_level is set but the server does not offer logging; ignoring it", "log_level", c.cfg.LogLevel)
 		return
 	}
-	if _, err := c.roundTrip(ctx, request{method: "logging/setLevel", params: map[string]string{"level": c.cfg.LogLevel}}); err != nil {
+	if _, err := c.roundTrip(ctx, rpcRequest{method: "logging/setLevel", params: map[string]string{"level": c.cfg.LogLevel}}); err != nil {
 		c.logger.Warn("logging/setLevel failed; the server keeps its own level", "log_level", c.cfg.LogLevel, "err", err)
 	}
 }

@@ -203,7 +203,7 @@ func (c *client) discoverWith(ctx context.Context, version string, probing bool)
 	raw, cached := c.opts.Cache.get(c.cfg, "server/discover", version)
 	if !cached {
 		var err error
-		raw, err = c.roundTrip(probeCtx, request{method: "server/discover", handshake: true, version: version})
+		raw, err = c.roundTrip(probeCtx, rpcRequest{method: "server/discover", handshake: true, version: version})
 		if err != nil {
 			if ctx.Err() == nil && errors.Is(context.Cause(probeCtx), errProbeTimeout) {
 				return nil, fmt.Errorf("%w within %s", errProbeTimeout, bound.Round(time.Millisecond))
@@ -343,7 +343,7 @@ func splice(raw []byte, at int, head string, members []byte) []byte {
 // header returns the HTTP headers of req at this revision: the protocol
 // version, Mcp-Method, Mcp-Name when req names a tool, prompt or resource,
 // and req's own (Mcp-Param-*).
-func (m *requestMeta) header(req request) http.Header {
+func (m *requestMeta) header(req rpcRequest) http.Header {
 	h := make(http.Header, 3+len(req.header))
 	for k, v := range req.header {
 		h[k] = v

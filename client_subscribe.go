@@ -61,7 +61,7 @@ func (c *client) listen() {
 		defer cancel()
 		for failures := 0; ; {
 			started := time.Now()
-			_, err := c.roundTrip(ctx, request{method: "subscriptions/listen", params: listenRequest{Notifications: want}, longLived: true})
+			_, err := c.roundTrip(ctx, rpcRequest{method: "subscriptions/listen", params: listenRequest{Notifications: want}, longLived: true})
 			if ctx.Err() != nil || c.closing.Load() || c.endErr() != nil {
 				return // the session ends: so does its subscription
 			}

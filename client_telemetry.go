@@ -31,7 +31,7 @@ type sessionTransport interface {
 // startMCPSpan starts the span of req, the child of ctx's span (a
 // tool call's, a run's) or, for the session's own requests (the
 // handshake, listings), a root span of the client's tracer.
-func (c *conn) startMCPSpan(ctx context.Context, req request) (context.Context, *traceSpan) {
+func (c *conn) startMCPSpan(ctx context.Context, req rpcRequest) (context.Context, *traceSpan) {
 	if c.opts.Tracer == nil && contextSpan(ctx) == nil {
 		return ctx, nil
 	}
@@ -67,7 +67,7 @@ func (c *conn) startMCPSpan(ctx context.Context, req request) (context.Context, 
 // endMCPSpan ends the span of a request with id that answered raw
 // or failed with err: a JSON-RPC error's code, a timeout, a tool's
 // isError result ("tool_error") are its error.type.
-func endMCPSpan(sp *traceSpan, req request, id int64, raw json.RawMessage, err error) {
+func endMCPSpan(sp *traceSpan, req rpcRequest, id int64, raw json.RawMessage, err error) {
 	if sp == nil {
 		return
 	}

@@ -15,15 +15,15 @@ func TestRequestTraceContextInMeta(t *testing.T) {
 	sc := spanContext{TraceID: otelTraceID{1, 2, 3}, SpanID: otelSpanID{4, 5, 6}, Flags: 1, State: "vendor=a,other=b"}
 	traced := withRemoteParent(context.Background(), sc)
 	current := (&conn{}).newRequestMeta("2026-07-28")
-	call := request{method: "tools/call", withProgress: func(token int64) any {
+	call := rpcRequest{method: "tools/call", withProgress: func(token int64) any {
 		return callParams{Name: "echo", Arguments: json.RawMessage(`{}`), Meta: &callMeta{ProgressToken: token}}
 	}}
-	list := request{method: "tools/list"}
+	list := rpcRequest{method: "tools/list"}
 	tests := []struct {
 		name string
 		ctx  context.Context
 		meta *requestMeta
-		req  request
+		req  rpcRequest
 		// want are the _meta keys expected, with their values when not "".
 		want map[string]string
 	}{

@@ -90,7 +90,7 @@ func traceSession(t *testing.T, level slog.Level, payloads bool, globalSecret, m
 	if _, err := c.callTool(t.Context(), "echo", args); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.request(t.Context(), request{method: "no/such"}, nil); err == nil {
+	if err := c.request(t.Context(), rpcRequest{method: "no/such"}, nil); err == nil {
 		t.Error("no/such succeeded, want -32601")
 	}
 	c.close()

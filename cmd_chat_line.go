@@ -132,8 +132,8 @@ func (e *lineEditor) readWhole(ctx context.Context) (string, error) {
 	}
 }
 
-// A key is one key press as decodeKey reads it.
-type key struct {
+// A keyPress is one key press as decodeKey reads it.
+type keyPress struct {
 	kind keyKind
 	r    rune // the character, for keyRune
 }
@@ -161,39 +161,39 @@ const (
 
 // decodeKey returns the key at the start of b and its length in bytes, 0
 // when b holds only its beginning.
-func decodeKey(b []byte) (key, int) {
+func decodeKey(b []byte) (keyPress, int) {
 	switch c := b[0]; {
 	case c == '\r' || c == '\n':
-		return key{kind: keyEnter}, 1
+		return keyPress{kind: keyEnter}, 1
 	case c == 0x7f || c == 0x08:
-		return key{kind: keyBackspace}, 1
+		return keyPress{kind: keyBackspace}, 1
 	case c == 0x01:
-		return key{kind: keyHome}, 1
+		return keyPress{kind: keyHome}, 1
 	case c == 0x05:
-		return key{kind: keyEnd}, 1
+		return keyPress{kind: keyEnd}, 1
 	case c == 0x02:
-		return key{kind: keyLeft}, 1
+		return keyPress{kind: keyLeft}, 1
 	case c == 0x06:
-		return key{kind: keyRight}, 1
+		return keyPress{kind: keyRight}, 1
 	case c == 0x15:
-		return key{kind: keyKillStart}, 1
+		return keyPress{kind: keyKillStart}, 1
 	case c == 0x0b:
-		return key{kind: keyKillEnd}, 1
+		return keyPress{kind: keyKillEnd}, 1
 	case c == 0x04:
-		return key{kind: keyEOF}, 1
+		return keyPress{kind: keyEOF}, 1
 	case c == 0x1b:
 		return decodeEscape(b)
 	case c < 0x20:
-		return key{}, 1
+		return keyPress{}, 1
 	}
 	if !utf8.FullRune(b) {
-		return key{}, 0
+		return keyPress{}, 0
 	}
 	r, n := utf8.DecodeRune(b)
 	if r == utf8.RuneError || actsOnTerminal(r) {
-		return key{}, n
+		return keyPress{}, n
 	}
-	return key{kind: keyRune, r: r}, n
+	return keyPress{kind: keyRune, r: r}, n
 }
 
 // escapeKeys are the keys of the escape sequences the editor knows,
@@ -206,25 +206,25 @@ var escapeKeys = map[string]keyKind{
 // decodeEscape reads the escape sequence at the start of b: ESC [ params
 // final, or ESC O final. An ESC before anything else is a key of its own
 // that does nothing.
-func decodeEscape(b []byte) (key, int) {
+func decodeEscape(b []byte) (keyPress, int) {
 	if len(b) < 2 {
-		return key{}, 0
+		return keyPress{}, 0
 	}
 	switch b[1] {
 	case 'O':
 		if len(b) < 3 {
-			return key{}, 0
+			return keyPress{}, 0
 		}
-		return key{kind: escapeKeys[string(b[2])]}, 3
+		return keyPress{kind: escapeKeys[string(b[2])]}, 3
 	case '[':
 		for i := 2; i < len(b); i++ {
 			if c := b[i]; c >= 0x40 && c <= 0x7e {
-				return key{kind: escapeKeys[string(b[2:i+1])]}, i + 1
+				return keyPress{kind: escapeKeys[string(b[2:i+1])]}, i + 1
 			}
 		}
-		return key{}, 0
+		return keyPress{}, 0
 	}
-	return key{}, 1
+	return keyPress{}, 1
 }
 
 // An editState is the line being edited: its characters, the cursor
@@ -239,7 +239,7 @@ type editState struct {
 
 // apply acts on k; done reports a line ended (Enter, or Ctrl-D on an
 // empty line with io.EOF).
-func (s *editState) apply(k key) (line string, done bool, err error) {
+func (s *editState) apply(k keyPress) (line string, done bool, err error) {
 	old := s.pos
 	switch k.kind {
 	case keyEnter:

@@ -271,7 +271,7 @@ func (b *stdioBridge) startCall(m hostMessage, p hostParams, msg []byte) {
 	// or refused (shutdown waits for it).
 	go func() {
 		defer b.sends.Done()
-		err := t.send(withRequestHeader(ctx, revisionHeader(m, p)), msg)
+		err := t.send(withRequestHeader(ctx, hostRevisionHeader(m, p)), msg)
 		if err == nil || !b.endCall(key, call) {
 			return
 		}
@@ -300,16 +300,16 @@ func (b *stdioBridge) pass(m hostMessage, p hostParams, msg []byte) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bridgeSendTimeout)
 	defer cancel()
-	if err := t.send(withRequestHeader(ctx, revisionHeader(m, p)), msg); err != nil {
+	if err := t.send(withRequestHeader(ctx, hostRevisionHeader(m, p)), msg); err != nil {
 		b.logger.Warn("mcp serve: message not forwarded", "method", m.Method, "err", b.failure(err, t).Message)
 	}
 }
 
-// revisionHeader returns the HTTP headers of a message of the current
+// hostRevisionHeader returns the HTTP headers of a message of the current
 // revision (its _meta names one), as the client sends them: the version,
 // Mcp-Method and Mcp-Name. nil for a message of an older revision, which
 // goes out in the session.
-func revisionHeader(m hostMessage, p hostParams) map[string][]string {
+func hostRevisionHeader(m hostMessage, p hostParams) map[string][]string {
 	if !isSessionlessVersion(p.Meta.ProtocolVersion) {
 		return nil
 	}
@@ -317,7 +317,7 @@ func revisionHeader(m hostMessage, p hostParams) map[string][]string {
 	if m.Method == "resources/read" {
 		name = p.URI
 	}
-	return (&requestMeta{version: p.Meta.ProtocolVersion}).header(request{method: m.Method, name: name})
+	return (&requestMeta{version: p.Meta.ProtocolVersion}).header(rpcRequest{method: m.Method, name: name})
 }
 
 // upstream returns the transport to the daemon: the current one, or a new

@@ -164,16 +164,16 @@ func (f cronField) value(s string) (int, error) {
 	return n, nil
 }
 
-// has reports whether bit v of set is set.
-func has(set uint64, v int) bool { return set&(1<<v) != 0 }
+// cronSetHas reports whether bit v of set is set.
+func cronSetHas(set uint64, v int) bool { return set&(1<<v) != 0 }
 
 // dayMatches reports whether the civil date y-m-d (its weekday wd)
 // matches the day of month, month and day of week fields.
 func (c *cronSpec) dayMatches(m time.Month, d int, wd time.Weekday) bool {
-	if !has(c.month, int(m)) {
+	if !cronSetHas(c.month, int(m)) {
 		return false
 	}
-	domOK, dowOK := has(c.dom, d), has(c.dow, int(wd))
+	domOK, dowOK := cronSetHas(c.dom, d), cronSetHas(c.dow, int(wd))
 	if !c.domAny && !c.dowAny {
 		return domOK || dowOK
 	}
@@ -195,11 +195,11 @@ func (c *cronSpec) next(after time.Time, loc *time.Location) (time.Time, bool) {
 			continue
 		}
 		for h := range 24 {
-			if !has(c.hour, h) || (day == 0 && h < startH) {
+			if !cronSetHas(c.hour, h) || (day == 0 && h < startH) {
 				continue
 			}
 			for mi := range 60 {
-				if !has(c.minute, mi) || (day == 0 && h == startH && mi < startMin) {
+				if !cronSetHas(c.minute, mi) || (day == 0 && h == startH && mi < startMin) {
 					continue
 				}
 				if t := wallInstant(date.Year(), date.Month(), date.Day(), h, mi, loc); t.After(after) {

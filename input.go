@@ -94,7 +94,7 @@ type inputPolicy struct {
 	DeclineReason string
 	// Sampler serves sampling/createMessage; nil refuses it with
 	// NoSampling.
-	Sampler *sampler
+	Sampler *samplingModel
 	// NoSampling says why sampling is refused and what to set.
 	NoSampling string
 	// Progress shows the progress notifications of calls to a person at
@@ -407,7 +407,7 @@ func outsideRunInput(model modelSettings, getenv func(string) (string, bool), lo
 		p.NoSampling = fmt.Sprintf("the default model cannot serve it: %v", err)
 		return p
 	}
-	p.Sampler = &sampler{Provider: provider, Spec: spec, MaxTokens: spec.MaxTokens, Models: model.SamplingModels,
+	p.Sampler = &samplingModel{Provider: provider, Spec: spec, MaxTokens: spec.MaxTokens, Models: model.SamplingModels,
 		NewProvider: func(spec modelSpec) (modelProvider, error) { return newModelProvider(spec, getenv, logger) }}
 	return p
 }

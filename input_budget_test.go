@@ -18,7 +18,7 @@ func TestOutsideSamplingBudget(t *testing.T) {
 	const budget, sent = 3, 6
 	f := newFakeModel(t, providerOpenAI, slices.Repeat([]fakeTurn{{Text: "sampled", Usage: modelUsage{InputTokens: 10, OutputTokens: 5}}}, budget)...)
 	outside := newOutsideSamplingBudget(budget, 100_000)
-	policy := &inputPolicy{Sampler: &sampler{Provider: f.provider(t), Spec: f.spec()}, Outside: outside, Logger: slog.New(slog.DiscardHandler)}
+	policy := &inputPolicy{Sampler: &samplingModel{Provider: f.provider(t), Spec: f.spec()}, Outside: outside, Logger: slog.New(slog.DiscardHandler)}
 	p := newPipeTransport()
 	c := newConn(serverConfig{Name: "chatty", Transport: transportStdio, Sampling: true}, clientOptions{Input: policy}, discardLogger(), p)
 	t.Cleanup(func() { p.close(); <-c.ended })

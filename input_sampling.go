@@ -73,9 +73,9 @@ func (b *samplingBudget) take(input, maxOutput int) (int, *budgetHold, error) {
 	}), nil
 }
 
-// A sampler serves sampling requests with one model, or with another
+// A samplingModel serves sampling requests with one model, or with another
 // that the request's modelPreferences hint at when the operator allows it.
-type sampler struct {
+type samplingModel struct {
 	Provider modelProvider
 	// Spec is Provider's model; another model picked by a hint takes its
 	// max_output_tokens and sampling settings, and its base URL when of
@@ -167,7 +167,7 @@ func pickSamplingModel(hints []string, current modelSpec, allowed []modelSpec) (
 // providerFor returns the provider that serves req: another allowed model
 // when a hint picks one, else the sampler's own. A picked model whose
 // provider cannot be built (no API key) is logged and not used.
-func (s *sampler) providerFor(req *samplingRequest, logger *slog.Logger) modelProvider {
+func (s *samplingModel) providerFor(req *samplingRequest, logger *slog.Logger) modelProvider {
 	hints := req.hints()
 	if len(hints) == 0 {
 		return s.Provider

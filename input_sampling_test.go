@@ -61,7 +61,7 @@ func TestSamplingHintPicksModel(t *testing.T) {
 			t.Parallel()
 			f := newFakeModel(t, providerOpenAI, fakeTurn{Text: "sampled"})
 			spec := f.spec()
-			p := &inputPolicy{Sampler: &sampler{
+			p := &inputPolicy{Sampler: &samplingModel{
 				Provider: f.provider(t),
 				Spec:     spec,
 				Models:   []modelSpec{{Provider: providerOpenAI, Model: "small-model"}, {Provider: providerOpenAI, Model: "other-model"}},

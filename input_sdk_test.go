@@ -114,7 +114,7 @@ func TestServerInputSDKSamplingExample(t *testing.T) {
 	})
 	cfg := stdioPeerConfig("summarizer", peerCommand{Command: argv[0], Args: argv[1:]})
 	cfg.Sampling = true
-	policy := &inputPolicy{Sampler: &sampler{Provider: model.provider(t), Budget: newSamplingBudget(0, 0)}}
+	policy := &inputPolicy{Sampler: &samplingModel{Provider: model.provider(t), Budget: newSamplingBudget(0, 0)}}
 	c := connectPeer(t, cfg, clientOptions{})
 	res, err := c.callTool(withInputPolicy(t.Context(), policy), "summarize", json.RawMessage(`{"text":"MCP lets servers ask their client for a completion."}`))
 	if err != nil {

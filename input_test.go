@@ -278,7 +278,7 @@ func TestServerInputEverything(t *testing.T) {
 	policy := &inputPolicy{
 		Queue:       queue,
 		Interactive: true,
-		Sampler:     &sampler{Provider: model.provider(t), Budget: newSamplingBudget(1, 0), OnUsage: func(u modelUsage) { mu.Lock(); usage.add(u); mu.Unlock() }},
+		Sampler:     &samplingModel{Provider: model.provider(t), Budget: newSamplingBudget(1, 0), OnUsage: func(u modelUsage) { mu.Lock(); usage.add(u); mu.Unlock() }},
 		Emit: func(typ string, data any) {
 			mu.Lock()
 			events = append(events, typ)

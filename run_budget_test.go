@@ -509,7 +509,7 @@ func TestSamplingHoldReleased(t *testing.T) {
 			runBudget := &runBudget{limits: budgetLimits{Tokens: 10_000, CostUSD: 1}, prices: map[string]modelPrice{"openai/fake-model": {Input: 1, Output: 10}}}
 			caps := newSamplingBudget(5, 5_000)
 			outside := newOutsideSamplingBudget(5, 5_000)
-			policy := &inputPolicy{Sampler: &sampler{Provider: f.provider(t), Spec: f.spec(), Budget: caps, RunBudget: runBudget},
+			policy := &inputPolicy{Sampler: &samplingModel{Provider: f.provider(t), Spec: f.spec(), Budget: caps, RunBudget: runBudget},
 				Outside: outside, Logger: slog.New(slog.DiscardHandler)}
 			_, rpcErr := policy.sample(ctx, serverConfig{Name: "s", Sampling: true}, json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":100}`))
 			if rpcErr == nil {

@@ -37,7 +37,7 @@ func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(
 		Timeout:                timeout,
 		ApprovalTimeout:        approvalTimeout,
 		ApprovalTimeoutSetting: approvalSetting,
-		Sampler: &sampler{
+		Sampler: &samplingModel{
 			Provider:    r.provider,
 			Spec:        r.model,
 			Models:      models,
