@@ -19,6 +19,7 @@ import (
 // API, and a tool name written to inject markup shown as text; a
 // runs:read key gets a notice instead.
 func TestConsoleAuditInBrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("drives a browser against the harnessd binary")
 	}

@@ -64,6 +64,7 @@ func TestConsoleServersInBrowser(t *testing.T) {
 // buttons; an admin accepts one, then all, and the server's tools are
 // offered again with their new definitions.
 func TestConsoleHeldToolsInBrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("drives a browser against the harnessd binary")
 	}

@@ -83,6 +83,7 @@ func fmtJSONScalar(v any) string {
 // the request is part of a session) where the server names one, and no
 // such attribute where it names none.
 func TestMCPSpanSessionID(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  func(t *testing.T) serverConfig
