@@ -26,9 +26,12 @@ type sseTransport struct {
 	endpoint string // absolute POST URL, same origin as the configured url
 
 	// ctx is cancelled by close: it aborts the stream and every POST.
-	ctx        context.Context
-	cancel     context.CancelFunc
-	recvCh     chan []byte   // closed by the reader when it exits
+	ctx    context.Context
+	cancel context.CancelFunc
+	recvCh chan []byte // closed by the reader when it exits
+	// ended is closed by the reader as it stops, before recvCh: a send
+	// made once recv is seen closed is refused.
+	ended      chan struct{}
 	readerDone chan struct{} // closed after recvCh
 	closeOnce  sync.Once
 
@@ -51,6 +54,7 @@ func newSSETransport(ctx context.Context, cfg serverConfig, secrets *liveRedacto
 		ctx:          lifetime,
 		cancel:       cancel,
 		recvCh:       make(chan []byte, recvBuffer),
+		ended:        make(chan struct{}),
 		readerDone:   make(chan struct{}),
 	}
 	stopWatch := context.AfterFunc(ctx, cancel)
@@ -128,6 +132,7 @@ func resolveEndpoint(base *url.URL, endpoint string) (string, error) {
 func (t *sseTransport) readStream(body io.ReadCloser, endpoints chan<- string) {
 	defer close(t.readerDone)
 	defer close(t.recvCh)
+	defer close(t.ended)
 	defer body.Close()
 	p := newSSEParser(body, t.maxMessage)
 	defer p.release()
@@ -188,7 +193,7 @@ func (t *sseTransport) endErr() error {
 // returns errTransportClosed (wrapped with the reason) once the stream ended.
 func (t *sseTransport) send(ctx context.Context, msg []byte) error {
 	select {
-	case <-t.readerDone:
+	case <-t.ended:
 		if err := t.endErr(); err != nil {
 			return fmt.Errorf("%w: %v", errTransportClosed, err)
 		}
