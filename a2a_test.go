@@ -45,6 +45,23 @@ func (at *apiTest) a2aCall(t *testing.T, auth, method, params string, header ...
 	return a2aReply{Status: resp.StatusCode, Result: out.Result, Error: out.Error}
 }
 
+// a2aStream posts body, a JSON-RPC request of a streaming method, to /a2a
+// and returns the response, whose body the test's end closes.
+func (at *apiTest) a2aStream(t *testing.T, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, at.url+"/a2a", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := at.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
 // a2aTaskOf decodes the task of a SendMessage result ({"task": ...}) or of
 // a GetTask result, failing the test on an error answer.
 func a2aTaskOf(t *testing.T, rep a2aReply) a2aTask {
@@ -301,16 +318,7 @@ func TestA2AConversationAndStream(t *testing.T) {
 		t.Errorf("first task history = %+v, want the question and the answer", first.History)
 	}
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"SendStreamingMessage","params":%s}`, userMessage("second question", fmt.Sprintf(`"contextId":%q`, first.ContextID)))
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, at.url+"/a2a", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := at.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := at.a2aStream(t, body)
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("SendStreamingMessage Content-Type = %q, want text/event-stream", ct)
 	}
@@ -576,16 +584,7 @@ func TestA2ASubscribeMidStep(t *testing.T) {
 		return run.live.last >= 2
 	})
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"SubscribeToTask","params":{"id":%q}}`, task.ID)
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, at.url+"/a2a", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := at.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := at.a2aStream(t, body)
 	var streamed, final string
 	first := true
 	readA2AStream(t, resp.Body, func(ev a2aStreamResponse) {
