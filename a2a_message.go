@@ -350,12 +350,7 @@ func (g *a2aAgent) waitSettled(ctx context.Context, run *run) {
 		if st := a2aState(run.view().Status); a2aTerminal(st) || st == taskInputRequired {
 			return
 		}
-		select {
-		case <-changed:
-		case <-run.done:
-		case <-ctx.Done():
-			return
-		case <-g.api.stopping:
+		if !g.api.waitRun(ctx, run, changed, nil, nil) {
 			return
 		}
 	}

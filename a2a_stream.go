@@ -168,16 +168,7 @@ func (g *a2aAgent) stream(w http.ResponseWriter, r *http.Request, id json.RawMes
 		if sw.Flush() != nil {
 			return
 		}
-		select {
-		case <-changed:
-		case <-run.done:
-		case <-heartbeat.C:
-			if _, err := io.WriteString(sw, ": keep-alive\n\n"); err != nil {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		case <-g.api.stopping:
+		if !g.api.waitRun(r.Context(), run, changed, heartbeat.C, sw) {
 			return
 		}
 		frames, _, changed = run.follow(cur)

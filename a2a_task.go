@@ -240,17 +240,8 @@ func (g *a2aAgent) cancelTask(_ http.ResponseWriter, r *http.Request, info authI
 	if err != nil {
 		return nil, err
 	}
-	if status := run.view().Status; isTerminal(status) {
-		return nil, rpcErrorf(a2aTaskNotCancelable, "task %q: already %s; only submitted, working or input-required tasks can be canceled", run.id, status)
-	}
-	g.api.logger.Info("run cancel requested", "run", run.id, "key", info.key, "via", "a2a")
-	run.cancel()
-	timer := time.NewTimer(cancelWait)
-	defer timer.Stop()
-	select {
-	case <-run.done:
-	case <-timer.C:
-	case <-r.Context().Done():
+	if _, err := g.api.cancelAndWait(r.Context(), run, info); err != nil {
+		return nil, rpcErrorf(a2aTaskNotCancelable, "task %q: already %s; only submitted, working or input-required tasks can be canceled", run.id, run.view().Status)
 	}
 	no := 0
 	return taskResult(run, &no)

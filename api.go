@@ -515,6 +515,28 @@ func (a *api) cancelAndWait(ctx context.Context, run *run, info authInfo) (strin
 	return run.view().Status, nil
 }
 
+// waitRun waits until run has an event after changed (from its follow)
+// or ends. When heartbeat is not nil, its tick writes an SSE keep-alive
+// comment to w and ends the wait too. It reports false when ctx is done,
+// harnessd shuts down or the keep-alive cannot be written: the follower
+// stops. The event stream, A2A's streams and waits, and the MCP server's
+// task notifications and resource watches follow runs with it.
+func (a *api) waitRun(ctx context.Context, run *run, changed <-chan struct{}, heartbeat <-chan time.Time, w io.Writer) bool {
+	select {
+	case <-changed:
+	case <-run.done:
+	case <-heartbeat:
+		if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+			return false
+		}
+	case <-ctx.Done():
+		return false
+	case <-a.stopping:
+		return false
+	}
+	return true
+}
+
 // An apiFailure is an error a handler answers as it is: its status, code
 // and message. The helpers that REST handlers and the MCP server share
 // return it; the MCP server reports its message.
@@ -638,16 +660,7 @@ func (a *api) runEvents(w http.ResponseWriter, r *http.Request, info authInfo) {
 		if err := sw.Flush(); err != nil || ended {
 			return
 		}
-		select {
-		case <-changed:
-		case <-run.done:
-		case <-heartbeat.C:
-			if _, err := io.WriteString(sw, ": keep-alive\n\n"); err != nil {
-				return
-			}
-		case <-r.Context().Done():
-			return
-		case <-a.stopping:
+		if !a.waitRun(r.Context(), run, changed, heartbeat.C, sw) {
 			return
 		}
 		ended = isClosed(run.done)

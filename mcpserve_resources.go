@@ -198,12 +198,7 @@ func (s *mcpServer) watch(ctx context.Context, run *run, uri string, notify func
 	defer run.unfollow(&cursor)
 	_, _, changed := run.follow(&cursor)
 	for {
-		select {
-		case <-changed:
-		case <-run.done:
-		case <-ctx.Done():
-			return
-		case <-s.api.stopping:
+		if !s.api.waitRun(ctx, run, changed, nil, nil) {
 			return
 		}
 		notify("notifications/resources/updated", map[string]string{"uri": uri})

@@ -175,12 +175,7 @@ func (s *mcpServer) notifyTask(ctx context.Context, run *run, last string, send 
 			}
 			return
 		}
-		select {
-		case <-changed:
-		case <-run.done:
-		case <-ctx.Done():
-			return
-		case <-s.api.stopping:
+		if !s.api.waitRun(ctx, run, changed, nil, nil) {
 			return
 		}
 	}
