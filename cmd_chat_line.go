@@ -159,32 +159,22 @@ const (
 	keyEOF
 )
 
+// controlKeys are the keys of the control characters the editor knows:
+// Enter, Backspace, and Emacs's Ctrl-A, E, B, F, U, K and D.
+var controlKeys = map[byte]keyKind{
+	'\r': keyEnter, '\n': keyEnter, 0x7f: keyBackspace, 0x08: keyBackspace,
+	0x01: keyHome, 0x05: keyEnd, 0x02: keyLeft, 0x06: keyRight,
+	0x15: keyKillStart, 0x0b: keyKillEnd, 0x04: keyEOF,
+}
+
 // decodeKey returns the key at the start of b and its length in bytes, 0
 // when b holds only its beginning.
 func decodeKey(b []byte) (keyPress, int) {
 	switch c := b[0]; {
-	case c == '\r' || c == '\n':
-		return keyPress{kind: keyEnter}, 1
-	case c == 0x7f || c == 0x08:
-		return keyPress{kind: keyBackspace}, 1
-	case c == 0x01:
-		return keyPress{kind: keyHome}, 1
-	case c == 0x05:
-		return keyPress{kind: keyEnd}, 1
-	case c == 0x02:
-		return keyPress{kind: keyLeft}, 1
-	case c == 0x06:
-		return keyPress{kind: keyRight}, 1
-	case c == 0x15:
-		return keyPress{kind: keyKillStart}, 1
-	case c == 0x0b:
-		return keyPress{kind: keyKillEnd}, 1
-	case c == 0x04:
-		return keyPress{kind: keyEOF}, 1
 	case c == 0x1b:
 		return decodeEscape(b)
-	case c < 0x20:
-		return keyPress{}, 1
+	case c < 0x20 || c == 0x7f:
+		return keyPress{kind: controlKeys[c]}, 1 // keyNone for the others
 	}
 	if !utf8.FullRune(b) {
 		return keyPress{}, 0
