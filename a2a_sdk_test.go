@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,15 +42,7 @@ func TestA2ASDKClient(t *testing.T) {
 	f := newFakeModel(t, providerOpenAI,
 		fakeTurn{Text: "first answer"},
 		fakeTurn{Chunks: []string{"second ", "answer ", "streamed"}},
-		fakeTurn{ToolCalls: []toolCall{call("find_tool", `{"query":"select:mcp_fake_echo"}`)}},
-		fakeTurn{ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"hello"}`)}},
-		fakeTurn{Reply: func(req fakeRequest) fakeTurn {
-			res := req.toolResults()
-			if len(res) != 1 {
-				return fakeTurn{Text: fmt.Sprintf("unexpected results %+v", res)}
-			}
-			return fakeTurn{Text: "result: " + res[0].Content}
-		}},
+		echoFindTurn, echoCallTurn, echoResultTurn,
 		fakeTurn{Chunks: []string{"thinking", " forever"}, OnChunk: func(i int) {
 			if i == 1 {
 				<-released

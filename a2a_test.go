@@ -45,6 +45,21 @@ func (at *apiTest) a2aCall(t *testing.T, auth, method, params string, header ...
 	return a2aReply{Status: resp.StatusCode, Result: out.Result, Error: out.Error}
 }
 
+// The model's turns of a task that calls the fake server's echo: it
+// selects mcp_fake_echo, calls it with "hello", and answers "result: "
+// and the tool's result.
+var (
+	echoFindTurn   = fakeTurn{ToolCalls: []toolCall{call("find_tool", `{"query":"select:mcp_fake_echo"}`)}}
+	echoCallTurn   = fakeTurn{ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"hello"}`)}}
+	echoResultTurn = fakeTurn{Reply: func(req fakeRequest) fakeTurn {
+		res := req.toolResults()
+		if len(res) != 1 {
+			return fakeTurn{Text: fmt.Sprintf("unexpected results %+v", res)}
+		}
+		return fakeTurn{Text: "result: " + res[0].Content}
+	}}
+)
+
 // a2aStream posts body, a JSON-RPC request of a streaming method, to /a2a
 // and returns the response, whose body the test's end closes.
 func (at *apiTest) a2aStream(t *testing.T, body string) *http.Response {
@@ -367,16 +382,7 @@ func TestA2AApproval(t *testing.T) {
 			t.Parallel()
 			cfg := fakeServerConfig(t, "normal")
 			cfg.Approval = approvalAlways
-			f := newFakeModel(t, providerOpenAI,
-				fakeTurn{ToolCalls: []toolCall{call("find_tool", `{"query":"select:mcp_fake_echo"}`)}},
-				fakeTurn{ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"hello"}`)}},
-				fakeTurn{Reply: func(req fakeRequest) fakeTurn {
-					res := req.toolResults()
-					if len(res) != 1 {
-						return fakeTurn{Text: fmt.Sprintf("unexpected results %+v", res)}
-					}
-					return fakeTurn{Text: "result: " + res[0].Content}
-				}})
+			f := newFakeModel(t, providerOpenAI, echoFindTurn, echoCallTurn, echoResultTurn)
 			at := newAPITest(t, f, nil, cfg)
 			waiting := a2aTaskOf(t, at.a2aCall(t, "", "SendMessage", userMessage("echo hello", "")))
 			if waiting.Status.State != taskInputRequired || waiting.Status.Message == nil || !strings.Contains(*waiting.Status.Message.Parts[0].Text, "approve") {
@@ -426,10 +432,7 @@ func TestA2APush(t *testing.T) {
 	t.Parallel()
 	cfg := fakeServerConfig(t, "normal")
 	cfg.Approval = approvalAlways
-	f := newFakeModel(t, providerOpenAI,
-		fakeTurn{ToolCalls: []toolCall{call("find_tool", `{"query":"select:mcp_fake_echo"}`)}},
-		fakeTurn{ToolCalls: []toolCall{call("mcp_fake_echo", `{"message":"hello"}`)}},
-		fakeTurn{Text: "echoed"})
+	f := newFakeModel(t, providerOpenAI, echoFindTurn, echoCallTurn, fakeTurn{Text: "echoed"})
 	keys := []authKey{testKey("ops", "ops-token", scopeAdmin), testKey("alice", "alice-token", scopeRunsWrite)}
 	at := newAPITest(t, f, keys, cfg)
 	const secret = "a2a-push-secret-0123456789"
