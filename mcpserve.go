@@ -65,7 +65,9 @@ type mcpInflight struct {
 // notifications/cancelled.
 var errMCPCancelled = errors.New("cancelled by the client")
 
-// An mcpMessage is a JSON-RPC message a client sends.
+// An mcpMessage is a JSON-RPC message a client sends: a wireMessage whose
+// error is kept raw, as the server only needs to know that a client's
+// answer to its request is an error, whatever the error's shape.
 type mcpMessage struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id,omitempty"`
