@@ -14,12 +14,16 @@ import (
 
 // startingGlobals returns the scope's global servers (the registry's
 // current server of each name) that are still in their first connection
-// attempt, in config order; a server that failed once and is retried is
-// not among them.
-func (s *runScope) startingGlobals() []*managedServer {
+// attempt, in config order, less those that a server of own (the run's
+// own, still opening: the scope has them only later) shadows; a server
+// that failed once and is retried is not among them.
+func (s *runScope) startingGlobals(own []serverConfig) []*managedServer {
 	now := s.reg.current()
 	var starting []*managedServer
 	for _, g := range s.globals.servers {
+		if slices.ContainsFunc(own, func(c serverConfig) bool { return c.Name == g.cfg.Name }) {
+			continue // shadowed, by shadow's rule
+		}
 		ms := s.resolve(g, now)
 		select {
 		case <-ms.firstAttempt:

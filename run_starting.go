@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 )
@@ -19,9 +18,7 @@ import (
 // nothing when no server is starting. It returns ctx's error when ctx
 // ended first.
 func (r *run) awaitStartingServers(ctx context.Context) error {
-	starting := slices.DeleteFunc(r.scope.startingGlobals(), func(ms *managedServer) bool {
-		return slices.ContainsFunc(r.profile, func(p serverConfig) bool { return p.Name == ms.cfg.Name })
-	})
+	starting := r.scope.startingGlobals(r.profile)
 	if len(starting) == 0 {
 		return nil
 	}
