@@ -47,6 +47,15 @@ func TestRunWaitsForStartingServer(t *testing.T) {
 	if n := len(f.requests()); n != 0 {
 		t.Fatalf("the model was called %d times while slow was starting, want 0", n)
 	}
+	// A server of the run's own (a profile's) named slow shadows it: the
+	// run would not wait for it.
+	scope := reg.newScope(discardLogger())
+	if got := scope.startingGlobals([]serverConfig{{Name: "slow"}}); len(got) != 0 {
+		t.Errorf("starting globals with a local slow = %d servers, want none (shadowed)", len(got))
+	}
+	if got := scope.startingGlobals([]serverConfig{{Name: "other"}}); len(got) != 1 {
+		t.Errorf("starting globals with a local other = %d servers, want slow", len(got))
+	}
 	gate.Close()
 
 	v := waitRun(t, r)
