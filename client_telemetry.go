@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,7 +83,9 @@ func endMCPSpan(sp *traceSpan, req rpcRequest, id int64, raw json.RawMessage, er
 		sp.fail("timeout", err.Error())
 	case err != nil:
 		sp.failErr("", err)
-	case req.method == "tools/call":
+	case req.method == "tools/call" && bytes.Contains(raw, []byte(`"isError"`)):
+		// Decoded only when the member may be there: a result without it
+		// (most servers leave it out unless true) is not decoded twice.
 		var result struct {
 			IsError bool `json:"isError"`
 		}

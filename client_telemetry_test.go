@@ -138,3 +138,41 @@ func TestMCPSpanSessionID(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPSpanToolError checks that a tools/call span whose result says
+// isError is failed with error.type tool_error, and one whose result
+// does not is not failed.
+func TestMCPSpanToolError(t *testing.T) {
+	t.Parallel()
+	col := newFakeCollector(t, false, 0)
+	tr := newTestTracer(t, col.URL, spanBatchSize, time.Minute)
+	c := connectPeer(t, fakeServerConfig(t, "normal"), clientOptions{Tracer: tr})
+	for _, tool := range []string{"echo", "fail"} {
+		if _, err := c.callTool(t.Context(), tool, json.RawMessage(`{"message":"hi"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tr.shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"tools/call echo": "", "tools/call fail": "tool_error"}
+	for _, s := range col.received() {
+		wantType, ok := want[s.Name]
+		if !ok {
+			continue
+		}
+		delete(want, s.Name)
+		got := ""
+		for _, a := range s.Attributes {
+			if a.Key == "error.type" && a.Value.StringValue != nil {
+				got = *a.Value.StringValue
+			}
+		}
+		if got != wantType || (s.Status.Code == 2) != (wantType != "") {
+			t.Errorf("span %q: error.type %q, status %d; want %q, failed %v", s.Name, got, s.Status.Code, wantType, wantType != "")
+		}
+	}
+	if len(want) > 0 {
+		t.Fatalf("spans = %v, want also %v", spanNames(col.received()), want)
+	}
+}
