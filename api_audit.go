@@ -120,6 +120,7 @@ func (a *api) listAudit(w http.ResponseWriter, r *http.Request, _ authInfo) {
 // page returns the records f asks for, newest first, reading the days
 // newest first and stopping once the page is full.
 func (l *auditLog) page(f auditFilter) (auditPage, error) {
+	l.flush(false) // what was recorded before the request is read
 	files, err := auditFiles(l.dir)
 	if err != nil {
 		return auditPage{}, err

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -33,11 +32,6 @@ const (
 	auditAdmin    = "admin"
 	auditRefused  = "refused"
 )
-
-// auditSyncEvery is how long a record may wait for its fsync: lines are
-// written at once and synced together, so a crash loses at most this
-// much of the trail, and a tool call never waits on the disk.
-const auditSyncEvery = 200 * time.Millisecond
 
 // zeroHash is the prev of the first line of a new trail.
 var zeroHash = strings.Repeat("0", 64)
@@ -80,35 +74,8 @@ type auditSettings struct {
 	MaxBytes int64         // 0: no bound
 }
 
-// An auditLog appends records to the trail. A nil *auditLog records
-// nothing. Safe for concurrent use.
-type auditLog struct {
-	dir      string
-	settings auditSettings
-	logger   *slog.Logger
-	now      func() time.Time
-
-	mu sync.Mutex
-	// guards everything below
-	f *os.File
-	// dayStart and dayEnd bound f's day, so that a record does not
-	// format its date to find its file.
-	dayStart, dayEnd time.Time
-	// line is where a record is encoded, reused.
-	line    bytes.Buffer
-	seq     int64
-	prev    string
-	dirty   bool
-	refused map[string]int
-	closed  bool
-	err     error // the last write error, logged once
-
-	stop chan struct{}
-	done chan struct{}
-}
-
 // openAuditLog opens the trail in dir, creating it, and picks up the
-// chain where the newest file ends. Its syncer runs until close.
+// chain where the newest file ends. Its writer runs until close.
 func openAuditLog(dir string, s auditSettings, logger *slog.Logger) (*auditLog, error) {
 	return openAuditLogClock(dir, s, logger, time.Now)
 }
@@ -119,7 +86,7 @@ func openAuditLogClock(dir string, s auditSettings, logger *slog.Logger, now fun
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	l := &auditLog{dir: dir, settings: s, logger: orDiscard(logger), now: now, prev: zeroHash,
-		refused: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
+		refused: map[string]int{}, maxQueued: auditMaxQueued, writeSoon: time.NewTimer(time.Hour), stop: make(chan struct{}), done: make(chan struct{})}
 	files, err := auditFiles(dir)
 	if err != nil {
 		return nil, err
@@ -137,9 +104,10 @@ func openAuditLogClock(dir string, s auditSettings, logger *slog.Logger, now fun
 			l.seq, l.prev = rec.Seq, lineHash(last)
 		}
 	}
+	l.writeSoon.Stop() // armed by the first record
 	l.prune()
 	// Owned by the log; exits at close, after the last sync.
-	go l.syncLoop()
+	go l.writeLoop()
 	return l, nil
 }
 
@@ -177,183 +145,6 @@ func lastLine(path string) ([]byte, int64, error) {
 		return data[i+1:], int64(len(data)), nil
 	}
 	return data, int64(len(data)), nil
-}
-
-// record appends rec to the trail. It never blocks on the disk's sync; a
-// failed write is logged once and counted as the log's error.
-func (l *auditLog) record(rec auditRecord) {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return
-	}
-	l.appendLocked(rec)
-}
-
-// appendLocked writes rec as the next line. Called with mu held.
-func (l *auditLog) appendLocked(rec auditRecord) {
-	now := l.now().UTC()
-	if err := l.openDayLocked(now); err != nil {
-		l.failLocked(err)
-		return
-	}
-	rec.Seq, rec.Time, rec.Prev = l.seq+1, now, l.prev
-	// Encoded into a buffer kept from record to record, newline included:
-	// json.Marshal's line was copied again to add the newline (with the
-	// date's check below, 1140 bytes and 10 allocations a record before,
-	// 708 and 8 after, BenchmarkAuditCall).
-	l.line.Reset()
-	if err := json.NewEncoder(&l.line).Encode(&rec); err != nil {
-		l.failLocked(err)
-		return
-	}
-	line := l.line.Bytes()
-	if _, err := l.f.Write(line); err != nil {
-		l.failLocked(err)
-		return
-	}
-	l.seq, l.prev, l.dirty, l.err = rec.Seq, lineHash(line[:len(line)-1]), true, nil
-}
-
-// failLocked logs a write failure once per run of failures.
-func (l *auditLog) failLocked(err error) {
-	if l.err == nil {
-		l.logger.Error("audit: a record could not be written; the trail has a gap until writes succeed", "err", err)
-	}
-	l.err = err
-}
-
-// openDayLocked makes f the file of now's day, syncing and closing the
-// previous day's and applying retention. Called with mu held.
-func (l *auditLog) openDayLocked(now time.Time) error {
-	if l.f != nil && !now.Before(l.dayStart) && now.Before(l.dayEnd) {
-		return nil
-	}
-	day := now.Format(time.DateOnly)
-	if l.f != nil {
-		l.f.Sync()
-		l.f.Close()
-		l.f = nil
-	}
-	f, err := os.OpenFile(filepath.Join(l.dir, "audit-"+day+".jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	l.f = f
-	l.dayStart = time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	l.dayEnd = l.dayStart.AddDate(0, 0, 1)
-	syncDir(l.dir)
-	l.prune()
-	return nil
-}
-
-// refuse counts a refused request by reason ("unauthorized",
-// "forbidden", "not_found"); the syncer writes the counts once a minute.
-func (l *auditLog) refuse(reason string) {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.refused[reason]++
-}
-
-// syncLoop fsyncs what was written every auditSyncEvery, writes the
-// refused counts each minute, and the head file with each sync.
-func (l *auditLog) syncLoop() {
-	defer close(l.done)
-	tick := time.NewTicker(auditSyncEvery)
-	defer tick.Stop()
-	lastRefused := l.now()
-	for {
-		select {
-		case <-l.stop:
-			l.mu.Lock()
-			l.flushRefusedLocked()
-			f, head, ok := l.toSyncLocked()
-			l.mu.Unlock()
-			l.sync(f, head, ok)
-			l.mu.Lock()
-			if l.f != nil {
-				l.f.Close()
-			}
-			l.mu.Unlock()
-			return
-		case <-tick.C:
-		}
-		l.mu.Lock()
-		if l.now().Sub(lastRefused) >= time.Minute {
-			l.flushRefusedLocked()
-			lastRefused = l.now()
-		}
-		f, head, ok := l.toSyncLocked()
-		l.mu.Unlock()
-		l.sync(f, head, ok)
-	}
-}
-
-// flushRefusedLocked writes the refused counts, if any. Called with mu held.
-func (l *auditLog) flushRefusedLocked() {
-	if len(l.refused) == 0 {
-		return
-	}
-	l.appendLocked(auditRecord{Type: auditRefused, Refused: l.refused})
-	l.refused = map[string]int{}
-}
-
-// toSyncLocked returns the file to fsync and the head that names its
-// last line, and false when no line was written since the last sync.
-// Called with mu held.
-func (l *auditLog) toSyncLocked() (*os.File, auditHead, bool) {
-	if !l.dirty || l.f == nil {
-		return nil, auditHead{}, false
-	}
-	l.dirty = false
-	return l.f, auditHead{Seq: l.seq, SHA256: l.prev}, true
-}
-
-// sync fsyncs f, when ok, and then rewrites the head. It runs without
-// mu, so that a record is not held behind an fsync: under mu, a record
-// took 23.3 µs on average and 4.1 ms at the 99.9th percentile, without
-// it 16.6 µs and 2.7 ms (BenchmarkAuditCall, 8 rounds on a loaded 2-core
-// machine; p=0.07 and 0.13: the write itself still waits on the disk at
-// times). A file a new day closed meanwhile was synced before it was
-// closed.
-func (l *auditLog) sync(f *os.File, head auditHead, ok bool) {
-	if !ok {
-		return
-	}
-	if err := f.Sync(); err != nil && !errors.Is(err, os.ErrClosed) {
-		l.mu.Lock()
-		l.dirty = true // try again at the next tick
-		l.failLocked(err)
-		l.mu.Unlock()
-		return
-	}
-	data, _ := json.Marshal(head)
-	tmp := filepath.Join(l.dir, "head.tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err == nil {
-		os.Rename(tmp, filepath.Join(l.dir, "head"))
-	}
-}
-
-// close writes what is pending, syncs and stops the syncer.
-func (l *auditLog) close() {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return
-	}
-	l.closed = true
-	l.mu.Unlock()
-	close(l.stop)
-	<-l.done
 }
 
 // auditHead is audit/head: the sequence number and hash of the last line

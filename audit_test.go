@@ -6,8 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -176,5 +179,89 @@ func TestAuditVerifyCommand(t *testing.T) {
 	var exit *exitError
 	if !errors.As(err, &exit) || exit.code != 1 || !strings.Contains(err.Error(), "audit-2026-12-04.jsonl line 2") {
 		t.Fatalf("verify of a trail with a line removed = %v, want exit 1 naming audit-2026-12-04.jsonl line 2", err)
+	}
+}
+
+// A refusingFile is a day's file of the trail whose writes fail while
+// refuse is set, as a full disk's do; the first one writes cut bytes of
+// what it is given before it fails. Written under the log's ioMu.
+type refusingFile struct {
+	*os.File
+	cut    int
+	refuse atomic.Bool
+}
+
+func (f *refusingFile) Write(p []byte) (int, error) {
+	if f.refuse.Load() {
+		n, _ := f.File.Write(p[:min(f.cut, len(p))])
+		f.cut -= n
+		return n, syscall.ENOSPC
+	}
+	return f.File.Write(p)
+}
+
+// TestAuditWritesRefused refuses the trail's writes for a while: the
+// records made meanwhile wait, the failure is logged, and once writes
+// succeed they are written whole and in order, the chain unbroken; past
+// the bound on what may wait, new records are dropped and left out of the
+// chain.
+func TestAuditWritesRefused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		cut       int // bytes the first refused write still writes
+		maxQueued int // 0: the default
+		want      int // records in the trail: 2 before, 6 during
+	}{
+		{name: "nothing written", want: 8},
+		{name: "half a line written", cut: 40, want: 8},
+		{name: "too many waiting", maxQueued: 2, want: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			logs := newLogRecorder()
+			l, err := openAuditLog(dir, auditSettings{}, logs.logger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.close()
+			rec := auditRecord{Type: auditToolCall, Key: "ci", Run: "run_1", Server: "github", Tool: "mcp_github_search", Outcome: "ok"}
+			for range 2 {
+				l.record(rec)
+			}
+			l.flush(false)
+			l.ioMu.Lock() // the writer waits: the six records are queued together
+			path := l.f.Name()
+			before, err := os.ReadFile(path)
+			if err != nil || bytes.Count(before, []byte("\n")) != 2 {
+				t.Fatalf("the trail before the refusals = %q, %v; want 2 lines", before, err)
+			}
+			refusing := &refusingFile{File: l.f.(*os.File), cut: tt.cut}
+			refusing.refuse.Store(true)
+			l.f = refusing
+			if tt.maxQueued > 0 {
+				l.mu.Lock()
+				l.maxQueued = tt.maxQueued
+				l.mu.Unlock()
+			}
+			for range 6 {
+				l.record(rec)
+			}
+			l.ioMu.Unlock()
+			l.flush(true)
+			logs.waitFor(t, "the refused write logged", func(rs []loggedRecord) bool {
+				return slices.ContainsFunc(rs, func(r loggedRecord) bool { return strings.Contains(r.Message, "cannot be written") })
+			})
+			if during, _ := os.ReadFile(path); len(during) != len(before)+tt.cut {
+				t.Fatalf("the trail while writes are refused has %d bytes, want %d", len(during), len(before)+tt.cut)
+			}
+			refusing.refuse.Store(false)
+			l.close()
+			if sum, err := verifyAudit(dir); err != nil || sum.Records != tt.want {
+				t.Fatalf("verify once writes succeed = %+v, %v; want %d records chained", sum, err, tt.want)
+			}
+		})
 	}
 }
