@@ -15,7 +15,7 @@ import (
 // An inputPolicy says how one run (or the process, outside runs) answers;
 // answerInput applies it to one request, whether the request came as a
 // server request or, later, inside an input-required result. The roots
-// answered are in input_roots.go; a run's wiring to its policy is in
+// answered are in client_roots.go; a run's wiring to its policy is in
 // run_input.go.
 
 // Elicitation actions, as the specification and our API name them.
