@@ -68,9 +68,9 @@ type clientOptions struct {
 	OnToolsChanged func()
 	// Capabilities are declared in initialize besides roots; nil for none.
 	Capabilities map[string]any
-	// Input answers elicitation, sampling and roots/list for requests
-	// that come while no run's call is in flight; nil declines and refuses.
-	Input *inputPolicy
+	// Input answers elicitation and sampling for requests that come while
+	// no run's call is in flight; nil declines and refuses (noAnswerer).
+	Input inputAnswerer
 	// HandleRequest answers server requests other than ping and roots/list;
 	// it returns handled false for methods it does not know (-32601).
 	// Nil answers every such request with -32601.

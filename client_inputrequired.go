@@ -11,14 +11,35 @@ import (
 // This file holds input-required results (multi round-trip requests, protocol
 // revision 2026-07-28): a tools/call, prompts/get or resources/read answered
 // with resultType "input_required" has its input requests answered by the
-// machinery that answers server requests (answerInput: elicitation, sampling,
-// roots), then is sent again with a new id, the answers as inputResponses
+// machinery that answers server requests (the session's inputAnswerer,
+// client_input.go, and its roots), then is sent again with a new id, the answers as inputResponses
 // and the server's requestState echoed byte for byte.
 
 // maxInputRounds bounds the retries of one request: a server that still
 // asks for input after this many answered rounds is given up on, so a
 // server that asks forever cannot hold a run.
 const maxInputRounds = 8
+
+const (
+	// maxInputsPerRound bounds the questions of one input-required result,
+	// as 16 server requests in flight do for a connection.
+	maxInputsPerRound = 16
+	// maxInputsPerCall bounds the questions of every round of one call.
+	maxInputsPerCall = 64
+)
+
+// checkRoundInputs returns an error saying why a round of n questions of
+// server is refused, asked after askedBefore in the same call: over
+// maxInputsPerRound or maxInputsPerCall. The call fails with it.
+func checkRoundInputs(server string, n, askedBefore int) error {
+	switch {
+	case n > maxInputsPerRound:
+		return fmt.Errorf("server %q asks %d questions in one input-required result, over the limit of %d per round; giving up on the call", server, n, maxInputsPerRound)
+	case askedBefore+n > maxInputsPerCall:
+		return fmt.Errorf("server %q asks %d questions in one call, over the limit of %d per call; giving up on the call", server, askedBefore+n, maxInputsPerCall)
+	}
+	return nil
+}
 
 // resultTypeInputRequired is the resultType of a result that asks for input
 // before the request can complete. A result without resultType is complete.
@@ -97,7 +118,7 @@ func (c *client) boundQuestions(ctx context.Context, n, askedBefore int) error {
 	if err := checkRoundInputs(c.cfg.Name, n, askedBefore); err != nil {
 		return err
 	}
-	if run, _ := ctx.Value(inputPolicyKey{}).(*inputPolicy); run != nil {
+	if run := inputAnswererOf(ctx); run != nil {
 		return run.takeQuestions(c.cfg.Name, n)
 	}
 	return nil
@@ -116,9 +137,9 @@ func (c *client) answerInputRequests(ctx context.Context, questions map[string]e
 		keys = append(keys, key)
 	}
 	sort.Strings(keys)
-	policy, _ := ctx.Value(inputPolicyKey{}).(*inputPolicy)
-	if policy == nil {
-		policy = c.opts.Input
+	answerer := inputAnswererOf(ctx)
+	if answerer == nil {
+		answerer = c.opts.Input
 	}
 	answers := make(map[string]json.RawMessage, len(questions))
 	for _, key := range keys {
@@ -132,7 +153,7 @@ func (c *client) answerInputRequests(ctx context.Context, questions map[string]e
 			result, rpcErr, handled = c.opts.HandleRequest(q.Method, q.Params)
 		}
 		if !handled {
-			result, rpcErr, handled = answerInput(ctx, policy, c.rootsConfig(), q.Method, q.Params)
+			result, rpcErr, handled = c.answerServerInput(ctx, answerer, q.Method, q.Params)
 		}
 		switch {
 		case !handled:

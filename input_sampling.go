@@ -15,10 +15,6 @@ import (
 // run's own model, within the per-server switch and the per-run caps on
 // requests and tokens.
 
-// codeSamplingRefused is the error code of a sampling request harnessd will
-// not serve (the specification's example uses -1 for a user's refusal).
-const codeSamplingRefused = -1
-
 // A samplingBudget is one run's allowance for sampling: requests are
 // counted as they come, tokens held for each request's worst case until
 // it ends (held) and counted as spent after. Safe for concurrent use.

@@ -57,7 +57,7 @@ func TestServerInputSDKFormExample(t *testing.T) {
 		}
 	}}
 	c := connectPeer(t, httpPeerConfig("forms", transportHTTP, endpoint), clientOptions{})
-	ctx := withInputPolicy(t.Context(), policy)
+	ctx := withInputAnswerer(t.Context(), policy)
 	// The example sends its elicitation on the GET stream, which opens
 	// after the first POST of the session.
 	if _, err := c.listTools(t.Context()); err != nil {
@@ -116,7 +116,7 @@ func TestServerInputSDKSamplingExample(t *testing.T) {
 	cfg.Sampling = true
 	policy := &inputPolicy{Sampler: &samplingModel{Provider: model.provider(t), Budget: newSamplingBudget(0, 0)}}
 	c := connectPeer(t, cfg, clientOptions{})
-	res, err := c.callTool(withInputPolicy(t.Context(), policy), "summarize", json.RawMessage(`{"text":"MCP lets servers ask their client for a completion."}`))
+	res, err := c.callTool(withInputAnswerer(t.Context(), policy), "summarize", json.RawMessage(`{"text":"MCP lets servers ask their client for a completion."}`))
 	if err != nil {
 		t.Fatalf("callTool(summarize) = %v", err)
 	}
@@ -190,7 +190,7 @@ func TestServerInputSDKURLExample(t *testing.T) {
 		}
 	}
 
-	ctx := withInputPolicy(t.Context(), policy)
+	ctx := withInputAnswerer(t.Context(), policy)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

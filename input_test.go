@@ -292,7 +292,7 @@ func TestServerInputEverything(t *testing.T) {
 	cfg.Sampling = true
 	cfg.Roots = []string{dir}
 	c := connectPeer(t, cfg, clientOptions{})
-	ctx := withInputPolicy(t.Context(), policy)
+	ctx := withInputAnswerer(t.Context(), policy)
 
 	call := func(tool, args string) string {
 		t.Helper()
