@@ -86,8 +86,9 @@ type inputPolicy struct {
 	// Progress shows the progress notifications of calls to a person at
 	// a terminal (mcp call); nil for none.
 	Progress func(server string, note progressParams)
-	// Emit records an event (the run's history); nil for none.
-	Emit func(typ string, data any)
+	// Events records what the policy does (the run's history); nil for
+	// none.
+	Events inputEvents
 	// QuestionOpened is told when a question starts waiting in Queue,
 	// after its event (the run's webhook); nil for none.
 	QuestionOpened func()
@@ -105,10 +106,47 @@ type inputPolicy struct {
 	questions int
 }
 
-func (p *inputPolicy) emit(typ string, data any) {
-	if p.Emit != nil {
-		p.Emit(typ, data)
+// An inputEvents records what an inputPolicy does, as events of a run's
+// history: the run implements it (runInputEvents, run_input.go). Its
+// methods may be called concurrently.
+type inputEvents interface {
+	// inputRequested: question r of a server waits in the queue.
+	inputRequested(r *inputRequest)
+	// inputDeclined: a question was declined at once, for reason.
+	inputDeclined(server, mode, message, reason string)
+	// inputAnswered: question id of server got action, given by by (a
+	// key's name, or how it ended).
+	inputAnswered(id, server, action, by string)
+	// inputCompleted: server says the URL elicitation elicitationID is done.
+	inputCompleted(server, elicitationID string)
+	// samplingRefused: server's sampling request was refused, saying reason.
+	samplingRefused(server, reason string)
+	// samplingRequested: server asks model for an answer to messages
+	// messages with tools tools, at most maxTokens long.
+	samplingRequested(server, model string, messages, tools, maxTokens int)
+	// samplingCompleted: the model answered server's request with resp, or
+	// it failed with err, after elapsed.
+	samplingCompleted(server string, resp *modelResponse, err error, elapsed time.Duration)
+}
+
+// noInputEvents records nothing.
+type noInputEvents struct{}
+
+func (noInputEvents) inputRequested(*inputRequest)                                   {}
+func (noInputEvents) inputDeclined(string, string, string, string)                   {}
+func (noInputEvents) inputAnswered(string, string, string, string)                   {}
+func (noInputEvents) inputCompleted(string, string)                                  {}
+func (noInputEvents) samplingRefused(string, string)                                 {}
+func (noInputEvents) samplingRequested(string, string, int, int, int)                {}
+func (noInputEvents) samplingCompleted(string, *modelResponse, error, time.Duration) {}
+
+// events returns what records the policy's events: Events, or
+// noInputEvents when it is nil.
+func (p *inputPolicy) events() inputEvents {
+	if p.Events == nil {
+		return noInputEvents{}
 	}
+	return p.Events
 }
 
 // logger returns the policy's logger (see orDiscard).
@@ -187,7 +225,7 @@ func (p *inputPolicy) acceptURLElicitation(ctx context.Context, server string, p
 // elicitationCompleted records a server's notice that a URL-mode
 // elicitation was completed, as an event.
 func (p *inputPolicy) elicitationCompleted(server, id string) {
-	p.orNoRun().emit(evInputCompleted, inputCompletedEvent(server, id))
+	p.orNoRun().events().inputCompleted(server, id)
 }
 
 // callProgress shows a progress notification of a call of server through
@@ -227,13 +265,13 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 	switch {
 	case p.Queue != nil && p.Interactive:
 		res, how := p.Queue.ask(ctx, ir, p.answerTimeout(), func(r *inputRequest) {
-			p.emit(evInputRequested, r)
+			p.events().inputRequested(r)
 			log.Info("input requested", "id", r.ID)
 			if p.QuestionOpened != nil {
 				p.QuestionOpened()
 			}
 		})
-		p.emit(evInputAnswered, inputAnsweredEvent(ir.ID, server, res.Action, how))
+		p.events().inputAnswered(ir.ID, server, res.Action, how)
 		log.Info("input answered", "id", ir.ID, "action", res.Action, "by", how)
 		return res, nil
 	case p.Prompt != nil:
@@ -248,7 +286,7 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 	if reason == "" {
 		reason = "declined by policy"
 	}
-	p.emit(evInputRequested, inputDeclinedEvent(server, req.Mode, req.Message, reason))
+	p.events().inputDeclined(server, req.Mode, req.Message, reason)
 	if ok, held := p.declines.allow(); ok {
 		log.Info("input declined", "reason", reason, "held_back", held)
 	}

@@ -51,11 +51,11 @@ func TestServerInputSDKFormExample(t *testing.T) {
 	})
 	requested := make(chan *inputRequest, 1)
 	queue := &inputQueue{}
-	policy := &inputPolicy{Queue: queue, Interactive: true, Emit: func(typ string, data any) {
+	policy := &inputPolicy{Queue: queue, Interactive: true, Events: runInputEvents(func(typ string, data any) {
 		if r, ok := data.(*inputRequest); ok {
 			requested <- r
 		}
-	}}
+	})}
 	c := connectPeer(t, httpPeerConfig("forms", transportHTTP, endpoint), clientOptions{})
 	ctx := withInputAnswerer(t.Context(), policy)
 	// The example sends its elicitation on the GET stream, which opens
@@ -148,14 +148,14 @@ func TestServerInputSDKURLExample(t *testing.T) {
 	requested := make(chan *inputRequest, 4)
 	completed := make(chan string, 4)
 	queue := &inputQueue{}
-	policy := &inputPolicy{Queue: queue, Interactive: true, Emit: func(typ string, data any) {
+	policy := &inputPolicy{Queue: queue, Interactive: true, Events: runInputEvents(func(typ string, data any) {
 		switch typ {
 		case "input.requested":
 			requested <- data.(*inputRequest)
 		case "input.completed":
 			completed <- data.(map[string]any)["elicitation_id"].(string)
 		}
-	}}
+	})}
 	c := connectPeer(t, cfg, clientOptions{OAuth: newOAuthClients(store, discardLogger()), Input: policy})
 
 	// submit answers r in harnessd, then posts the page's form as the

@@ -279,14 +279,14 @@ func TestServerInputEverything(t *testing.T) {
 		Queue:       queue,
 		Interactive: true,
 		Sampler:     &samplingModel{Provider: model.provider(t), Budget: newSamplingBudget(1, 0), OnUsage: func(u modelUsage) { mu.Lock(); usage.add(u); mu.Unlock() }},
-		Emit: func(typ string, data any) {
+		Events: runInputEvents(func(typ string, data any) {
 			mu.Lock()
 			events = append(events, typ)
 			mu.Unlock()
 			if r, ok := data.(*inputRequest); ok {
 				requested <- r
 			}
-		},
+		}),
 	}
 	cfg := stdioPeerConfig("everything", everythingStdioCommand(t))
 	cfg.Sampling = true
