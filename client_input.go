@@ -215,7 +215,7 @@ func (c *conn) elicitationComplete(params json.RawMessage) {
 // required): each URL it names is asked like a URL-mode elicitation, and
 // true is returned when every one was accepted, so the call is retried
 // once. Any other error, or a decline, returns false.
-func (c *client) urlElicitationAnswered(ctx context.Context, err error) bool {
+func (c *mcpClient) urlElicitationAnswered(ctx context.Context, err error) bool {
 	rpcErr := asRPCError(err)
 	if rpcErr == nil || rpcErr.Code != codeURLElicitationRequired {
 		return false

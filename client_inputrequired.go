@@ -84,7 +84,7 @@ func asInputRequired(raw json.RawMessage) (inputRequiredResult, bool) {
 // to the previous round's questions and that round's requestState, never
 // anything of another request. It may block while a question waits for an
 // answer (a person, the run's model); ctx bounds it.
-func (c *client) requestWithInput(ctx context.Context, req rpcRequest) (json.RawMessage, error) {
+func (c *mcpClient) requestWithInput(ctx context.Context, req rpcRequest) (json.RawMessage, error) {
 	retry := req
 	asked := 0 // questions answered in this call so far
 	for round := 0; ; round++ {
@@ -114,7 +114,7 @@ func (c *client) requestWithInput(ctx context.Context, req rpcRequest) (json.Raw
 // boundQuestions refuses a round of n questions, after askedBefore in the
 // same call, past the bounds per round, per call and (for a call of a run)
 // per run; nothing of a refused round is asked.
-func (c *client) boundQuestions(ctx context.Context, n, askedBefore int) error {
+func (c *mcpClient) boundQuestions(ctx context.Context, n, askedBefore int) error {
 	if err := checkRoundInputs(c.cfg.Name, n, askedBefore); err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (c *client) boundQuestions(ctx context.Context, n, askedBefore int) error {
 // session's own. A question that cannot be answered (sampling refused, a
 // method harnessd does not know) fails the request: its error names the
 // question.
-func (c *client) answerInputRequests(ctx context.Context, questions map[string]embeddedRequest) (map[string]json.RawMessage, error) {
+func (c *mcpClient) answerInputRequests(ctx context.Context, questions map[string]embeddedRequest) (map[string]json.RawMessage, error) {
 	keys := make([]string, 0, len(questions))
 	for key := range questions {
 		keys = append(keys, key)

@@ -60,7 +60,7 @@ func (c *conn) rootsConfig() serverConfig {
 // (server-filesystem) asks for them again. The current revision has no
 // notification for it: a server asks for roots with each request that
 // needs them.
-func (c *client) setRoots(ctx context.Context, dirs []string) error {
+func (c *mcpClient) setRoots(ctx context.Context, dirs []string) error {
 	c.roots.Store(&dirs)
 	if isSessionlessVersion(c.protocolVersion()) {
 		return nil
