@@ -95,7 +95,7 @@ func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*mcpClient
 func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts clientOptions) (*mcpClient, error) {
 	logger := serverLogger(opts.Logger, cfg)
 	var (
-		t   transport
+		t   mcpTransport
 		err error
 	)
 	switch kind {

@@ -18,10 +18,10 @@ import (
 // the transport receives (notifications and server requests are
 // client_incoming.go's).
 
-// A transport carries JSON-RPC messages between the client and one server.
-// Implementations: stdioTransport (stdio.go), streamableTransport and
-// sseTransport (httptransport.go).
-type transport interface {
+// An mcpTransport carries JSON-RPC messages between the client and one
+// server. Implementations: stdioTransport (stdio.go), streamableTransport
+// and sseTransport (httptransport.go).
+type mcpTransport interface {
 	// send delivers one JSON-RPC message. It blocks at most until ctx is
 	// done; a request's answer arrives on recv, never as send's result.
 	// For HTTP, ctx also bounds the reading of the response stream, so the
@@ -52,7 +52,7 @@ type protocolVersionAware interface {
 // on its context, and on a current revision ending the exchange cancels
 // the request.
 type exchangeTransport interface {
-	transport
+	mcpTransport
 	sendsExchanges()
 }
 
@@ -114,7 +114,7 @@ type conn struct {
 	cfg    serverConfig
 	opts   clientOptions
 	logger *slog.Logger
-	t      transport
+	t      mcpTransport
 	// secrets are the server's env and header values, redacted from what
 	// it logs through notifications/message.
 	secrets *liveRedactor
@@ -155,7 +155,7 @@ type conn struct {
 }
 
 // newConn wraps a started transport and listens to it.
-func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transport) *conn {
+func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t mcpTransport) *conn {
 	c := &conn{
 		cfg:     cfg,
 		opts:    opts,
