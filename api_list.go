@@ -93,12 +93,12 @@ func (lq listQuery) matchesRun(r *run) bool {
 	return lq.matches(title) || lq.matches(prompt)
 }
 
-// page returns the items of lq's page: of items (newest first by key),
+// listPage returns the items of lq's page: of items (newest first by key),
 // those after lq's cursor that keep lets through, at most lq.limit of
 // them, and the cursor of the next page, "" when no item is left. An item
 // added or removed between two pages moves no other: a walk through the
 // pages gives every item kept throughout exactly once.
-func page[T any](items []T, key func(T) listKey, keep func(T) bool, lq listQuery) ([]T, string) {
+func listPage[T any](items []T, key func(T) listKey, keep func(T) bool, lq listQuery) ([]T, string) {
 	start := 0
 	if lq.after != nil {
 		start = sort.Search(len(items), func(i int) bool {
@@ -211,7 +211,7 @@ func (a *api) runSummaries(info authInfo, lq listQuery, filter runFilter) ([]run
 	keep := func(run *run) bool {
 		return info.sees(run.req.Tenant) && filter.keeps(run.summary()) && lq.matchesRun(run)
 	}
-	runs, next := page(a.runs.list(), runKey, keep, lq)
+	runs, next := listPage(a.runs.list(), runKey, keep, lq)
 	out := make([]runSummary, 0, len(runs))
 	for _, run := range runs {
 		v := run.summary()
@@ -254,7 +254,7 @@ func (a *api) listConversations(w http.ResponseWriter, r *http.Request, info aut
 		}
 		return slices.ContainsFunc(a.runs.conversationRuns(c, info.sees), lq.matchesRun)
 	}
-	convs, next := page(a.runs.listConversations(), conversationKey, keep, lq)
+	convs, next := listPage(a.runs.listConversations(), conversationKey, keep, lq)
 	out := make([]conversationView, 0, len(convs))
 	for _, c := range convs {
 		out = append(out, a.runs.conversationView(c, info.sees))

@@ -13,12 +13,12 @@ import (
 // This file holds one MCP session over any transport: the handshake and
 // its version fallback, and the list, call and read requests.
 
-// A client is one MCP session with one server: the handshake's outcome
+// An mcpClient is one MCP session with one server: the handshake's outcome
 // and the MCP requests, over the conn that multiplexes them. It is safe
-// for concurrent use. A client is created by connect and ends with close,
+// for concurrent use. An mcpClient is created by connect and ends with close,
 // or when its transport ends (ended is then closed and every pending and
 // later call fails with endErr).
-type client struct {
+type mcpClient struct {
 	// The embedded conn brings roundTrip, notify, close and the session's
 	// cfg, opts, logger and transport (client_conn.go).
 	*conn
@@ -44,7 +44,7 @@ type client struct {
 // and by ctx; the session itself outlives ctx and ends only with close or
 // when the server goes away. On error nothing is left running, and the
 // error names the server.
-func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, error) {
+func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*mcpClient, error) {
 	c, err := dial(ctx, cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", cfg.Name, err)
@@ -54,7 +54,7 @@ func connect(ctx context.Context, cfg serverConfig, opts clientOptions) (*client
 
 // dial is connect for a caller that names the server itself: its error
 // does not.
-func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, error) {
+func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*mcpClient, error) {
 	opts.Logger = orDiscard(opts.Logger)
 	if opts.Secrets == nil {
 		// A session outside any registry: it quotes through its OAuth
@@ -92,10 +92,10 @@ func dial(ctx context.Context, cfg serverConfig, opts clientOptions) (*client, e
 }
 
 // dialAndInitialize opens one transport kind and runs the handshake.
-func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts clientOptions) (*client, error) {
+func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts clientOptions) (*mcpClient, error) {
 	logger := serverLogger(opts.Logger, cfg)
 	var (
-		t   transport
+		t   mcpTransport
 		err error
 	)
 	switch kind {
@@ -119,7 +119,7 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 	if err != nil {
 		return nil, err
 	}
-	c := &client{conn: newConn(cfg, opts, logger, t), kind: kind}
+	c := &mcpClient{conn: newConn(cfg, opts, logger, t), kind: kind}
 	if err := c.handshake(ctx); err != nil {
 		c.close()
 		return nil, err
@@ -136,7 +136,7 @@ func dialAndInitialize(ctx context.Context, cfg serverConfig, kind string, opts 
 // refuses it with -32602 or -32600; any known version the server answers
 // with is accepted (only the pinned one when pinned). It then sends
 // notifications/initialized.
-func (c *client) initialize(ctx context.Context) error {
+func (c *mcpClient) initialize(ctx context.Context) error {
 	offer := cmp.Or(c.cfg.ProtocolVersion, latestProtocolVersion)
 	res, err := c.initializeWith(ctx, offer)
 	var rpcErr *rpcError
@@ -168,7 +168,7 @@ func (c *client) initialize(ctx context.Context) error {
 	return nil
 }
 
-func (c *client) initializeWith(ctx context.Context, version string) (*initializeResult, error) {
+func (c *mcpClient) initializeWith(ctx context.Context, version string) (*initializeResult, error) {
 	params := map[string]any{
 		"protocolVersion": version,
 		"capabilities":    c.clientCapabilities(),
@@ -195,21 +195,21 @@ func isKnownProtocolVersion(v string) bool {
 }
 
 // protocolVersion returns the negotiated version ("" before the handshake).
-func (c *client) protocolVersion() string {
+func (c *mcpClient) protocolVersion() string {
 	c.stateMu.RLock()
 	defer c.stateMu.RUnlock()
 	return c.initResult.ProtocolVersion
 }
 
 // serverInfo returns the server's self-description from the handshake.
-func (c *client) serverInfo() implementation {
+func (c *mcpClient) serverInfo() implementation {
 	c.stateMu.RLock()
 	defer c.stateMu.RUnlock()
 	return c.initResult.ServerInfo
 }
 
 // capabilities returns the server's capabilities from the handshake.
-func (c *client) capabilities() serverCapabilities {
+func (c *mcpClient) capabilities() serverCapabilities {
 	c.stateMu.RLock()
 	defer c.stateMu.RUnlock()
 	return c.initResult.Capabilities
@@ -219,7 +219,7 @@ func (c *client) capabilities() serverCapabilities {
 // nil; a *json.RawMessage receives the result undecoded and unvalidated).
 // An expired HTTP session is initialized again once and the request resent.
 // Errors name the method; rpc errors are returned as *rpcError.
-func (c *client) request(ctx context.Context, req rpcRequest, result any) error {
+func (c *mcpClient) request(ctx context.Context, req rpcRequest, result any) error {
 	c.stateMu.RLock()
 	epoch := c.sessionEpoch
 	c.stateMu.RUnlock()
@@ -271,7 +271,7 @@ func decodeResult(raw json.RawMessage, result any) error {
 }
 
 // transportKind returns the transport in use (stdio, http or sse).
-func (c *client) transportKind() string { return c.kind }
+func (c *mcpClient) transportKind() string { return c.kind }
 
 // maxPages bounds pagination against a server that never stops.
 const maxPages = 100
@@ -279,7 +279,7 @@ const maxPages = 100
 // listAll follows nextCursor through every page of a list method, decoding
 // the items under key. It stops, with a warning, on a repeated cursor or
 // after maxPages pages, returning what it has.
-func listAll[T any](ctx context.Context, c *client, method, key string) ([]T, error) {
+func listAll[T any](ctx context.Context, c *mcpClient, method, key string) ([]T, error) {
 	var (
 		all    []T
 		cursor string
@@ -330,7 +330,7 @@ func listAll[T any](ctx context.Context, c *client, method, key string) ([]T, er
 // listTools returns every tool the server offers, all pages. On a current
 // revision over HTTP, tools with invalid x-mcp-header annotations are left
 // out with a warning (see keepHeaderTools).
-func (c *client) listTools(ctx context.Context) ([]toolInfo, error) {
+func (c *mcpClient) listTools(ctx context.Context) ([]toolInfo, error) {
 	tools, err := listAll[toolInfo](ctx, c, "tools/list", "tools")
 	if err != nil || c.meta.Load() == nil || c.kind != transportHTTP {
 		return tools, err
@@ -340,7 +340,7 @@ func (c *client) listTools(ctx context.Context) ([]toolInfo, error) {
 
 // listResources returns every resource the server offers, all pages. It
 // returns errNoResources when the server lacks the resources capability.
-func (c *client) listResources(ctx context.Context) ([]resourceInfo, error) {
+func (c *mcpClient) listResources(ctx context.Context) ([]resourceInfo, error) {
 	if c.capabilities().Resources == nil {
 		return nil, errNoResources
 	}
@@ -349,7 +349,7 @@ func (c *client) listResources(ctx context.Context) ([]resourceInfo, error) {
 
 // readResource reads one resource by URI. It returns errNoResources when
 // the server lacks the resources capability.
-func (c *client) readResource(ctx context.Context, uri string) (*readResourceResult, error) {
+func (c *mcpClient) readResource(ctx context.Context, uri string) (*readResourceResult, error) {
 	if c.capabilities().Resources == nil {
 		return nil, errNoResources
 	}
@@ -384,7 +384,7 @@ type callMeta struct {
 // callTool calls a tool by the server's own name. args must be a JSON
 // object or empty (sent as {}). A result with isError is returned as a
 // result, not an error: the error return is for calls that failed.
-func (c *client) callTool(ctx context.Context, name string, args json.RawMessage) (*callResult, error) {
+func (c *mcpClient) callTool(ctx context.Context, name string, args json.RawMessage) (*callResult, error) {
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}

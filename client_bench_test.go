@@ -86,7 +86,7 @@ func benchHTTPConfig(b *testing.B, mode string) serverConfig {
 }
 
 // benchConnect connects a session to cfg, closed when the benchmark ends.
-func benchConnect(b *testing.B, cfg serverConfig) *client {
+func benchConnect(b *testing.B, cfg serverConfig) *mcpClient {
 	b.Helper()
 	c, err := connect(b.Context(), cfg, clientOptions{Logger: benchLogger})
 	if err != nil {
@@ -105,7 +105,7 @@ var benchLogger = slog.New(slog.DiscardHandler)
 // contains the message: echo servers word it differently (the echoserver
 // answers "hello", server-everything "Echo: hello"). Safe for concurrent
 // use.
-func benchEcho(ctx context.Context, c *client) error {
+func benchEcho(ctx context.Context, c *mcpClient) error {
 	res, err := c.callTool(ctx, "echo", benchEchoArgs)
 	if err != nil {
 		return err
@@ -144,7 +144,7 @@ func BenchmarkHTTPStatelessToolCall(b *testing.B) {
 // from benchCallers goroutines at once (parallel). Besides the wall time it
 // reports the client process's CPU time per call (cpu-ns/op), which the
 // load of a shared machine disturbs far less.
-func benchToolCall(b *testing.B, c *client) {
+func benchToolCall(b *testing.B, c *mcpClient) {
 	b.Logf("protocol version %s", c.protocolVersion())
 	b.Run("seq", func(b *testing.B) {
 		b.ReportAllocs()

@@ -149,7 +149,7 @@ func (rc *responseCache) forget(cfg serverConfig, method string) {
 
 // requestCached returns the cached result of (req.method, arg) when it is
 // fresh, and otherwise sends req with send and caches what comes back.
-func (c *client) requestCached(ctx context.Context, req rpcRequest, arg string, send func(context.Context, rpcRequest) (json.RawMessage, error)) (json.RawMessage, error) {
+func (c *mcpClient) requestCached(ctx context.Context, req rpcRequest, arg string, send func(context.Context, rpcRequest) (json.RawMessage, error)) (json.RawMessage, error) {
 	if raw, ok := c.opts.Cache.get(c.cfg, req.method, arg); ok {
 		return raw, nil
 	}
@@ -162,7 +162,7 @@ func (c *client) requestCached(ctx context.Context, req rpcRequest, arg string, 
 }
 
 // sendRequest sends req and returns its raw result, for requestCached.
-func (c *client) sendRequest(ctx context.Context, req rpcRequest) (json.RawMessage, error) {
+func (c *mcpClient) sendRequest(ctx context.Context, req rpcRequest) (json.RawMessage, error) {
 	var raw json.RawMessage
 	err := c.request(ctx, req, &raw)
 	return raw, err

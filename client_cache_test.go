@@ -70,7 +70,7 @@ func TestResponseCacheRules(t *testing.T) {
 
 // sdkStats returns the Go SDK server's counts of answered list and read
 // requests, by method.
-func sdkStats(t *testing.T, c *client) map[string]int {
+func sdkStats(t *testing.T, c *mcpClient) map[string]int {
 	t.Helper()
 	res, err := c.callTool(t.Context(), "stats", nil)
 	if err != nil {

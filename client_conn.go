@@ -18,10 +18,10 @@ import (
 // the transport receives (notifications and server requests are
 // client_incoming.go's).
 
-// A transport carries JSON-RPC messages between the client and one server.
-// Implementations: stdioTransport (stdio.go), streamableTransport and
-// sseTransport (httptransport.go).
-type transport interface {
+// An mcpTransport carries JSON-RPC messages between the client and one
+// server. Implementations: stdioTransport (stdio.go), streamableTransport
+// and sseTransport (httptransport.go).
+type mcpTransport interface {
 	// send delivers one JSON-RPC message. It blocks at most until ctx is
 	// done; a request's answer arrives on recv, never as send's result.
 	// For HTTP, ctx also bounds the reading of the response stream, so the
@@ -52,7 +52,7 @@ type protocolVersionAware interface {
 // on its context, and on a current revision ending the exchange cancels
 // the request.
 type exchangeTransport interface {
-	transport
+	mcpTransport
 	sendsExchanges()
 }
 
@@ -68,9 +68,9 @@ type clientOptions struct {
 	OnToolsChanged func()
 	// Capabilities are declared in initialize besides roots; nil for none.
 	Capabilities map[string]any
-	// Input answers elicitation, sampling and roots/list for requests
-	// that come while no run's call is in flight; nil declines and refuses.
-	Input *inputPolicy
+	// Input answers elicitation and sampling for requests that come while
+	// no run's call is in flight; nil declines and refuses (noAnswerer).
+	Input inputAnswerer
 	// HandleRequest answers server requests other than ping and roots/list;
 	// it returns handled false for methods it does not know (-32601).
 	// Nil answers every such request with -32601.
@@ -114,7 +114,7 @@ type conn struct {
 	cfg    serverConfig
 	opts   clientOptions
 	logger *slog.Logger
-	t      transport
+	t      mcpTransport
 	// secrets are the server's env and header values, redacted from what
 	// it logs through notifications/message.
 	secrets *liveRedactor
@@ -155,7 +155,7 @@ type conn struct {
 }
 
 // newConn wraps a started transport and listens to it.
-func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t transport) *conn {
+func newConn(cfg serverConfig, opts clientOptions, logger *slog.Logger, t mcpTransport) *conn {
 	c := &conn{
 		cfg:     cfg,
 		opts:    opts,

@@ -26,7 +26,7 @@ func TestClientProgressExtendsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = time.Second
 		pt := newPipeTransport()
-		c := &client{conn: newConn(serverConfig{Name: "scripted", Timeout: timeout}, clientOptions{}, discardLogger(), pt)}
+		c := &mcpClient{conn: newConn(serverConfig{Name: "scripted", Timeout: timeout}, clientOptions{}, discardLogger(), pt)}
 		t.Cleanup(func() { c.close() })
 
 		type outcome struct {

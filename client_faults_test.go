@@ -92,7 +92,7 @@ func taggedProcesses(tag string) []int {
 }
 
 // pendingCalls returns how many requests of c await an answer.
-func pendingCalls(c *client) int {
+func pendingCalls(c *mcpClient) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.pending)

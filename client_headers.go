@@ -231,7 +231,7 @@ func headerText(value json.RawMessage) (string, bool) {
 // keepHeaderTools returns the tools whose x-mcp-header annotations are
 // valid, logging a warning for each one left out, and keeps their bindings
 // for their calls (toolParamHeaders). It reuses tools' backing array.
-func (c *client) keepHeaderTools(tools []toolInfo) []toolInfo {
+func (c *mcpClient) keepHeaderTools(tools []toolInfo) []toolInfo {
 	bindings := make(map[string][]headerBinding)
 	kept := tools[:0]
 	for _, tool := range tools {
@@ -253,7 +253,7 @@ func (c *client) keepHeaderTools(tools []toolInfo) []toolInfo {
 
 // toolParamHeaders returns the Mcp-Param-* headers of a call to the tool
 // name with args, from its listed schema; nil when it has none.
-func (c *client) toolParamHeaders(name string, args json.RawMessage) http.Header {
+func (c *mcpClient) toolParamHeaders(name string, args json.RawMessage) http.Header {
 	c.stateMu.RLock()
 	bindings := c.toolHeaders[name]
 	c.stateMu.RUnlock()

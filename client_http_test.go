@@ -133,12 +133,12 @@ func TestClientSessionExpiryConcurrentCall(t *testing.T) {
 // maxPages.
 func TestClientPaginationLimits(t *testing.T) {
 	t.Parallel()
-	list := map[string]func(c *client, ctx context.Context) (int, error){
-		"tools/list": func(c *client, ctx context.Context) (int, error) {
+	list := map[string]func(c *mcpClient, ctx context.Context) (int, error){
+		"tools/list": func(c *mcpClient, ctx context.Context) (int, error) {
 			tools, err := c.listTools(ctx)
 			return len(tools), err
 		},
-		"resources/list": func(c *client, ctx context.Context) (int, error) {
+		"resources/list": func(c *mcpClient, ctx context.Context) (int, error) {
 			resources, err := c.listResources(ctx)
 			return len(resources), err
 		},

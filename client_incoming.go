@@ -35,8 +35,8 @@ func (c *conn) handleNotification(msg wireMessage) {
 		if pc != nil {
 			pc.extend()
 		}
-		if pc != nil && c.opts.Input != nil && c.opts.Input.Progress != nil {
-			c.opts.Input.Progress(c.cfg.Name, p)
+		if pc != nil && c.opts.Input != nil {
+			c.opts.Input.callProgress(c.cfg.Name, p)
 		}
 		if pc != nil && pc.progress != nil {
 			pc.progress(p)

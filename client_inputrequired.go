@@ -11,14 +11,35 @@ import (
 // This file holds input-required results (multi round-trip requests, protocol
 // revision 2026-07-28): a tools/call, prompts/get or resources/read answered
 // with resultType "input_required" has its input requests answered by the
-// machinery that answers server requests (answerInput: elicitation, sampling,
-// roots), then is sent again with a new id, the answers as inputResponses
+// machinery that answers server requests (the session's inputAnswerer,
+// client_input.go, and its roots), then is sent again with a new id, the answers as inputResponses
 // and the server's requestState echoed byte for byte.
 
 // maxInputRounds bounds the retries of one request: a server that still
 // asks for input after this many answered rounds is given up on, so a
 // server that asks forever cannot hold a run.
 const maxInputRounds = 8
+
+const (
+	// maxInputsPerRound bounds the questions of one input-required result,
+	// as 16 server requests in flight do for a connection.
+	maxInputsPerRound = 16
+	// maxInputsPerCall bounds the questions of every round of one call.
+	maxInputsPerCall = 64
+)
+
+// checkRoundInputs returns an error saying why a round of n questions of
+// server is refused, asked after askedBefore in the same call: over
+// maxInputsPerRound or maxInputsPerCall. The call fails with it.
+func checkRoundInputs(server string, n, askedBefore int) error {
+	switch {
+	case n > maxInputsPerRound:
+		return fmt.Errorf("server %q asks %d questions in one input-required result, over the limit of %d per round; giving up on the call", server, n, maxInputsPerRound)
+	case askedBefore+n > maxInputsPerCall:
+		return fmt.Errorf("server %q asks %d questions in one call, over the limit of %d per call; giving up on the call", server, askedBefore+n, maxInputsPerCall)
+	}
+	return nil
+}
 
 // resultTypeInputRequired is the resultType of a result that asks for input
 // before the request can complete. A result without resultType is complete.
@@ -63,7 +84,7 @@ func asInputRequired(raw json.RawMessage) (inputRequiredResult, bool) {
 // to the previous round's questions and that round's requestState, never
 // anything of another request. It may block while a question waits for an
 // answer (a person, the run's model); ctx bounds it.
-func (c *client) requestWithInput(ctx context.Context, req rpcRequest) (json.RawMessage, error) {
+func (c *mcpClient) requestWithInput(ctx context.Context, req rpcRequest) (json.RawMessage, error) {
 	retry := req
 	asked := 0 // questions answered in this call so far
 	for round := 0; ; round++ {
@@ -93,11 +114,11 @@ func (c *client) requestWithInput(ctx context.Context, req rpcRequest) (json.Raw
 // boundQuestions refuses a round of n questions, after askedBefore in the
 // same call, past the bounds per round, per call and (for a call of a run)
 // per run; nothing of a refused round is asked.
-func (c *client) boundQuestions(ctx context.Context, n, askedBefore int) error {
+func (c *mcpClient) boundQuestions(ctx context.Context, n, askedBefore int) error {
 	if err := checkRoundInputs(c.cfg.Name, n, askedBefore); err != nil {
 		return err
 	}
-	if run, _ := ctx.Value(inputPolicyKey{}).(*inputPolicy); run != nil {
+	if run := inputAnswererOf(ctx); run != nil {
 		return run.takeQuestions(c.cfg.Name, n)
 	}
 	return nil
@@ -110,15 +131,15 @@ func (c *client) boundQuestions(ctx context.Context, n, askedBefore int) error {
 // session's own. A question that cannot be answered (sampling refused, a
 // method harnessd does not know) fails the request: its error names the
 // question.
-func (c *client) answerInputRequests(ctx context.Context, questions map[string]embeddedRequest) (map[string]json.RawMessage, error) {
+func (c *mcpClient) answerInputRequests(ctx context.Context, questions map[string]embeddedRequest) (map[string]json.RawMessage, error) {
 	keys := make([]string, 0, len(questions))
 	for key := range questions {
 		keys = append(keys, key)
 	}
 	sort.Strings(keys)
-	policy, _ := ctx.Value(inputPolicyKey{}).(*inputPolicy)
-	if policy == nil {
-		policy = c.opts.Input
+	answerer := inputAnswererOf(ctx)
+	if answerer == nil {
+		answerer = c.opts.Input
 	}
 	answers := make(map[string]json.RawMessage, len(questions))
 	for _, key := range keys {
@@ -132,7 +153,7 @@ func (c *client) answerInputRequests(ctx context.Context, questions map[string]e
 			result, rpcErr, handled = c.opts.HandleRequest(q.Method, q.Params)
 		}
 		if !handled {
-			result, rpcErr, handled = answerInput(ctx, policy, c.rootsConfig(), q.Method, q.Params)
+			result, rpcErr, handled = c.answerServerInput(ctx, answerer, q.Method, q.Params)
 		}
 		switch {
 		case !handled:

@@ -34,7 +34,7 @@ func mrtrCalls(s *fakeMCP) []mrtrRecorded {
 // startMRTRServer starts a fake server with the tool ask that answers
 // tools/call and resources/read with what answer returns for each, and
 // returns it and a session to it whose questions are answered by policy.
-func startMRTRServer(t *testing.T, policy *inputPolicy, answer func(method string, params map[string]json.RawMessage) any) (*fakeMCP, *client) {
+func startMRTRServer(t *testing.T, policy *inputPolicy, answer func(method string, params map[string]json.RawMessage) any) (*fakeMCP, *mcpClient) {
 	t.Helper()
 	s := newFakeMCP(t, fakeMCPConfig{
 		Name:         "mrtr",

@@ -11,7 +11,7 @@ import (
 // applyLogLevel sends logging/setLevel with the configured log_level, when
 // there is one and the server offers logging. A refusal is logged, not
 // fatal: the server keeps its own level.
-func (c *client) applyLogLevel(ctx context.Context) {
+func (c *mcpClient) applyLogLevel(ctx context.Context) {
 	if c.cfg.LogLevel == "" {
 		return
 	}

@@ -69,7 +69,7 @@ func bestSessionlessVersion(supported []string) string {
 // protocol_version is used as is; otherwise the current revision is probed
 // with server/discover and an older server is initialized instead. Legacy
 // SSE speaks only the older revisions.
-func (c *client) handshake(ctx context.Context) error {
+func (c *mcpClient) handshake(ctx context.Context) error {
 	c.probeErr = nil
 	pinned := c.cfg.ProtocolVersion
 	switch {
@@ -98,7 +98,7 @@ func (c *client) handshake(ctx context.Context) error {
 
 // reinitialize runs the handshake again unless another caller already did
 // since epoch was read.
-func (c *client) reinitialize(ctx context.Context, epoch int) error {
+func (c *mcpClient) reinitialize(ctx context.Context, epoch int) error {
 	return c.handshakeAgain(epoch, func() error {
 		c.logger.Info("session expired, initializing again")
 		return c.initialize(ctx)
@@ -107,7 +107,7 @@ func (c *client) reinitialize(ctx context.Context, epoch int) error {
 
 // renegotiate runs the whole handshake again, probe included, unless
 // another caller already did since epoch was read.
-func (c *client) renegotiate(ctx context.Context, epoch int) error {
+func (c *mcpClient) renegotiate(ctx context.Context, epoch int) error {
 	return c.handshakeAgain(epoch, func() error {
 		// An initialize the new handshake may fall back to must not carry
 		// the refused revision's header.
@@ -122,7 +122,7 @@ func (c *client) renegotiate(ctx context.Context, epoch int) error {
 // handshakeAgain runs handshake, one caller at a time, unless a handshake
 // has completed since epoch was read: callers that saw the same failure
 // then retry on the session the first one settled.
-func (c *client) handshakeAgain(epoch int, handshake func() error) error {
+func (c *mcpClient) handshakeAgain(epoch int, handshake func() error) error {
 	c.initMu.Lock()
 	defer c.initMu.Unlock()
 	c.stateMu.RLock()
@@ -139,7 +139,7 @@ func (c *client) handshakeAgain(epoch int, handshake func() error) error {
 // that mark an older server (an error that is not of the current revision,
 // an HTTP status other than 401 and 403, no answer within the probe's
 // bound on stdio, or no common current revision) return errOlderServer.
-func (c *client) discover(ctx context.Context, version string, probing bool) error {
+func (c *mcpClient) discover(ctx context.Context, version string, probing bool) error {
 	for attempt := 0; ; attempt++ {
 		res, err := c.discoverWith(ctx, version, probing)
 		if err == nil {
@@ -187,7 +187,7 @@ func (c *client) discover(ctx context.Context, version string, probing bool) err
 
 // discoverWith sends one server/discover at version. On stdio a probe is
 // bounded by the discover timeout (errProbeTimeout).
-func (c *client) discoverWith(ctx context.Context, version string, probing bool) (*discoverResult, error) {
+func (c *mcpClient) discoverWith(ctx context.Context, version string, probing bool) (*discoverResult, error) {
 	probeCtx, bound := ctx, c.discoverTimeout()
 	if probing && c.kind == transportStdio {
 		// A server that stays silent may be an older one that ignores
@@ -222,7 +222,7 @@ func (c *client) discoverWith(ctx context.Context, version string, probing bool)
 }
 
 // discoverTimeout returns the bound of the stdio probe.
-func (c *client) discoverTimeout() time.Duration {
+func (c *mcpClient) discoverTimeout() time.Duration {
 	if c.opts.DiscoverTimeout > 0 {
 		return c.opts.DiscoverTimeout
 	}
@@ -231,7 +231,7 @@ func (c *client) discoverTimeout() time.Duration {
 
 // useSessionless records the outcome of server/discover: from now on every
 // request carries version in _meta (and headers over HTTP).
-func (c *client) useSessionless(version string, res *discoverResult) {
+func (c *mcpClient) useSessionless(version string, res *discoverResult) {
 	info := res.Meta.ServerInfo
 	if res.ServerInfo != nil && info.Name == "" {
 		info = *res.ServerInfo

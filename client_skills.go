@@ -111,7 +111,7 @@ func (e *skillEntry) file(uri string) (skillFile, bool) {
 }
 
 // offersSkills reports whether the server declared the skills extension.
-func (c *client) offersSkills() bool {
+func (c *mcpClient) offersSkills() bool {
 	_, ok := c.capabilities().Extensions[skillsExtension]
 	return ok
 }
@@ -120,7 +120,7 @@ func (c *client) offersSkills() bool {
 // extension calls invalid are left out with a warning (they must not be
 // loaded). It reads no skill file. Nil for a server without the
 // extension.
-func (c *client) listSkills(ctx context.Context) ([]skillEntry, error) {
+func (c *mcpClient) listSkills(ctx context.Context) ([]skillEntry, error) {
 	if !c.offersSkills() {
 		return nil, nil
 	}
@@ -147,7 +147,7 @@ var errSkillUnverified = errors.New("does not match the skill listing")
 // and returns its content once its size and digest match the listing. A
 // file not listed is refused before any read (for a dynamic skill, none
 // can be checked: the read is returned as is).
-func (c *client) readSkillFile(ctx context.Context, e *skillEntry, uri string) (string, error) {
+func (c *mcpClient) readSkillFile(ctx context.Context, e *skillEntry, uri string) (string, error) {
 	f, listed := e.file(uri)
 	if !listed && !e.Dynamic {
 		return "", fmt.Errorf("skill %q: %s is not one of its files: %w", e.name(), uri, errSkillUnverified)
@@ -182,7 +182,7 @@ func (c *client) readSkillFile(ctx context.Context, e *skillEntry, uri string) (
 // loadSkill reads and verifies the skill's SKILL.md (size, digest, and
 // its frontmatter field by field against the listing's) and returns it.
 // On any mismatch nothing of it is returned.
-func (c *client) loadSkill(ctx context.Context, e *skillEntry) (string, error) {
+func (c *mcpClient) loadSkill(ctx context.Context, e *skillEntry) (string, error) {
 	text, err := c.readSkillFile(ctx, e, e.URI)
 	if err != nil {
 		return "", err

@@ -117,7 +117,7 @@ func TestToolCallSoak(t *testing.T) {
 // out because the server never answered (serverLost says so), and the first
 // failure: any other error, an answer that is not the call's own message,
 // or more than soakServerLosses server losses.
-func soakCalls(ctx context.Context, c *client, calls, callers int, serverLost func(msg string, sent time.Time) bool) ([]string, error) {
+func soakCalls(ctx context.Context, c *mcpClient, calls, callers int, serverLost func(msg string, sent time.Time) bool) ([]string, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (

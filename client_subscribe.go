@@ -39,7 +39,7 @@ type listenSet struct {
 
 // wanted returns the notifications worth asking the server for: those of
 // the lists it says may change.
-func (c *client) wanted() listenSet {
+func (c *mcpClient) wanted() listenSet {
 	caps := c.capabilities()
 	return listenSet{
 		ToolsListChanged:     caps.Tools != nil && caps.Tools.ListChanged,
@@ -50,7 +50,7 @@ func (c *client) wanted() listenSet {
 // listen opens the session's subscription, when the server offers list
 // changes, and keeps it open until the session ends. It returns at once;
 // the subscription runs on a goroutine of its own.
-func (c *client) listen() {
+func (c *mcpClient) listen() {
 	want := c.wanted()
 	if !want.ToolsListChanged && !want.ResourcesListChanged {
 		return

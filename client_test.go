@@ -50,7 +50,7 @@ func httpPeerConfig(name, transport, endpoint string) serverConfig {
 }
 
 // connectPeer connects to cfg and closes the session at cleanup.
-func connectPeer(t *testing.T, cfg serverConfig, opts clientOptions) *client {
+func connectPeer(t *testing.T, cfg serverConfig, opts clientOptions) *mcpClient {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = discardLogger()
@@ -85,7 +85,7 @@ func recordedToolNames(t *testing.T, file string) []string {
 
 // callText calls a tool, fails the test on an error or an isError result,
 // and returns the result's text blocks joined by newlines.
-func callText(t *testing.T, c *client, tool, args string) string {
+func callText(t *testing.T, c *mcpClient, tool, args string) string {
 	t.Helper()
 	res, err := c.callTool(t.Context(), tool, json.RawMessage(args))
 	if err != nil {
@@ -106,7 +106,7 @@ func everythingDocsDir(t *testing.T) string {
 
 // checkEverything exercises server-everything: echo, every resource page,
 // a text resource (compared with its file) and a blob resource.
-func checkEverything(t *testing.T, c *client, _ string) {
+func checkEverything(t *testing.T, c *mcpClient, _ string) {
 	if got, want := callText(t, c, "echo", `{"message":"hello"}`), "Echo: hello"; got != want {
 		t.Errorf("echo = %q, want %q", got, want)
 	}
@@ -158,7 +158,7 @@ func checkEverything(t *testing.T, c *client, _ string) {
 
 // checkFilesystem reads a file of the allowed directory, the one the
 // server was started with (the client answers no roots).
-func checkFilesystem(t *testing.T, c *client, dir string) {
+func checkFilesystem(t *testing.T, c *mcpClient, dir string) {
 	const content = "written by the harnessd client test\n"
 	file := filepath.Join(dir, "note.txt")
 	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
@@ -176,7 +176,7 @@ func checkFilesystem(t *testing.T, c *client, dir string) {
 }
 
 // checkMemory creates an entity and reads it back from the graph.
-func checkMemory(t *testing.T, c *client, _ string) {
+func checkMemory(t *testing.T, c *mcpClient, _ string) {
 	callText(t, c, "create_entities", `{"entities":[{"name":"harnessd","entityType":"daemon","observations":["speaks MCP over stdio"]}]}`)
 	graph := callText(t, c, "read_graph", `{}`)
 	for _, want := range []string{`"harnessd"`, `"daemon"`, "speaks MCP over stdio"} {
@@ -188,7 +188,7 @@ func checkMemory(t *testing.T, c *client, _ string) {
 
 // checkEchoServer calls both tools of the Go SDK's echoserver and checks it
 // has no resources.
-func checkEchoServer(t *testing.T, c *client, _ string) {
+func checkEchoServer(t *testing.T, c *mcpClient, _ string) {
 	if got, want := callText(t, c, "echo", `{"message":"hello, go sdk"}`), "hello, go sdk"; got != want {
 		t.Errorf("echo = %q, want %q", got, want)
 	}
@@ -223,7 +223,7 @@ func TestClientRealPeers(t *testing.T) {
 		// wantVersion is the revision negotiated; empty means latestProtocolVersion.
 		wantVersion string
 		wantTools   func(t *testing.T) []string // each must be listed
-		check       func(t *testing.T, c *client, dir string)
+		check       func(t *testing.T, c *mcpClient, dir string)
 	}{
 		{
 			name: "everything stdio",

@@ -96,7 +96,7 @@ func (a *app) mcpConformance(ctx context.Context, args []string) error {
 // extension (reading none of their files) and, for the verification
 // scenarios, loads each skill and then reads its other files, as an agent
 // following it would: a file that fails verification ends the run.
-func conformanceSkills(ctx context.Context, c *client, scenario string, logger *slog.Logger) error {
+func conformanceSkills(ctx context.Context, c *mcpClient, scenario string, logger *slog.Logger) error {
 	skills, err := c.listSkills(ctx)
 	if err != nil || len(skills) == 0 {
 		return err

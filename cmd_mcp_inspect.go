@@ -82,7 +82,7 @@ func (a *app) mcpRead(ctx context.Context, args []string) error {
 // command's arguments.
 type oneServer struct {
 	name   string
-	client *client
+	client *mcpClient
 	flags  mcpFlags
 	rest   []string
 }

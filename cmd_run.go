@@ -137,7 +137,7 @@ func (a *app) runPrompt(ctx context.Context, args []string) error {
 	if f.continueLatest {
 		id, err := c.latestConversation(ctx)
 		if err != nil {
-			return unanswered(err)
+			return unansweredExit(err)
 		}
 		if id == "" {
 			fmt.Fprintln(c.info, "no conversation of yours to continue: starting a new one")
@@ -156,7 +156,7 @@ func (a *app) runPrompt(ctx context.Context, args []string) error {
 	}
 	runID, conversation, err := c.start(ctx, req)
 	if err != nil {
-		return unanswered(err)
+		return unansweredExit(err)
 	}
 	err = c.follow(ctx, runID)
 	if conversation != "" {
@@ -165,9 +165,9 @@ func (a *app) runPrompt(ctx context.Context, args []string) error {
 	return err
 }
 
-// unanswered gives err, from a request harnessd refused or did not
+// unansweredExit gives err, from a request harnessd refused or did not
 // answer, its exit status.
-func unanswered(err error) error {
+func unansweredExit(err error) error {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return err
@@ -319,7 +319,7 @@ func (c *runClient) follow(ctx context.Context, runID string) error {
 		}
 		lastErr = err
 	}
-	return unanswered(fmt.Errorf("run: following run %s: %v (see GET /v1/runs/%s)", runID, lastErr, runID))
+	return unansweredExit(fmt.Errorf("run: following run %s: %v (see GET /v1/runs/%s)", runID, lastErr, runID))
 }
 
 // interrupt cancels the run after the user interrupted the command.
@@ -362,7 +362,7 @@ func (f *runFollower) stream(ctx context.Context) (bool, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return true, f.setOutcome(unanswered(f.c.answerError("follow the run", resp.StatusCode, data)))
+		return true, f.setOutcome(unansweredExit(f.c.answerError("follow the run", resp.StatusCode, data)))
 	}
 	p := newSSEParser(resp.Body, maxModelResponseBytes)
 	defer p.release()

@@ -54,7 +54,7 @@ func newTestStreamable(t *testing.T, url string) *streamableTransport {
 // A recvTransport is an HTTP transport read through its channel, as its
 // listen relays it.
 type recvTransport interface {
-	transport
+	mcpTransport
 	recv() <-chan []byte
 }
 

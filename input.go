@@ -11,12 +11,12 @@ import (
 )
 
 // This file holds the answers to what a server asks of its client in the
-// middle of a call: elicitation (form and URL modes), sampling and roots.
-// An inputPolicy says how one run (or the process, outside runs) answers;
-// answerInput applies it to one request, whether the request came as a
-// server request or, later, inside an input-required result. The roots
-// answered are in input_roots.go; a run's wiring to its policy is in
-// run_input.go.
+// middle of a call: elicitation (form and URL modes) and sampling. An
+// inputPolicy says how one run (or the process, outside runs) answers; it
+// is the client's inputAnswerer (client_input.go), which applies it to one
+// request, whether the request came as a server request or, later, inside
+// an input-required result. The roots are answered by the client itself
+// (client_roots.go); a run's wiring to its policy is in run_input.go.
 
 // Elicitation actions, as the specification and our API name them.
 const (
@@ -38,20 +38,6 @@ const (
 	// more at once is declined.
 	maxOpenInputs = 32
 )
-
-// codeURLElicitationRequired is the error a server answers a call with when
-// the user must first visit a URL (specification 2025-11-25).
-const codeURLElicitationRequired = -32042
-
-// clientInputCapabilities are the capabilities harnessd declares for server
-// input: elicitation in both modes and sampling with tools. Roots are
-// declared by the handshake itself.
-func clientInputCapabilities() map[string]any {
-	return map[string]any{
-		"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
-		"sampling":    map[string]any{"tools": map[string]any{}},
-	}
-}
 
 // An elicitRequest is the params of elicitation/create.
 type elicitRequest struct {
@@ -100,8 +86,9 @@ type inputPolicy struct {
 	// Progress shows the progress notifications of calls to a person at
 	// a terminal (mcp call); nil for none.
 	Progress func(server string, note progressParams)
-	// Emit records an event (the run's history); nil for none.
-	Emit func(typ string, data any)
+	// Events records what the policy does (the run's history); nil for
+	// none.
+	Events inputEvents
 	// QuestionOpened is told when a question starts waiting in Queue,
 	// after its event (the run's webhook); nil for none.
 	QuestionOpened func()
@@ -119,10 +106,47 @@ type inputPolicy struct {
 	questions int
 }
 
-func (p *inputPolicy) emit(typ string, data any) {
-	if p.Emit != nil {
-		p.Emit(typ, data)
+// An inputEvents records what an inputPolicy does, as events of a run's
+// history: the run implements it (runInputEvents, run_input.go). Its
+// methods may be called concurrently.
+type inputEvents interface {
+	// inputRequested: question r of a server waits in the queue.
+	inputRequested(r *inputRequest)
+	// inputDeclined: a question was declined at once, for reason.
+	inputDeclined(server, mode, message, reason string)
+	// inputAnswered: question id of server got action, given by by (a
+	// key's name, or how it ended).
+	inputAnswered(id, server, action, by string)
+	// inputCompleted: server says the URL elicitation elicitationID is done.
+	inputCompleted(server, elicitationID string)
+	// samplingRefused: server's sampling request was refused, saying reason.
+	samplingRefused(server, reason string)
+	// samplingRequested: server asks model for an answer to messages
+	// messages with tools tools, at most maxTokens long.
+	samplingRequested(server, model string, messages, tools, maxTokens int)
+	// samplingCompleted: the model answered server's request with resp, or
+	// it failed with err, after elapsed.
+	samplingCompleted(server string, resp *modelResponse, err error, elapsed time.Duration)
+}
+
+// noInputEvents records nothing.
+type noInputEvents struct{}
+
+func (noInputEvents) inputRequested(*inputRequest)                                   {}
+func (noInputEvents) inputDeclined(string, string, string, string)                   {}
+func (noInputEvents) inputAnswered(string, string, string, string)                   {}
+func (noInputEvents) inputCompleted(string, string)                                  {}
+func (noInputEvents) samplingRefused(string, string)                                 {}
+func (noInputEvents) samplingRequested(string, string, int, int, int)                {}
+func (noInputEvents) samplingCompleted(string, *modelResponse, error, time.Duration) {}
+
+// events returns what records the policy's events: Events, or
+// noInputEvents when it is nil.
+func (p *inputPolicy) events() inputEvents {
+	if p.Events == nil {
+		return noInputEvents{}
 	}
+	return p.Events
 }
 
 // logger returns the policy's logger (see orDiscard).
@@ -148,18 +172,23 @@ func (p *inputPolicy) approvalTimeout() (time.Duration, string) {
 	return p.ApprovalTimeout, p.ApprovalTimeoutSetting
 }
 
-// answerInput answers one server request for input under policy p (nil
-// declines elicitations and refuses sampling): elicitation/create,
-// sampling/createMessage and roots/list (the server's configured roots,
-// none when it has none). handled is false for other methods. It may block until the request is answered; ctx bounds it
-// (the run's context, or the session's).
-func answerInput(ctx context.Context, p *inputPolicy, server serverConfig, method string, params json.RawMessage) (result any, rpcErr *rpcError, handled bool) {
+// orNoRun returns p, or for a nil p the policy of no run: elicitations
+// declined and sampling refused.
+func (p *inputPolicy) orNoRun() *inputPolicy {
 	if p == nil {
-		p = &inputPolicy{DeclineReason: "no run is asking", NoSampling: "no run is asking"}
+		return &inputPolicy{DeclineReason: "no run is asking", NoSampling: "no run is asking"}
 	}
+	return p
+}
+
+// answerInput answers one server request for input under policy p (nil
+// declines elicitations and refuses sampling): elicitation/create and
+// sampling/createMessage. handled is false for other methods. It may
+// block until the request is answered; ctx bounds it (the run's context,
+// or the session's).
+func (p *inputPolicy) answerInput(ctx context.Context, server serverConfig, method string, params json.RawMessage) (result any, rpcErr *rpcError, handled bool) {
+	p = p.orNoRun()
 	switch method {
-	case "roots/list":
-		return map[string]any{"roots": rootsFor(server)}, nil, true
 	case "elicitation/create":
 		var req elicitRequest
 		if err := json.Unmarshal(params, &req); err != nil {
@@ -178,6 +207,33 @@ func answerInput(ctx context.Context, p *inputPolicy, server serverConfig, metho
 		return res, nil, true
 	}
 	return nil, nil, false
+}
+
+// acceptURLElicitation asks one URL-mode elicitation that a call's
+// URL-elicitation-required error of server names, and reports whether it
+// was accepted; a malformed one is not.
+func (p *inputPolicy) acceptURLElicitation(ctx context.Context, server string, params json.RawMessage) bool {
+	var req elicitRequest
+	if json.Unmarshal(params, &req) != nil {
+		return false
+	}
+	req.Mode = modeURL
+	res, err := p.orNoRun().elicit(ctx, server, req)
+	return err == nil && res.Action == actionAccept
+}
+
+// elicitationCompleted records a server's notice that a URL-mode
+// elicitation was completed, as an event.
+func (p *inputPolicy) elicitationCompleted(server, id string) {
+	p.orNoRun().events().inputCompleted(server, id)
+}
+
+// callProgress shows a progress notification of a call of server through
+// Progress, when set.
+func (p *inputPolicy) callProgress(server string, note progressParams) {
+	if p != nil && p.Progress != nil {
+		p.Progress(server, note)
+	}
 }
 
 // elicit answers one elicitation: by the caller of an interactive run,
@@ -209,13 +265,13 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 	switch {
 	case p.Queue != nil && p.Interactive:
 		res, how := p.Queue.ask(ctx, ir, p.answerTimeout(), func(r *inputRequest) {
-			p.emit(evInputRequested, r)
+			p.events().inputRequested(r)
 			log.Info("input requested", "id", r.ID)
 			if p.QuestionOpened != nil {
 				p.QuestionOpened()
 			}
 		})
-		p.emit(evInputAnswered, inputAnsweredEvent(ir.ID, server, res.Action, how))
+		p.events().inputAnswered(ir.ID, server, res.Action, how)
 		log.Info("input answered", "id", ir.ID, "action", res.Action, "by", how)
 		return res, nil
 	case p.Prompt != nil:
@@ -230,161 +286,11 @@ func (p *inputPolicy) elicit(ctx context.Context, server string, req elicitReque
 	if reason == "" {
 		reason = "declined by policy"
 	}
-	p.emit(evInputRequested, inputDeclinedEvent(server, req.Mode, req.Message, reason))
+	p.events().inputDeclined(server, req.Mode, req.Message, reason)
 	if ok, held := p.declines.allow(); ok {
 		log.Info("input declined", "reason", reason, "held_back", held)
 	}
 	return elicitResult{Action: actionDecline}, nil
-}
-
-// An inputCallers tracks which policies have calls in flight on one
-// session, so that a server request is answered for the run whose call
-// caused it. The zero value is ready; safe for concurrent use.
-type inputCallers struct {
-	mu sync.Mutex
-	// guards calls
-	calls map[*inputCall]struct{}
-}
-
-// An inputCall is one call in flight, with its run's policy and context.
-type inputCall struct {
-	policy *inputPolicy
-	ctx    context.Context
-}
-
-type inputPolicyKey struct{}
-
-// withInputPolicy returns ctx carrying p: calls made under it answer
-// server requests by p.
-func withInputPolicy(ctx context.Context, p *inputPolicy) context.Context {
-	return context.WithValue(ctx, inputPolicyKey{}, p)
-}
-
-// enter records a call made under ctx and returns the function that ends
-// the record. Calls under a context without a policy are not recorded.
-func (t *inputCallers) enter(ctx context.Context) func() {
-	p, _ := ctx.Value(inputPolicyKey{}).(*inputPolicy)
-	if p == nil {
-		return func() {}
-	}
-	call := &inputCall{policy: p, ctx: ctx}
-	t.mu.Lock()
-	if t.calls == nil {
-		t.calls = map[*inputCall]struct{}{}
-	}
-	t.calls[call] = struct{}{}
-	t.mu.Unlock()
-	return func() {
-		t.mu.Lock()
-		delete(t.calls, call)
-		t.mu.Unlock()
-	}
-}
-
-// current returns the policy and context of the one run with calls in
-// flight. A server request carries no link to the call that caused it, so
-// with calls of several runs in flight it cannot be told whose it is:
-// ambiguous is then true and the policy nil.
-func (t *inputCallers) current() (p *inputPolicy, ctx context.Context, ambiguous bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for call := range t.calls {
-		switch {
-		case p == nil:
-			p, ctx = call.policy, call.ctx
-		case p != call.policy:
-			return nil, nil, true
-		}
-	}
-	return p, ctx, false
-}
-
-// serveInput answers a server request for input: for the one run whose
-// calls are in flight on this session, else by the session's own policy.
-// While it waits, the session's calls do not time out.
-func (c *conn) serveInput(method string, params json.RawMessage) (any, *rpcError, bool) {
-	p, ctx, ambiguous := c.callers.current()
-	if ambiguous {
-		c.logger.Warn("server request while calls of several runs are in flight: it cannot be told which run asks, so it is answered as outside a run", "method", method)
-	}
-	if p == nil {
-		p, ctx = c.opts.Input, context.Background()
-	}
-	ctx, cancel := c.untilEnded(ctx)
-	defer cancel()
-	defer c.holdCalls()()
-	return answerInput(ctx, p, c.rootsConfig(), method, params)
-}
-
-// holdCalls keeps the deadlines of the session's calls from running out
-// until the returned function is called.
-func (c *conn) holdCalls() (release func()) {
-	c.mu.Lock()
-	held := make([]*pendingCall, 0, len(c.pending))
-	for _, pc := range c.pending {
-		if pc.extends() {
-			pc.held.Add(1)
-			held = append(held, pc)
-		}
-	}
-	c.mu.Unlock()
-	return func() {
-		for _, pc := range held {
-			pc.held.Add(-1)
-		}
-	}
-}
-
-// elicitationComplete records a server's notice that a URL-mode
-// elicitation was completed, as an event of the run whose call is in
-// flight.
-func (c *conn) elicitationComplete(params json.RawMessage) {
-	var p struct {
-		ElicitationID string `json:"elicitationId"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return
-	}
-	c.logger.Info("elicitation completed", "elicitation_id", p.ElicitationID)
-	policy, _, _ := c.callers.current()
-	if policy == nil {
-		policy = c.opts.Input
-	}
-	if policy != nil {
-		policy.emit(evInputCompleted, inputCompletedEvent(c.cfg.Name, p.ElicitationID))
-	}
-}
-
-// urlElicitationAnswered handles a call's -32042 error (URL elicitation
-// required): each URL it names is asked like a URL-mode elicitation, and
-// true is returned when every one was accepted, so the call is retried
-// once. Any other error, or a decline, returns false.
-func (c *client) urlElicitationAnswered(ctx context.Context, err error) bool {
-	rpcErr := asRPCError(err)
-	if rpcErr == nil || rpcErr.Code != codeURLElicitationRequired {
-		return false
-	}
-	var data struct {
-		Elicitations []elicitRequest `json:"elicitations"`
-	}
-	if json.Unmarshal(rpcErr.Data, &data) != nil || len(data.Elicitations) == 0 {
-		return false
-	}
-	p, _ := ctx.Value(inputPolicyKey{}).(*inputPolicy)
-	if p == nil {
-		p = c.opts.Input
-	}
-	if p == nil {
-		return false
-	}
-	for _, req := range data.Elicitations {
-		req.Mode = modeURL
-		res, err := p.elicit(ctx, c.cfg.Name, req)
-		if err != nil || res.Action != actionAccept {
-			return false
-		}
-	}
-	return true
 }
 
 // outsideRunInput is the policy of servers' requests outside any run (a

@@ -69,7 +69,7 @@ func TestInputRequiredRunBound(t *testing.T) {
 		}
 		return textResult("done")
 	})
-	ctx := withInputPolicy(t.Context(), run)
+	ctx := withInputAnswerer(t.Context(), run)
 	calls := maxInputsPerRun / maxInputsPerRound
 	for i := range calls {
 		if _, err := c.callTool(ctx, "ask", json.RawMessage(`{}`)); err != nil {

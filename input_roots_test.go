@@ -44,9 +44,9 @@ func TestRootsAnswered(t *testing.T) {
 			if tt.origin != originGlobal { // a run-local server: its run's roots apply
 				cfg = (&runScope{roots: tt.runRoots}).withRunRoots(cfg)
 			}
-			res, rpcErr, handled := answerInput(t.Context(), nil, cfg, "roots/list", nil)
+			res, rpcErr, handled := (&conn{cfg: cfg}).answerServerInput(t.Context(), nil, "roots/list", nil)
 			if !handled || rpcErr != nil {
-				t.Fatalf("answerInput(roots/list) = handled %v, %v", handled, rpcErr)
+				t.Fatalf("answerServerInput(roots/list) = handled %v, %v", handled, rpcErr)
 			}
 			if got := string(mustJSON(t, res)); got != tt.want {
 				t.Errorf("roots/list for roots %v in a run with roots %v = %s, want %s", tt.server, tt.runRoots, got, tt.want)

@@ -15,10 +15,6 @@ import (
 // run's own model, within the per-server switch and the per-run caps on
 // requests and tokens.
 
-// codeSamplingRefused is the error code of a sampling request harnessd will
-// not serve (the specification's example uses -1 for a user's refusal).
-const codeSamplingRefused = -1
-
 // A samplingBudget is one run's allowance for sampling: requests are
 // counted as they come, tokens held for each request's worst case until
 // it ends (held) and counted as spent after. Safe for concurrent use.
@@ -308,7 +304,7 @@ func samplingResult(model string, resp *modelResponse) map[string]any {
 func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params json.RawMessage) (any, *rpcError) {
 	refuse := func(format string, args ...any) *rpcError {
 		msg := fmt.Sprintf(format, args...)
-		p.emit(evSamplingRefused, samplingRefusedEvent(server.Name, msg))
+		p.events().samplingRefused(server.Name, msg)
 		if ok, held := p.refusals.allow(); ok {
 			p.logger().Warn("sampling refused", "server", server.Name, "reason", msg, "held_back", held)
 		}
@@ -362,12 +358,12 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 		}
 	}
 	mreq.MaxTokens = maxTokens
-	p.emit(evSamplingRequested, samplingRequestedEvent(server.Name, provider.name(), len(req.Messages), len(mreq.Tools), mreq.MaxTokens))
+	p.events().samplingRequested(server.Name, provider.name(), len(req.Messages), len(mreq.Tools), mreq.MaxTokens)
 	start := time.Now()
 	resp, err := provider.complete(ctx, mreq)
 	elapsed := time.Since(start)
 	if err != nil {
-		p.emit(evSamplingCompleted, samplingCompletedEvent(server.Name, nil, err, elapsed))
+		p.events().samplingCompleted(server.Name, nil, err, elapsed)
 		return nil, &rpcError{Code: codeInternalError, Message: "sampling/createMessage: " + err.Error()}
 	}
 	samplingHold.settle(resp.Usage)
@@ -376,7 +372,7 @@ func (p *inputPolicy) sample(ctx context.Context, server serverConfig, params js
 	if s.OnUsage != nil {
 		s.OnUsage(resp.Usage)
 	}
-	p.emit(evSamplingCompleted, samplingCompletedEvent(server.Name, resp, nil, elapsed))
+	p.events().samplingCompleted(server.Name, resp, nil, elapsed)
 	p.logger().Info("sampling served", "server", server.Name, "input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens, "duration", elapsed)
 	return samplingResult(provider.name(), resp), nil
 }

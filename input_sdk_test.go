@@ -51,13 +51,13 @@ func TestServerInputSDKFormExample(t *testing.T) {
 	})
 	requested := make(chan *inputRequest, 1)
 	queue := &inputQueue{}
-	policy := &inputPolicy{Queue: queue, Interactive: true, Emit: func(typ string, data any) {
+	policy := &inputPolicy{Queue: queue, Interactive: true, Events: runInputEvents(func(typ string, data any) {
 		if r, ok := data.(*inputRequest); ok {
 			requested <- r
 		}
-	}}
+	})}
 	c := connectPeer(t, httpPeerConfig("forms", transportHTTP, endpoint), clientOptions{})
-	ctx := withInputPolicy(t.Context(), policy)
+	ctx := withInputAnswerer(t.Context(), policy)
 	// The example sends its elicitation on the GET stream, which opens
 	// after the first POST of the session.
 	if _, err := c.listTools(t.Context()); err != nil {
@@ -116,7 +116,7 @@ func TestServerInputSDKSamplingExample(t *testing.T) {
 	cfg.Sampling = true
 	policy := &inputPolicy{Sampler: &samplingModel{Provider: model.provider(t), Budget: newSamplingBudget(0, 0)}}
 	c := connectPeer(t, cfg, clientOptions{})
-	res, err := c.callTool(withInputPolicy(t.Context(), policy), "summarize", json.RawMessage(`{"text":"MCP lets servers ask their client for a completion."}`))
+	res, err := c.callTool(withInputAnswerer(t.Context(), policy), "summarize", json.RawMessage(`{"text":"MCP lets servers ask their client for a completion."}`))
 	if err != nil {
 		t.Fatalf("callTool(summarize) = %v", err)
 	}
@@ -148,14 +148,14 @@ func TestServerInputSDKURLExample(t *testing.T) {
 	requested := make(chan *inputRequest, 4)
 	completed := make(chan string, 4)
 	queue := &inputQueue{}
-	policy := &inputPolicy{Queue: queue, Interactive: true, Emit: func(typ string, data any) {
+	policy := &inputPolicy{Queue: queue, Interactive: true, Events: runInputEvents(func(typ string, data any) {
 		switch typ {
 		case "input.requested":
 			requested <- data.(*inputRequest)
 		case "input.completed":
 			completed <- data.(map[string]any)["elicitation_id"].(string)
 		}
-	}}
+	})}
 	c := connectPeer(t, cfg, clientOptions{OAuth: newOAuthClients(store, discardLogger()), Input: policy})
 
 	// submit answers r in harnessd, then posts the page's form as the
@@ -190,7 +190,7 @@ func TestServerInputSDKURLExample(t *testing.T) {
 		}
 	}
 
-	ctx := withInputPolicy(t.Context(), policy)
+	ctx := withInputAnswerer(t.Context(), policy)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

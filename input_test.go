@@ -279,20 +279,20 @@ func TestServerInputEverything(t *testing.T) {
 		Queue:       queue,
 		Interactive: true,
 		Sampler:     &samplingModel{Provider: model.provider(t), Budget: newSamplingBudget(1, 0), OnUsage: func(u modelUsage) { mu.Lock(); usage.add(u); mu.Unlock() }},
-		Emit: func(typ string, data any) {
+		Events: runInputEvents(func(typ string, data any) {
 			mu.Lock()
 			events = append(events, typ)
 			mu.Unlock()
 			if r, ok := data.(*inputRequest); ok {
 				requested <- r
 			}
-		},
+		}),
 	}
 	cfg := stdioPeerConfig("everything", everythingStdioCommand(t))
 	cfg.Sampling = true
 	cfg.Roots = []string{dir}
 	c := connectPeer(t, cfg, clientOptions{})
-	ctx := withInputPolicy(t.Context(), policy)
+	ctx := withInputAnswerer(t.Context(), policy)
 
 	call := func(tool, args string) string {
 		t.Helper()

@@ -32,6 +32,10 @@ const (
 	codeMethodNotFound = -32601
 	codeInvalidParams  = -32602
 	codeInternalError  = -32603
+	// codeSamplingRefused is the error code of a sampling request harnessd
+	// will not serve (the specification's example uses -1 for a user's
+	// refusal).
+	codeSamplingRefused = -1
 )
 
 // A wireMessage is any JSON-RPC message: a request (ID and Method), a

@@ -203,14 +203,14 @@ type discovery struct {
 	AS              authServerMetadata
 }
 
-// discover finds the authorization of the MCP server at serverURL, given
-// the challenge of its 401 or 403 answer (the zero value when none). It
-// reads the protected resource metadata and then the authorization
-// server's; for servers that publish no resource metadata (protocol
-// 2025-03-26) it falls back to the server's origin as the authorization
-// server and, without its metadata either, to /authorize, /token and
-// /register there. It makes only GET requests.
-func discover(ctx context.Context, client *http.Client, serverURL string, ch bearerChallenge) (discovery, error) {
+// discoverAuthorization finds the authorization of the MCP server at
+// serverURL, given the challenge of its 401 or 403 answer (the zero value
+// when none). It reads the protected resource metadata and then the
+// authorization server's; for servers that publish no resource metadata
+// (protocol 2025-03-26) it falls back to the server's origin as the
+// authorization server and, without its metadata either, to /authorize,
+// /token and /register there. It makes only GET requests.
+func discoverAuthorization(ctx context.Context, client *http.Client, serverURL string, ch bearerChallenge) (discovery, error) {
 	prm, err := fetchResourceMetadata(ctx, client, serverURL, ch.ResourceMetadata)
 	if errors.Is(err, errNoMetadata) {
 		return legacyDiscovery(ctx, client, serverURL)

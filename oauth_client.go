@@ -281,7 +281,7 @@ func (c *oauthClient) challenge(ctx context.Context, status int, header http.Hea
 			}
 		}
 	}
-	d, err := discover(ctx, c.http, c.serverURL, ch)
+	d, err := discoverAuthorization(ctx, c.http, c.serverURL, ch)
 	if err != nil {
 		return fmt.Errorf("server %q: %w", c.server, err)
 	}

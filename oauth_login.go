@@ -51,7 +51,7 @@ func (c *oauthClient) startLogin(ctx context.Context, header http.Header) (strin
 	}
 	defer c.release()
 	c.reload()
-	d, err := discover(ctx, c.http, c.serverURL, ch)
+	d, err := discoverAuthorization(ctx, c.http, c.serverURL, ch)
 	if err != nil {
 		return "", fmt.Errorf("server %q: %w", c.server, err)
 	}

@@ -150,7 +150,7 @@ func TestDiscover(t *testing.T) {
 			f := newFakeAS(t)
 			base := f.srv.URL
 			serverURL, ch := tt.setup(f, base)
-			d, err := discover(t.Context(), http.DefaultClient, serverURL, ch)
+			d, err := discoverAuthorization(t.Context(), http.DefaultClient, serverURL, ch)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("discover() error = %v, want one containing %q", err, tt.wantErr)

@@ -288,6 +288,18 @@ type runScope struct {
 	closed bool
 }
 
+// withRunRoots returns cfg with the roots it gets as a server of the
+// scope's run: the run's roots, when the run request names any, replace
+// what its profile or connect_mcp server configures; a per-run server
+// that names its own roots in the same request keeps them.
+func (s *runScope) withRunRoots(cfg serverConfig) serverConfig {
+	if s.roots == nil || (cfg.Origin == originPerRun && cfg.Roots != nil) {
+		return cfg
+	}
+	cfg.Roots = s.roots
+	return cfg
+}
+
 // newScope returns an empty scope over the registry's global servers.
 func (r *registry) newScope(logger *slog.Logger) *runScope {
 	opts := r.opts.Client

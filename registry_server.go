@@ -100,7 +100,7 @@ type managedServer struct {
 	// guards everything below; status and lastErr are written by move only
 	status    string
 	lastErr   error // why the server is not ready; nil when it is
-	client    *client
+	client    *mcpClient
 	tools     *serverTools
 	skills    []skillEntry // listed with the tools (registry_skills.go)
 	restarts  int
@@ -248,14 +248,14 @@ func (s *managedServer) snapshot() serverStatus {
 
 // current returns the server's session, or an error naming the server and
 // its status that wraps both errServerUnavailable and the cause.
-func (s *managedServer) current() (*client, error) {
+func (s *managedServer) current() (*mcpClient, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.currentLocked()
 }
 
 // currentLocked is current; the caller holds s.mu.
-func (s *managedServer) currentLocked() (*client, error) {
+func (s *managedServer) currentLocked() (*mcpClient, error) {
 	if s.retired != nil {
 		return nil, fmt.Errorf("server %q: %w: %w", s.cfg.Name, errServerUnavailable, s.retired)
 	}
@@ -273,7 +273,7 @@ func (s *managedServer) currentLocked() (*client, error) {
 // acquire returns the server's session for one call, as current does, and
 // a release the caller must call once the call is over. A retired server
 // finishes the calls acquired before retire and refuses later ones.
-func (s *managedServer) acquire() (*client, func(), error) {
+func (s *managedServer) acquire() (*mcpClient, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.currentLocked()
@@ -328,7 +328,7 @@ func (s *managedServer) toolSet() *serverTools {
 // ready with the session it returns, or failed with the error open
 // returns. Errors recorded here do not name the server: snapshot and
 // current name it once.
-func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange func()) (*client, error) {
+func (s *managedServer) open(ctx context.Context, opts clientOptions, onChange func()) (*mcpClient, error) {
 	opts.OnToolsChanged = onChange // opts.Logger is the owner's: dial adds the server's name
 	cfg, gen := s.configGen()
 	c, err := dial(ctx, cfg, opts)
@@ -403,7 +403,7 @@ func (s *managedServer) setRoots(ctx context.Context, dirs []string) error {
 // relist lists the tools of c and publishes them. Listings are serialised
 // (listMu), so one checked against the pins before an accept is never
 // published after the listing that follows the accept.
-func (s *managedServer) relist(ctx context.Context, c *client) error {
+func (s *managedServer) relist(ctx context.Context, c *mcpClient) error {
 	s.listMu.Lock()
 	defer s.listMu.Unlock()
 	listCtx, cancel := context.WithTimeout(ctx, c.cfg.startupTimeout())
@@ -517,7 +517,7 @@ func (s *managedServer) supervise(ctx context.Context, sv supervision) {
 // waits for its session to end. It returns the session that ended (nil
 // when open failed) and why, or cancelled when ctx ended first. opened is
 // called once open is over.
-func (s *managedServer) session(ctx context.Context, sv supervision, opened func()) (ended *client, cancelled bool, err error) {
+func (s *managedServer) session(ctx context.Context, sv supervision, opened func()) (ended *mcpClient, cancelled bool, err error) {
 	relist := newDebouncer(listDebounce, func() { s.refresh(ctx, sv.peers) })
 	defer relist.stop()
 	c, err := s.open(ctx, sv.client, relist.trigger)

@@ -31,7 +31,7 @@ func statusSkills(skills []skillEntry) []statusSkill {
 
 // listSkills returns the skills c lists; a failing skills/list is a
 // warning, not a failed server (its tools still work).
-func (s *managedServer) listSkills(ctx context.Context, c *client) []skillEntry {
+func (s *managedServer) listSkills(ctx context.Context, c *mcpClient) []skillEntry {
 	skills, err := c.listSkills(ctx)
 	if err != nil {
 		s.logger.Warn("skills not listed", "err", err)

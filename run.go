@@ -404,7 +404,9 @@ func (r *run) execute(ctx context.Context) {
 	ctx = r.startRunSpan(ctx)
 	ctx, release := r.budget.bound(ctx)
 	defer release()
-	ctx = withInputPolicy(ctx, r.input)
+	if r.input != nil {
+		ctx = withInputAnswerer(ctx, r.input)
+	}
 	answer, err := r.loop(ctx)
 	var exceeded *budgetExceededError
 	switch {

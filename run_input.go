@@ -51,7 +51,7 @@ func (r *run) setupInput(limits runLimits, models []modelSpec, newProvider func(
 				r.mu.Unlock()
 			},
 		},
-		Emit:           r.emit,
+		Events:         runInputEvents(r.emit),
 		QuestionOpened: func() { r.env.webhooks.waiting(r, webhookType(runWaitingInput)) },
 		Logger:         r.logger,
 	}
@@ -94,4 +94,34 @@ func (r *run) waitingView(v *runView) {
 	case len(v.InputRequests) > 0:
 		v.Status = runWaitingInput
 	}
+}
+
+// runInputEvents records the events of a run's input policy by emit, as
+// the run's events (their payloads are run_event.go's).
+type runInputEvents func(typ string, data any)
+
+func (emit runInputEvents) inputRequested(r *inputRequest) { emit(evInputRequested, r) }
+
+func (emit runInputEvents) inputDeclined(server, mode, message, reason string) {
+	emit(evInputRequested, inputDeclinedEvent(server, mode, message, reason))
+}
+
+func (emit runInputEvents) inputAnswered(id, server, action, by string) {
+	emit(evInputAnswered, inputAnsweredEvent(id, server, action, by))
+}
+
+func (emit runInputEvents) inputCompleted(server, elicitationID string) {
+	emit(evInputCompleted, inputCompletedEvent(server, elicitationID))
+}
+
+func (emit runInputEvents) samplingRefused(server, reason string) {
+	emit(evSamplingRefused, samplingRefusedEvent(server, reason))
+}
+
+func (emit runInputEvents) samplingRequested(server, model string, messages, tools, maxTokens int) {
+	emit(evSamplingRequested, samplingRequestedEvent(server, model, messages, tools, maxTokens))
+}
+
+func (emit runInputEvents) samplingCompleted(server string, resp *modelResponse, err error, elapsed time.Duration) {
+	emit(evSamplingCompleted, samplingCompletedEvent(server, resp, err, elapsed))
 }

@@ -260,27 +260,6 @@ func newRunManager(opts runManagerOptions) *runManager {
 	return m
 }
 
-// A requestError is a run request the API answers with 400 (or 403 when
-// forbidden is set); its message names the field and says what to do.
-type requestError struct {
-	msg       string
-	forbidden bool
-}
-
-func (e *requestError) Error() string { return e.msg }
-
-// badRequest returns a *requestError (a 400) about field.
-func badRequest(field, format string, args ...any) error {
-	return &requestError{msg: field + ": " + fmt.Sprintf(format, args...)}
-}
-
-// invalidRequest returns a *requestError (a 400) for err, which already
-// names the field it is about (model "x": ..., profile "x": ...,
-// mcp_servers[2]: ...).
-func invalidRequest(err error) error {
-	return &requestError{msg: err.Error()}
-}
-
 // errShuttingDown is start's error once shutdown has begun.
 var errShuttingDown = errors.New("start run: harnessd is shutting down; retry against another instance or after it restarts")
 

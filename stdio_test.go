@@ -17,7 +17,7 @@ import (
 )
 
 // connectFake connects to a fake stdio server and closes it at cleanup.
-func connectFake(t *testing.T, cfg serverConfig, opts clientOptions) *client {
+func connectFake(t *testing.T, cfg serverConfig, opts clientOptions) *mcpClient {
 	t.Helper()
 	c, err := connect(t.Context(), cfg, opts)
 	if err != nil {

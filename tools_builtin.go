@@ -213,7 +213,7 @@ func readResourceTool(ctx context.Context, r *run, args json.RawMessage) (string
 }
 
 // scopeClient returns the session of the named server in scope.
-func scopeClient(scope *runScope, name string) (*client, error) {
+func scopeClient(scope *runScope, name string) (*mcpClient, error) {
 	ms := scope.server(name)
 	if ms == nil {
 		return nil, fmt.Errorf("no server %q in this run; servers: %s", name, strings.Join(scope.serverNames(), ", "))

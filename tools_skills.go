@@ -196,7 +196,7 @@ func skillOf(ms *managedServer, uri string) (*skillEntry, bool) {
 // readSkillResource reads uri for read_mcp_resource when it is a listed
 // skill file of ms: verified against the listing (handled true); handled
 // false for any other resource.
-func readSkillResource(ctx context.Context, ms *managedServer, c *client, uri string) (text string, handled bool, err error) {
+func readSkillResource(ctx context.Context, ms *managedServer, c *mcpClient, uri string) (text string, handled bool, err error) {
 	e, ok := skillOf(ms, uri)
 	if !ok {
 		return "", false, nil
