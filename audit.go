@@ -31,6 +31,9 @@ const (
 	auditToolCall = "tool_call"
 	auditAdmin    = "admin"
 	auditRefused  = "refused"
+	// A tool's definition listed differently from its pin (pin_tools hold
+	// or warn): a server changed a tool under harnessd.
+	auditToolChanged = "tool_changed"
 )
 
 // zeroHash is the prev of the first line of a new trail.
@@ -64,7 +67,13 @@ type auditRecord struct {
 	Target     string         `json:"target,omitempty"`  // what it acted on: the request's path
 	Status     int            `json:"status,omitempty"`  // the answer's HTTP status
 	Refused    map[string]int `json:"refused,omitempty"` // requests refused in the minute, by reason
-	Prev       string         `json:"prev"`
+	// A tool definition changed: the fields that differ and the digests
+	// of the pinned and the listed definitions; its outcome is "held" or
+	// "warned" (pin_tools).
+	Changed   []string `json:"changed,omitempty"`
+	OldDigest string   `json:"old_digest,omitempty"`
+	NewDigest string   `json:"new_digest,omitempty"`
+	Prev      string   `json:"prev"`
 }
 
 // auditSettings bound the trail ([audit] in TOML).

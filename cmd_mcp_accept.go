@@ -48,7 +48,7 @@ func (a *app) mcpAccept(ctx context.Context, args []string) error {
 			return usageError("%v", herr)
 		}
 		fmt.Fprintf(a.stderr, "no harnessd at %s: editing the pin file in %s\n", *addr, pinsDir(home))
-		accepted, err = newPinStore(pinsDir(home), nil, nil).accept(name, tool)
+		accepted, err = newPinStore(pinsDir(home), nil, nil, nil).accept(name, tool)
 	}
 	if err != nil {
 		return fmt.Errorf("mcp accept: %w", err)

@@ -245,7 +245,7 @@ func (d *daemon) startServing(a *app, cfg *config, groups *procGroups, keep *ret
 			Input: outside, Cache: newResponseCache(),
 			LogPayloads: d.opts.logPayloads, Secrets: d.secrets},
 		Restart: true,
-		Pins:    newPinStore(pinsDir(d.load.Home), logger, d.metrics),
+		Pins:    newPinStore(pinsDir(d.load.Home), logger, d.metrics, d.audit),
 	})
 	model := cfg.Model.spec()
 	d.runs = newRunManager(runManagerOptions{

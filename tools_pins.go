@@ -123,20 +123,22 @@ func (p toolPin) change(tool string) toolChange {
 }
 
 // A pinStore keeps the pin files of the global servers in dir. It is a
-// toolPinner; a warned change is logged and counted in metrics. Safe for
-// concurrent use; each check or accept reads and replaces the whole file.
+// toolPinner; a change is logged, counted in metrics and recorded in the
+// audit trail. Safe for concurrent use; each check or accept reads and
+// replaces the whole file.
 type pinStore struct {
 	dir     string
 	logger  *slog.Logger
 	metrics *metrics
+	audit   *auditLog
 
 	mu sync.Mutex // serialises the reads and writes of the files
 }
 
 // newPinStore returns the store of the pin files in dir (created on the
-// first write); logger and metrics may be nil.
-func newPinStore(dir string, logger *slog.Logger, m *metrics) *pinStore {
-	return &pinStore{dir: dir, logger: orDiscard(logger), metrics: m}
+// first write); logger, metrics and audit may be nil.
+func newPinStore(dir string, logger *slog.Logger, m *metrics, audit *auditLog) *pinStore {
+	return &pinStore{dir: dir, logger: orDiscard(logger), metrics: m, audit: audit}
 }
 
 // pinsDir returns the directory of the pin files under home.
@@ -225,7 +227,7 @@ func (p *pinStore) check(server, mode string, tools []toolInfo) (held, warned []
 				ch := pin.change(t.Name)
 				p.logger.Warn("tool definition changed; the tool is held until an admin accepts it (harnessd mcp accept)",
 					"server", server, "tool", t.Name, "changed", strings.Join(ch.Changed, ","), "old_digest", ch.OldDigest, "new_digest", ch.NewDigest)
-				p.metrics.toolDefinitionChange(server, mode)
+				p.changed(server, mode, ch)
 			}
 			held = append(held, pin.change(t.Name))
 		default: // pinWarn
@@ -233,7 +235,7 @@ func (p *pinStore) check(server, mode string, tools []toolInfo) (held, warned []
 			ch := pin.change(t.Name)
 			p.logger.Warn("tool definition changed; going on with the new one (pin_tools = \"warn\")",
 				"server", server, "tool", t.Name, "changed", strings.Join(ch.Changed, ","), "old_digest", ch.OldDigest, "new_digest", ch.NewDigest)
-			p.metrics.toolDefinitionChange(server, mode)
+			p.changed(server, mode, ch)
 			warned = append(warned, ch)
 			pf.Tools[t.Name] = toolPin{Digest: digest, Definition: def, PinnedAt: now}
 			dirty = true
@@ -245,6 +247,18 @@ func (p *pinStore) check(server, mode string, tools []toolInfo) (held, warned []
 		}
 	}
 	return held, warned, nil
+}
+
+// changed counts a change of server's tool found under mode (pinHold,
+// pinWarn) and records it in the audit trail.
+func (p *pinStore) changed(server, mode string, ch toolChange) {
+	p.metrics.toolDefinitionChange(server, mode)
+	outcome := "warned"
+	if mode == pinHold {
+		outcome = "held"
+	}
+	p.audit.record(auditRecord{Type: auditToolChanged, Server: server, Tool: ch.Tool, Outcome: outcome,
+		Changed: ch.Changed, OldDigest: ch.OldDigest, NewDigest: ch.NewDigest})
 }
 
 // accept pins the pending definitions of server's tools (only tool's,

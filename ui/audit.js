@@ -4,7 +4,7 @@
 import { h, fmtTime, fmtSpan } from './dom.js';
 import { searchList } from './runs.js';
 
-const auditTypes = ['tool_call', 'admin', 'refused'];
+const auditTypes = ['tool_call', 'admin', 'refused', 'tool_changed'];
 
 // localInput returns the value of a datetime-local control for an RFC 3339
 // time, '' for none or a time that does not parse.
@@ -51,7 +51,7 @@ export function auditPage(main, can, signal, params) {
       { head: 'Key', cell: (r) => r.key || '—' },
       { head: 'Run', cell: (r) => (r.run ? h('a', { href: '#/runs/' + encodeURIComponent(r.run) }, h('code', { class: 'id' }, r.run)) : '') },
       { head: 'Server', cell: (r) => r.server || '' },
-      { head: 'Tool or action', cell: (r) => (r.tool ? h('code', {}, r.tool) : r.action ? [r.action, r.target ? h('div', { class: 'meta' }, r.target) : null] : '') },
+      { head: 'Tool or action', cell: (r) => (r.tool ? [h('code', {}, r.tool), r.changed ? h('div', { class: 'meta' }, r.changed.join(', ') + ' changed') : null] : r.action ? [r.action, r.target ? h('div', { class: 'meta' }, r.target) : null] : '') },
       { head: 'Outcome', cell: outcome },
       { head: 'Duration', cell: (r) => (typeof r.duration_ms === 'number' ? fmtSpan(r.duration_ms) : ''), secondary: true },
       { head: 'Approval', cell: (r) => (r.approval_id ? [h('code', { class: 'id' }, r.approval_id), r.decided_by ? h('div', { class: 'meta' }, 'by ' + r.decided_by) : null] : ''), secondary: true },
