@@ -23,7 +23,11 @@ func smallFilesystem(t *testing.T, size string) string {
 		t.Skipf("mounting a %s tmpfs is not permitted here (%v): the full disk is covered by TestStoreFullDiskInjected", size, err)
 	}
 	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
+		// Detached at once, freed when the last file open on it closes: a
+		// process another test forks at that moment holds a copy of every
+		// descriptor until it execs, which made a plain unmount fail with
+		// EBUSY under load.
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})

@@ -15,19 +15,31 @@ export const env = (k) => { if (!process.env[k]) throw new Error(`${k} is not se
 const { chromium } = createRequire(join(env('NODE_MODULES'), 'x.js'))('playwright-core');
 export const base = env('CONSOLE_URL');
 let browser;
+// contexts holds the browser context of each viewport, shared by the
+// scenarios of the file: a context costs the browser about a second of
+// CPU to make, and a page of its own is what a scenario needs (the
+// console keeps its key in the page's sessionStorage, and uses no other
+// storage, so a new page starts signed out).
+const contexts = new Map();
 
 before(async () => {
   browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
 });
 after(async () => { if (browser) await browser.close(); });
 
-// scenario runs fn(page) in a fresh browser context; a failure leaves a
-// screenshot and the page's console log in ARTIFACTS, and a dialog (an
-// alert a script injected through the page would open) fails it.
+// contextFor returns the shared context of viewport, made on first use.
+function contextFor(viewport) {
+  const key = `${viewport.width}x${viewport.height}`;
+  if (!contexts.has(key)) contexts.set(key, browser.newContext({ viewport }));
+  return contexts.get(key);
+}
+
+// scenario runs fn(page) in a fresh page; a failure leaves a screenshot
+// and the page's console log in ARTIFACTS, and a dialog (an alert a
+// script injected through the page would open) fails it.
 export function scenario(name, fn, viewport = { width: 1100, height: 800 }) {
   test(name, async () => {
-    const ctx = await browser.newContext({ viewport });
-    const page = await ctx.newPage();
+    const page = await (await contextFor(viewport)).newPage();
     // A wait bounds a failure only: CI machines are loaded.
     page.setDefaultTimeout(60000);
     const log = [];
@@ -48,7 +60,7 @@ export function scenario(name, fn, viewport = { width: 1100, height: 800 }) {
       console.log(`--- ${name}: page console log ---\n${log.join('\n')}\n--- screenshot: ${join(dir, slug + '.png')}`);
       throw err;
     } finally {
-      await ctx.close();
+      await page.close();
     }
   });
 }

@@ -120,6 +120,19 @@ async function assertFits(page, what) {
   assert.deepEqual(widths.wide, [], `${what}: elements reaching past the screen's right edge`);
 }
 
+// middleOf returns the middle of the first element matching selector, and
+// its href, once it is drawn. It is read in one step of the page's script:
+// the page may draw the element anew (a refresh of the run or the list)
+// between two steps of a locator, whose boundingBox is then null.
+async function middleOf(page, selector) {
+  const at = await page.waitForFunction((sel) => {
+    const e = document.querySelector(sel);
+    const r = e && e.getBoundingClientRect();
+    return r && r.width > 0 && r.height > 0 && { x: r.x + r.width / 2, y: r.y + r.height / 2, href: e.getAttribute('href') };
+  }, selector, { polling: 100 });
+  return at.jsonValue();
+}
+
 // runsWith returns the ids of the runs whose prompt holds word.
 async function runsWith(word, key) {
   const list = await api('GET', '/v1/runs', key);
@@ -253,8 +266,8 @@ scenario('a click on the prompt is kept while the run changes under it', async (
   // The head is drawn anew at each change of the run: the last before the
   // press is the one that says the run waits.
   await page.locator('.status-waiting_approval').first().waitFor();
-  const box = await page.getByText('Prompt', { exact: true }).boundingBox();
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  const { x, y } = await middleOf(page, 'details.prompt > summary');
+  await page.mouse.move(x, y);
   await page.mouse.down();
   const changed = page.waitForResponse(async (res) => new URL(res.url()).pathname === `/v1/runs/${id}` &&
     (await res.json()).tool_calls === 1);
@@ -271,10 +284,8 @@ scenario('a click on a run in the list is kept while the list refreshes under it
   // The list is fetched again every 2 s; the press on a run's link lasts
   // over two fetches, whose answers must not redraw the link away.
   await signIn(page, keys.write);
-  const link = page.locator('tbody a[href^="#/runs/"]').first();
-  const href = await link.getAttribute('href');
-  const box = await link.boundingBox();
-  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  const { x, y, href } = await middleOf(page, 'tbody a[href^="#/runs/"]');
+  await page.mouse.move(x, y);
   await page.mouse.down();
   for (let i = 0; i < 2; i++) {
     await page.waitForResponse((res) => new URL(res.url()).pathname === '/v1/runs' && res.request().method() === 'GET');
