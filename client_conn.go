@@ -149,9 +149,11 @@ type conn struct {
 	version atomic.Value
 	// roots, once set by setRoots, replace cfg.Roots (nil inside: none).
 	roots atomic.Pointer[[]string]
-	// rootsAnswered is when roots/list was last answered (Unix
-	// nanoseconds; 0 never), for settleRoots (client_roots.go).
-	rootsAnswered atomic.Int64
+	// rootsAsked and rootsAnswered are when the server last asked for
+	// roots/list (marked by the reader as the request comes) and when it
+	// was last answered (Unix nanoseconds; 0 never), for settleRoots
+	// (client_roots.go).
+	rootsAsked, rootsAnswered atomic.Int64
 }
 
 // newConn wraps a started transport and listens to it.
@@ -586,6 +588,9 @@ func (c *conn) dispatch(raw []byte) {
 	}
 	switch {
 	case msg.Method != "" && len(msg.ID) > 0 && string(msg.ID) != "null":
+		if msg.Method == "roots/list" {
+			c.rootsAsked.Store(time.Now().UnixNano())
+		}
 		select {
 		case c.answering <- struct{}{}:
 			// Owned by the conn; ends when the answer is sent or the

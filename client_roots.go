@@ -93,14 +93,22 @@ func validateRoots(field string, dirs []string) error {
 const rootsSettle = 250 * time.Millisecond
 
 // settleRoots waits, when the server asked for roots, until rootsSettle
-// has passed since the answer; it returns at once for a server that did
-// not ask (or asked long enough ago), and early with ctx's error.
+// has passed since the answer, or since now when the answer is still
+// being sent; it returns at once for a server that did not ask (or was
+// answered long enough ago), and early with ctx's error. The ask is
+// marked by the reader as it comes: the answer, sent by another
+// goroutine, was once 15 ms behind on a loaded machine, and a call that
+// saw no answer yet went first and met no roots.
 func (c *conn) settleRoots(ctx context.Context) error {
-	answered := c.rootsAnswered.Load()
-	if answered == 0 {
+	asked, answered := c.rootsAsked.Load(), c.rootsAnswered.Load()
+	if asked == 0 {
 		return nil
 	}
-	wait := time.Until(time.Unix(0, answered).Add(rootsSettle))
+	since := time.Unix(0, answered)
+	if answered < asked {
+		since = time.Now()
+	}
+	wait := time.Until(since.Add(rootsSettle))
 	if wait <= 0 {
 		return nil
 	}
@@ -114,3 +122,4 @@ func (c *conn) settleRoots(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
