@@ -122,4 +122,3 @@ func (c *conn) settleRoots(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
-
