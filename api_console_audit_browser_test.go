@@ -20,9 +20,6 @@ import (
 // runs:read key gets a notice instead.
 func TestConsoleAuditInBrowser(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("drives a browser against the harnessd binary")
-	}
 	browser, modules := requirePlaywright(t)
 	bin := buildHarnessd(t)
 	web := newFakeMCP(t, fakeMCPConfig{})

@@ -40,12 +40,15 @@ func requireChromium(t *testing.T) string {
 	return ""
 }
 
-// requirePlaywright returns the browser (requireChromium) and the
+// requirePlaywright skips the test in -short mode, and returns the browser (requireChromium) and the
 // node_modules holding playwright-core that drive the console scenarios;
 // when playwright-core is missing it fails the test if CI=true and skips
 // it otherwise, saying what to run.
 func requirePlaywright(t *testing.T) (browser, modules string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("drives a browser against the harnessd binary")
+	}
 	browser = requireChromium(t)
 	modules = requireNode(t)
 	if _, err := os.Stat(filepath.Join(modules, "playwright-core", "package.json")); err != nil {
@@ -143,9 +146,6 @@ func consoleScript(payload string, gate <-chan struct{}) []fakeTurn {
 
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("drives a browser against the harnessd binary")
-	}
 	browser, modules := requirePlaywright(t)
 	everything := everythingStdioCommand(t)
 	bin := buildHarnessd(t)

@@ -21,9 +21,6 @@ import (
 // file holds the outcome afterwards.
 func TestConsoleServersInBrowser(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("drives a browser against the harnessd binary")
-	}
 	browser, modules := requirePlaywright(t)
 	bin := buildHarnessd(t)
 	home, workspace, marker := fakeServerHome(t, "echo", "pid", "")
@@ -65,9 +62,6 @@ func TestConsoleServersInBrowser(t *testing.T) {
 // offered again with their new definitions.
 func TestConsoleHeldToolsInBrowser(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("drives a browser against the harnessd binary")
-	}
 	browser, modules := requirePlaywright(t)
 	bin := buildHarnessd(t)
 	type tool struct {
