@@ -24,10 +24,7 @@ func TestConsoleServersInBrowser(t *testing.T) {
 	browser, modules := requirePlaywright(t)
 	bin := buildHarnessd(t)
 	home, workspace, marker := fakeServerHome(t, "echo", "pid", "")
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := fakeServerBinary(t)
 	file := filepath.Join(home, "config.toml")
 	config := fmt.Sprintf("[mcp_servers.echo]\ncommand = %q\nenv = { %s = \"pid\", %s = %q }\napproval = \"writes\"\napproval_tools = [\"pid\"]\n",
 		exe, fakeServerEnv, e2eMarkerEnv, marker)

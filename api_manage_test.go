@@ -43,10 +43,7 @@ type manageFixture struct {
 func newManageFixture(t *testing.T) *manageFixture {
 	t.Helper()
 	home, workspace, marker := fakeServerHome(t, "echo", "pid", "")
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := fakeServerBinary(t)
 	f := &manageFixture{home: home, file: filepath.Join(home, "config.toml"), exe: exe, marker: marker}
 	config := fmt.Sprintf("# managed by the test\n[model]\nname = \"openai/fake-model\"\n\n[mcp_servers.echo]\ncommand = %q\nenv = { %s = \"pid\", %s = %q, API_TOKEN = %q }\n",
 		exe, fakeServerEnv, e2eMarkerEnv, marker, manageSecret)

@@ -48,8 +48,7 @@ func checkNoLeaks(t *testing.T) string {
 	tag := hex.EncodeToString(b[:])
 	// The thread that spawns servers lives as long as the process: start
 	// it before the baseline, or the test that spawns first counts it.
-	spawn := exec.Command(os.Args[0], "-test.run=^$")
-	spawn.Env = append(os.Environ(), "GORACE="+raceExitNoSleep)
+	spawn := exec.Command(fakeServerBinary(t)) // stdin at EOF: it exits
 	if startServerProcess(spawn) == nil {
 		spawn.Wait()
 	}

@@ -32,10 +32,7 @@ func TestMCPEditTellsDaemon(t *testing.T) {
 	waitReadyz(t, at) // so that the check after the edits says they kept it ready
 	addr := strings.TrimPrefix(at.url, "http://")
 	f := &manageFixture{at: at, home: home, marker: marker}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := fakeServerBinary(t)
 	tests := []struct {
 		name, addr, token string
 		// applied: the daemon must have the change right after the command

@@ -72,6 +72,11 @@ type fakeMCP struct {
 	changed   chan struct{} // 1-buffered: a request arrived since the last wait
 }
 
+// text is a tools/call result holding one text block.
+func text(s string) map[string]any {
+	return map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}
+}
+
 // newFakeMCP starts a fake server configured by cfg, closed at cleanup.
 func newFakeMCP(t testing.TB, cfg fakeMCPConfig) *fakeMCP {
 	t.Helper()

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -51,71 +50,6 @@ func e2eServerFor(t *testing.T) e2eServer {
 		return e2eServer{peer: peerCommand{Command: fake.Command, Env: fake.Env}, echoDescription: "fake echo"}
 	}
 	return e2eServer{peer: everythingStdioCommand(t), echoDescription: "Echoes back the input string", echoPrefix: "Echo: "}
-}
-
-// A harnessdBuildState is the harnessd binary built once per test binary,
-// in a directory TestMain removes at the end.
-type harnessdBuildState struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
-}
-
-// harnessdBuild is the test binary's one build of harnessd.
-var harnessdBuild harnessdBuildState
-
-// buildHarnessd returns the static release binary (CGO_ENABLED=0, -s -w),
-// built on the first call (or from TestMain's start, see
-// startHarnessdBuild) into a temporary directory and shared by every test
-// after; callers must not change or remove it.
-func buildHarnessd(t testing.TB) string {
-	t.Helper()
-	b := &harnessdBuild
-	b.once.Do(b.build)
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.bin
-}
-
-// startHarnessdBuild starts building the binary in the background when
-// the whole suite runs (no -run, not -short), so that the build overlaps
-// the first tests instead of holding up the ones that serve it.
-func startHarnessdBuild() {
-	if flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
-		// Owned by the test binary; ends when the build does.
-		go harnessdBuild.once.Do(harnessdBuild.build)
-	}
-}
-
-// build builds the binary into a new temporary directory, setting bin or
-// err.
-func (b *harnessdBuildState) build() {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		b.err = fmt.Errorf("build harnessd: %w", err)
-		return
-	}
-	if b.dir, err = os.MkdirTemp("", "harnessd-build-"); err != nil {
-		b.err = fmt.Errorf("build harnessd: %w", err)
-		return
-	}
-	b.bin = filepath.Join(b.dir, "harnessd")
-	cmd := exec.Command(goTool, "build", "-trimpath", "-ldflags=-s -w", "-o", b.bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.err = fmt.Errorf("CGO_ENABLED=0 go build -o %s .: %w\n%s", b.bin, err, out)
-	}
-}
-
-// removeHarnessdBuild removes the binary buildHarnessd built, if any,
-// once a build started in the background has ended.
-func removeHarnessdBuild() {
-	harnessdBuild.once.Do(func() {})
-	if harnessdBuild.dir != "" {
-		os.RemoveAll(harnessdBuild.dir)
-	}
 }
 
 // A harnessdProcess is a running harnessd whose stderr is collected.

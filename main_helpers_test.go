@@ -103,10 +103,7 @@ func errString(err error) string {
 // ends.
 func fakeServerHome(t *testing.T, name, mode, extra string) (home, workspace, marker string) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := fakeServerBinary(t)
 	var markerBytes [8]byte
 	rand.Read(markerBytes[:])
 	marker = hex.EncodeToString(markerBytes[:])

@@ -54,10 +54,7 @@ func TestKill9(t *testing.T) {
 
 	// Active runs, each with a server of its own that ignores SIGTERM and
 	// EOF; the model holds every call.
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := fakeServerBinary(t)
 	perRun := fmt.Sprintf(`[{"name":"hold","command":%q,"env":{%q:"ignore-term",%q:%q}}]`, exe, fakeServerEnv, e2eMarkerEnv, marker)
 	var interrupted []string
 	for i := range active {

@@ -66,10 +66,7 @@ func TestShutdownEndsEveryStream(t *testing.T) {
 	}
 	f := newFakeModel(t, providerOpenAI, script...)
 	bin := buildHarnessd(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := fakeServerBinary(t)
 	home, workspace := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("max_concurrent_runs = 64\n"), 0o600); err != nil {
 		t.Fatal(err)

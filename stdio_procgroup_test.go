@@ -38,10 +38,7 @@ func newTestProcGroups(t *testing.T) *procGroups {
 // at the end of the test.
 func startGroup(t *testing.T, mode string) *exec.Cmd {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := fakeServerBinary(t)
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), fakeServerEnv+"="+mode)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

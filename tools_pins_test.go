@@ -364,10 +364,7 @@ func (m *metrics) snapshotDefinitionChanges() map[[2]string]uint64 {
 func TestPinnedToolDaemonRestart(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := fakeServerBinary(t)
 	descFile := filepath.Join(t.TempDir(), "description")
 	writeDescription(t, descFile, "first")
 	config := fmt.Sprintf("[mcp_servers.fake]\ncommand = %q\npin_tools = \"hold\"\nenv = { %s = \"rug-pull\", %s = %q }\n", exe, fakeServerEnv, fakeDescFileEnv, descFile)
