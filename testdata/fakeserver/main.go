@@ -1,8 +1,9 @@
 // Command fakeserver is a misbehaving stdio MCP server for harnessd's
-// tests: HARNESSD_FAKE_SERVER names its mode (normal, echo, crash, hang,
-// ignore-term, brood, rug-pull, modern, ... below). The tests build it once
-// per run (fakeServerBinary in stdio_fake_test.go), without the race
-// detector: it is a peer, not code under test, and a race-built process
+// tests: HARNESSD_FAKE_SERVER names its mode (normal; ignore-term, deaf,
+// brood, flaky, rug-pull, hang-initialize, modern-retry and the others
+// below), and its tools fail in their own ways (crash, hang, big, noise,
+// stderr-flood, ...). The tests build it once per run (fakeServerBinary
+// in build_test.go), without the race detector: it is a peer, not code under test, and a race-built process
 // costs about 75 ms of CPU to start against 5 ms, over the ~330 servers
 // the suite starts.
 //
