@@ -32,7 +32,7 @@ const (
 )
 
 // soakServers are the servers a soak run's calls rotate over; "flaky"
-// exits after every flakyEvery calls and is restarted.
+// exits after every 25 calls (testdata/fakeserver's flakyEvery) and is restarted.
 var soakServers = []string{"alpha", "beta", "flaky"}
 
 // A soakModel is an in-process model for the soak: each step calls echo

@@ -29,10 +29,6 @@ const fakeDescFileEnv = "HARNESSD_FAKE_DESC_FILE"
 // broodSize is how many children a server in mode brood starts.
 const broodSize = 4
 
-// flakyEvery is how many tool calls a server in mode flaky answers before
-// it exits on the next one.
-const flakyEvery = 25
-
 // burstMaxTokens is the maxTokens of each sampling request of the fake
 // server's tool burst.
 const burstMaxTokens = 1000

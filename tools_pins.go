@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -124,15 +125,17 @@ func (p toolPin) change(tool string) toolChange {
 
 // A pinStore keeps the pin files of the global servers in dir. It is a
 // toolPinner; a change is logged, counted in metrics and recorded in the
-// audit trail. Safe for concurrent use; each check or accept reads and
-// replaces the whole file.
+// audit trail. Safe for concurrent use, and beside other processes on the
+// same dir (a daemon, and harnessd mcp accept when it finds none
+// listening at its address): each check or accept reads and replaces the
+// whole file under mu and an flock on dir.
 type pinStore struct {
 	dir     string
 	logger  *slog.Logger
 	metrics *metrics
 	audit   *auditLog
 
-	mu sync.Mutex // serialises the reads and writes of the files
+	mu sync.Mutex // serialises the reads and writes of the files in this process
 }
 
 // newPinStore returns the store of the pin files in dir (created on the
@@ -146,6 +149,31 @@ func pinsDir(home string) string { return filepath.Join(home, "pins") }
 
 // path returns the pin file of server.
 func (p *pinStore) path(server string) string { return filepath.Join(p.dir, server+".json") }
+
+// lockDir creates dir if needed and takes an exclusive flock on it, so
+// that a check or accept in another process does not read the file this
+// one is replacing, or replace it in between. The lock is held for one
+// read and one write of a small file; unlock releases it.
+func (p *pinStore) lockDir() (unlock func(), err error) {
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("pinned tool definitions: %v", err)
+	}
+	d, err := os.Open(p.dir)
+	if err != nil {
+		return nil, fmt.Errorf("pinned tool definitions: %v", err)
+	}
+	for {
+		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("lock pinned tool definitions %s: %v", p.dir, err)
+	}
+	return func() { d.Close() }, nil // closing the last descriptor releases the flock
+}
 
 // load reads the pin file of server; a missing file is no pins. Its
 // errors, like save's, name the file, not the server: the registry names
@@ -175,9 +203,6 @@ func (p *pinStore) save(pf pinFile) error {
 	if err != nil {
 		return fmt.Errorf("encode pinned tool definitions: %v", err)
 	}
-	if err := os.MkdirAll(p.dir, 0o700); err != nil {
-		return fmt.Errorf("pinned tool definitions: %v", err)
-	}
 	if err := replaceFile(p.path(pf.Server), append(data, '\n')); err != nil {
 		return fmt.Errorf("write pinned tool definitions %s: %v", p.path(pf.Server), err)
 	}
@@ -196,6 +221,11 @@ func (p *pinStore) check(server, mode string, tools []toolInfo) (held, warned []
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	unlock, err := p.lockDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	pf, err := p.load(server)
 	if err != nil {
 		return nil, nil, err
@@ -267,6 +297,11 @@ func (p *pinStore) changed(server, mode string, ch toolChange) {
 func (p *pinStore) accept(server, tool string) ([]toolChange, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	unlock, err := p.lockDir()
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", server, err)
+	}
+	defer unlock()
 	pf, err := p.load(server)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", server, err)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -428,6 +429,65 @@ func TestPinStoreDamagedFile(t *testing.T) {
 	st := reg.server("fake").snapshot()
 	if want := `server "fake": pinned tool definitions ` + filepath.Join(dir, "fake.json"); st.Status != statusFailed || !strings.HasPrefix(st.Error, want) {
 		t.Errorf("status = %s, %q; want failed, starting %q", st.Status, st.Error, want)
+	}
+}
+
+// TestPinStoresShareTheFile checks that stores on one directory, as a
+// daemon and an offline harnessd mcp accept are, lose none of each
+// other's writes: each of them pins tools of its own on one server, and
+// accepts the held change of a shared tool, all at once. Without the lock
+// on the directory, a store that read the file before another replaced it
+// writes it back without the other's pins.
+func TestPinStoresShareTheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const stores, rounds = 4, 25
+	shared := func(desc string) toolInfo { return toolInfo{Name: "shared", Description: desc} }
+	if _, _, err := newPinStore(dir, discardLogger(), nil, nil).check("fake", pinHold, []toolInfo{shared("first")}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, stores*rounds*2)
+	for i := range stores {
+		wg.Add(1)
+		// Owned by the test; ends after its rounds.
+		go func() {
+			defer wg.Done()
+			pins := newPinStore(dir, discardLogger(), nil, nil) // a process of its own: its mutex is not shared
+			for j := range rounds {
+				tools := []toolInfo{{Name: fmt.Sprintf("s%d-t%d", i, j)}, shared(fmt.Sprintf("from %d round %d", i, j))}
+				if _, _, err := pins.check("fake", pinHold, tools); err != nil {
+					errs <- err
+				}
+				if _, err := pins.accept("fake", ""); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var pf pinFile
+	data, err := os.ReadFile(filepath.Join(dir, "fake.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &pf); err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	for i := range stores {
+		for j := range rounds {
+			if name := fmt.Sprintf("s%d-t%d", i, j); pf.Tools[name].Digest == "" {
+				lost = append(lost, name)
+			}
+		}
+	}
+	if len(lost) > 0 || len(pf.Tools) != stores*rounds+1 {
+		t.Errorf("pin file has %d tools, want %d; lost %d pins: %v", len(pf.Tools), stores*rounds+1, len(lost), lost)
 	}
 }
 
