@@ -400,9 +400,6 @@ func runOutcome(run *run) *mcpToolResult {
 // and its approvals and questions as elicitation/create when the client
 // takes elicitation.
 func (call *mcpCall) hold(ctx context.Context, run *run, deadline <-chan time.Time) {
-	if isClosed(run.done) {
-		return
-	}
 	var cursor followCursor
 	defer run.unfollow(&cursor)
 	askCtx, stopAsking := context.WithCancel(ctx)
@@ -414,6 +411,9 @@ func (call *mcpCall) hold(ctx context.Context, run *run, deadline <-chan time.Ti
 	asked := map[string]bool{}
 	progress := 0
 	for {
+		// Read before following: the frames then hold every event of a
+		// run that has ended, and the last ones go out before the answer.
+		ended := isClosed(run.done)
 		frames, _, changed := run.follow(&cursor)
 		if call.progressToken != nil && call.stream != nil {
 			for _, f := range frames {
@@ -422,6 +422,9 @@ func (call *mcpCall) hold(ctx context.Context, run *run, deadline <-chan time.Ti
 					call.send("notifications/progress", map[string]any{"progressToken": call.progressToken, "progress": progress, "message": note})
 				}
 			}
+		}
+		if ended {
+			return
 		}
 		if call.elicitation && call.stream != nil && run.input != nil && run.input.Queue != nil {
 			questions, approvals := run.input.Queue.snapshot()
@@ -443,8 +446,7 @@ func (call *mcpCall) hold(ctx context.Context, run *run, deadline <-chan time.Ti
 			return // the client is asked in an input-required round
 		}
 		select {
-		case <-run.done:
-			return
+		case <-run.done: // once more, for what the run said last
 		case <-changed:
 		case <-ctx.Done():
 			return
