@@ -37,7 +37,7 @@ go mod download
 (cd interop && go mod download)
 
 echo "== go test -race ./... (root module)"
-# A bound well above the suite's time (about 4 minutes on two cores), so
+# A bound well above the suite's time (under 2 minutes on two cores), so
 # that a loaded machine is not taken for a hung test.
 go test -race -timeout 20m "$@" ./...
 
