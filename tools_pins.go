@@ -14,7 +14,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -128,14 +127,13 @@ func (p toolPin) change(tool string) toolChange {
 // audit trail. Safe for concurrent use, and beside other processes on the
 // same dir (a daemon, and harnessd mcp accept when it finds none
 // listening at its address): each check or accept reads and replaces the
-// whole file under mu and an flock on dir.
+// whole file under an flock on dir (lockDir), which also keeps the
+// goroutines of one process apart.
 type pinStore struct {
 	dir     string
 	logger  *slog.Logger
 	metrics *metrics
 	audit   *auditLog
-
-	mu sync.Mutex // serialises the reads and writes of the files in this process
 }
 
 // newPinStore returns the store of the pin files in dir (created on the
@@ -151,9 +149,11 @@ func pinsDir(home string) string { return filepath.Join(home, "pins") }
 func (p *pinStore) path(server string) string { return filepath.Join(p.dir, server+".json") }
 
 // lockDir creates dir if needed and takes an exclusive flock on it, so
-// that a check or accept in another process does not read the file this
-// one is replacing, or replace it in between. The lock is held for one
-// read and one write of a small file; unlock releases it.
+// that another check or accept, in this process or another, does not read
+// the file this one is replacing, or replace it in between: each call
+// opens dir anew, and flock keeps apart descriptors opened apart. The
+// lock is held for one read and one write of a small file; unlock
+// releases it. (Go's signal handlers restart flock: no EINTR.)
 func (p *pinStore) lockDir() (unlock func(), err error) {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("pinned tool definitions: %v", err)
@@ -162,13 +162,7 @@ func (p *pinStore) lockDir() (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("pinned tool definitions: %v", err)
 	}
-	for {
-		err = syscall.Flock(int(d.Fd()), syscall.LOCK_EX)
-		if err != syscall.EINTR {
-			break
-		}
-	}
-	if err != nil {
+	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("lock pinned tool definitions %s: %v", p.dir, err)
 	}
@@ -219,8 +213,6 @@ func (p *pinStore) check(server, mode string, tools []toolInfo) (held, warned []
 	if mode == pinOff {
 		return nil, nil, nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	unlock, err := p.lockDir()
 	if err != nil {
 		return nil, nil, err
@@ -295,8 +287,6 @@ func (p *pinStore) changed(server, mode string, ch toolChange) {
 // when tool is not "") and returns what it accepted, by tool name. A tool
 // named that is not held is an error.
 func (p *pinStore) accept(server, tool string) ([]toolChange, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	unlock, err := p.lockDir()
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", server, err)

@@ -453,7 +453,7 @@ func TestPinStoresShareTheFile(t *testing.T) {
 		// Owned by the test; ends after its rounds.
 		go func() {
 			defer wg.Done()
-			pins := newPinStore(dir, discardLogger(), nil, nil) // a process of its own: its mutex is not shared
+			pins := newPinStore(dir, discardLogger(), nil, nil) // a store of its own, as another process has
 			for j := range rounds {
 				tools := []toolInfo{{Name: fmt.Sprintf("s%d-t%d", i, j)}, shared(fmt.Sprintf("from %d round %d", i, j))}
 				if _, _, err := pins.check("fake", pinHold, tools); err != nil {
