@@ -48,10 +48,10 @@ func requireChromium(t *testing.T) string {
 // (2 cores, 2026-12-06). The full browser passes the same scenarios.
 var chromiumNames = []string{"chromium-headless-shell", "chromium", "chromium-browser"}
 
-// requirePlaywright skips the test in -short mode, and returns the browser (requireChromium) and the
-// node_modules holding playwright-core that drive the console scenarios;
-// when playwright-core is missing it fails the test if CI=true and skips
-// it otherwise, saying what to run.
+// requirePlaywright skips the test in -short mode, and returns the
+// browser (requireChromium) and the node_modules holding playwright-core
+// that drive the console scenarios; when playwright-core is missing it
+// fails the test if CI=true and skips it otherwise, saying what to run.
 func requirePlaywright(t *testing.T) (browser, modules string) {
 	t.Helper()
 	if testing.Short() {

@@ -35,9 +35,9 @@ const (
 	// for the detector to see every path (it reports two accesses that no
 	// synchronisation orders whenever both happen, not only when they
 	// collide; 25 calls per caller take each path many times). The
-	// volume that finds a rare loss is .ci/run's,
-	// 100,000 calls per transport and revision without -race: 1000 here
-	// only spent the suite's time.
+	// volume that finds a rare loss is .ci/run's, 100,000 calls per
+	// transport and revision without -race: 1000 here only spent the
+	// suite's time.
 	soakCallsDefault = 200
 	// soakTimeout bounds one call: far above any honest answer on a loaded
 	// machine, far below the hour a lost answer would otherwise cost.

@@ -38,8 +38,7 @@ func newTestProcGroups(t *testing.T) *procGroups {
 // at the end of the test.
 func startGroup(t *testing.T, mode string) *exec.Cmd {
 	t.Helper()
-	exe := fakeServerBinary(t)
-	cmd := exec.Command(exe)
+	cmd := exec.Command(fakeServerBinary(t))
 	cmd.Env = append(os.Environ(), fakeServerEnv+"="+mode)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe() // held open: EOF is not what stops it
