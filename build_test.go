@@ -6,12 +6,40 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 )
 
-// This file holds the programs the tests build once per test binary: the
-// harnessd release binary and the fake stdio MCP server.
+// This file holds the test binary's set-up: TestMain, how many tests run
+// at once, and the programs the tests build once per test binary (the
+// harnessd release binary and the fake stdio MCP server).
+
+func TestMain(m *testing.M) {
+	overlapWaitingTests()
+	startBuilds()
+	code := m.Run()
+	removeBuilds()
+	os.Exit(code)
+}
+
+// suiteParallel is how many parallel tests run at once when -parallel is
+// not given. Most tests wait on subprocesses, sockets and a browser rather
+// than on the CPU, so on a machine with few cores more of them than
+// GOMAXPROCS (the testing package's default) overlap their waits.
+const suiteParallel = 4
+
+// overlapWaitingTests raises -test.parallel to suiteParallel unless the
+// command line set it or GOMAXPROCS is already at least that.
+func overlapWaitingTests() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && runtime.GOMAXPROCS(0) < suiteParallel {
+		flag.Set("test.parallel", strconv.Itoa(suiteParallel))
+	}
+}
 
 // A programBuild is one program built once per test binary, in a
 // directory TestMain removes at the end.

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"flag"
-	"os"
-	"runtime"
-	"strconv"
 	"testing"
 	"time"
 )
 
-// This file holds TestMain and the configuration of the fake stdio MCP
-// server, testdata/fakeserver: a misbehaving server whose mode the
+// This file holds the configuration of the fake stdio MCP server,
+// testdata/fakeserver: a misbehaving server whose mode the
 // environment names. The numbers below are what that server does; a test
 // that counts its children or its tokens uses them.
 
@@ -32,31 +28,6 @@ const broodSize = 4
 // burstMaxTokens is the maxTokens of each sampling request of the fake
 // server's tool burst.
 const burstMaxTokens = 1000
-
-func TestMain(m *testing.M) {
-	overlapWaitingTests()
-	startBuilds()
-	code := m.Run()
-	removeBuilds()
-	os.Exit(code)
-}
-
-// suiteParallel is how many parallel tests run at once when -parallel is
-// not given. Most tests wait on subprocesses, sockets and a browser rather
-// than on the CPU, so on a machine with few cores more of them than
-// GOMAXPROCS (the testing package's default) overlap their waits.
-const suiteParallel = 4
-
-// overlapWaitingTests raises -test.parallel to suiteParallel unless the
-// command line set it or GOMAXPROCS is already at least that.
-func overlapWaitingTests() {
-	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set && runtime.GOMAXPROCS(0) < suiteParallel {
-		flag.Set("test.parallel", strconv.Itoa(suiteParallel))
-	}
-}
 
 // fakeServerConfig returns the config of a fake stdio server in mode.
 func fakeServerConfig(t testing.TB, mode string) serverConfig {
